@@ -1,0 +1,214 @@
+# schedlab — one non-recursive Makefile.
+#
+#   make            build build/schedlab
+#   make run        install what is missing, build, profile the default job
+#   make test       install what is missing, build and run the Criterion suite
+#   make bench      measure the runtime against plain pthreads (and Go); writes BENCHMARKS.md
+#   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded
+#   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
+#   make deps       install the Debian packages the build and the tests need
+#
+# V=1 shows the commands. SANITIZE=thread builds into build/tsan with ThreadSanitizer.
+# Outputs go to $(BUILD); nothing is written beside the sources.
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.SUFFIXES:
+
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+msg = $(if $(filter 1,$(V)),,@printf '  %-8s %s\n' '$(1)' '$(2)';)
+
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SAN_FLAGS :=
+else
+BUILD ?= build/$(SANITIZE)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -DRT_SANITIZE_$(SANITIZE)=1
+endif
+
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+LLVM_STRIP ?= llvm-strip
+
+UNAME_M := $(shell uname -m)
+ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
+MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+VMLINUX_H ?= vmlinux-headers/$(ARCH)/vmlinux.h
+KVER := $(shell uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+
+# Frame pointers everywhere, leaf functions included: the on-CPU probe walks them.
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror \
+	  -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
+	  -MMD -MP -I. -I$(BUILD) $(SAN_FLAGS)
+LDFLAGS += -pthread $(SAN_FLAGS)
+LDLIBS := -lbpf -lelf -lz -lpfm -lm
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	      -I$(dir $(VMLINUX_H)) -I. -I/usr/include/$(MULTIARCH) -MMD -MP
+
+# Debian packages, by name. `make run` and `make test` install any that are missing.
+DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+	    libpfm4-dev libcriterion-dev systemtap-sdt-dev
+BENCH_PKGS := golang-go
+
+# ---------------------------------------------------------------------------
+# Sources
+
+MODULES := runtime runtime/effect workloads harness probes probes/common probes/oncpu \
+	   analysis flamegraphs
+LIB_C := $(filter-out %.bpf.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+LIB_S := $(foreach m,$(MODULES),$(wildcard $(m)/*.S))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.S,$(BUILD)/obj/%.o,$(LIB_S))
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
+
+BPF_SRCS := $(wildcard probes/*/*.bpf.c)
+BPF_OBJS := $(patsubst probes/%.bpf.c,$(BUILD)/probes/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst probes/%.bpf.c,$(BUILD)/probes/%.skel.h,$(BPF_SRCS))
+
+LIB := $(BUILD)/libschedlab.a
+BIN := $(BUILD)/schedlab
+
+# Tests: every folder under tests/ holding test_*.c becomes one Criterion binary,
+# tests/runtime/test_*.c -> $(BUILD)/tests/runtime.test. Programs the tests run
+# (a busy child for the probe tests, say) live in tests/<folder>/helpers/.
+TEST_SRCS := $(shell find tests -name 'test_*.c' -not -path '*/helpers/*' 2>/dev/null | sort)
+TEST_DIRS := $(sort $(patsubst %/,%,$(dir $(TEST_SRCS))))
+TEST_BINS := $(patsubst tests/%,$(BUILD)/tests/%.test,$(TEST_DIRS))
+HELPER_SRCS := $(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort)
+HELPER_BINS := $(patsubst %.c,$(BUILD)/tests/helpers/%,$(notdir $(HELPER_SRCS)))
+
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS)) $(patsubst %.bpf.o,%.bpf.d,$(BPF_OBJS)) \
+	    $(patsubst %.c,$(BUILD)/obj/%.d,$(TEST_SRCS) $(HELPER_SRCS) $(BENCH_SRCS))
+
+DEPS_OK := $(BUILD)/.deps-ok
+
+.PHONY: all run test bench golden vmlinux deps clean check-deps
+all: $(BIN)
+
+# ---------------------------------------------------------------------------
+# Dependencies
+
+deps:
+	$(Q)missing=$$(for p in $(DEB_PKGS) $(PKGS_EXTRA); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all installed"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "deps: missing Debian packages:" $$missing "— run 'sudo make deps'" >&2; exit 1; fi; \
+	echo "deps: installing" $$missing; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing || \
+	{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }
+
+# The stamp is remade when this Makefile (and so the package list) changes.
+$(DEPS_OK): Makefile
+	$(Q)missing=$$(for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then $(MAKE) --no-print-directory deps || exit 1; fi
+	$(Q)mkdir -p $(@D) && touch $@
+
+check-deps: $(DEPS_OK)
+
+# ---------------------------------------------------------------------------
+# BPF: clang -target bpf -> object -> bpftool skeleton
+
+$(BUILD)/probes/%.bpf.o: probes/%.bpf.c $(VMLINUX_H) | $(DEPS_OK)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(BUILD)/probes/%.skel.h: $(BUILD)/probes/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
+
+# ---------------------------------------------------------------------------
+# C
+
+# Every object waits for the skeletons on a first build; afterwards -MMD tracks them.
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK) $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S | $(DEPS_OK)
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJS) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+# ---------------------------------------------------------------------------
+# Tests
+
+define test_rule
+$(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/test_%.c,$(TEST_SRCS))) $(LIB)
+	$$(call msg,LD,$$@)
+	$$(Q)mkdir -p $$(@D)
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIB) $$(LDLIBS) -lcriterion
+endef
+$(foreach d,$(patsubst tests/%,%,$(TEST_DIRS)),$(eval $(call test_rule,$(d))))
+
+# Helper programs are built the way the runtime is (frame pointers) but stand alone.
+define helper_rule
+$(BUILD)/tests/helpers/$(basename $(notdir $(1))): $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+	$$(call msg,LD,$$@)
+	$$(Q)mkdir -p $$(@D)
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$^ -lm
+endef
+$(foreach h,$(HELPER_SRCS),$(eval $(call helper_rule,$(h))))
+
+# Each binary runs in turn; the first failure fails the target. SCHEDLAB_BUILD tells
+# the tests where the schedlab binary and the helpers are.
+test: $(BIN) $(TEST_BINS) $(HELPER_BINS)
+	$(Q)status=0; for t in $(TEST_BINS); do \
+		echo "== $$t"; \
+		SCHEDLAB_BUILD=$(BUILD) $$t --jobs 1 $(TEST_ARGS) || status=1; \
+	done; exit $$status
+
+# ---------------------------------------------------------------------------
+# The default job: two workloads under the on-CPU probe, a table and flame graphs.
+
+run: $(BIN)
+	$(Q)$(BIN) run spawn-join workers $(RUN_ARGS)
+
+# ---------------------------------------------------------------------------
+# Benchmarks
+
+$(BUILD)/bench/%: bench/%.c $(LIB) | $(DEPS_OK)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) $(dir $(BUILD)/obj/$<)
+	$(Q)$(CC) $(CFLAGS) -MF $(BUILD)/obj/bench/$*.d -o $@ $< $(LIB) $(LDLIBS)
+
+bench: $(BIN) $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
+	$(Q)BUILD=$(BUILD) bench/run.sh > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
+	$(Q)echo "bench: wrote BENCHMARKS.md"
+
+# ---------------------------------------------------------------------------
+# Golden files and generated headers
+
+golden: $(BIN)
+	$(Q)for f in tests/flamegraphs/data/*.folded; do \
+		$(BIN) flame $$f -o $${f%.folded}.svg --title "$$(basename $${f%.folded})" || exit 1; \
+	done; echo "golden: regenerated tests/flamegraphs/data/*.svg"
+
+vmlinux:
+	$(Q)mkdir -p vmlinux-headers/$(ARCH)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux-headers/$(ARCH)/vmlinux_$(KVER).h
+	$(Q)ln -sf vmlinux_$(KVER).h vmlinux-headers/$(ARCH)/vmlinux.h
+	$(Q)echo "vmlinux: vmlinux-headers/$(ARCH)/vmlinux.h -> vmlinux_$(KVER).h"
+
+clean:
+	rm -rf build
+
+-include $(DEPFILES)

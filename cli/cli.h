@@ -1,0 +1,28 @@
+/*
+ * The schedlab command line: one binary, subcommands in the manner of git and perf.
+ * main.c dispatches; each cmd_*.c parses its own arguments with argp and calls the
+ * modules. Exit status: 0 success, 1 a run or check failed, 2 bad input.
+ */
+#ifndef SCHEDLAB_CLI_H
+#define SCHEDLAB_CLI_H
+
+#include <stdbool.h>
+
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_FAIL  1
+#define CLI_EXIT_USAGE 2
+
+int cmd_run(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
+/* The re-executed fork of a benchmark; not for people. */
+int cmd_fork(int argc, char **argv);
+
+/* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parse a whole decimal number in [min, max]; false when s is not one. */
+bool cli_parse_long(const char *s, long min, long max, long *out);
+bool cli_parse_double(const char *s, double min, double max, double *out);
+
+#endif /* SCHEDLAB_CLI_H */

@@ -1,0 +1,33 @@
+/*
+ * flamegraphs — folded stacks to a self-contained, interactive SVG.
+ *
+ * The document has flamegraph.pl's structure: <g id="frames"> holds one <g> per
+ * frame with <title>, <rect> and <text>, and embedded script gives click-to-zoom,
+ * reset and search with the matched percentage. Output is deterministic: frames in a
+ * fixed order (depth, then x), colours from a hash of the name, so golden files work.
+ */
+#ifndef SCHEDLAB_FLAMEGRAPH_H
+#define SCHEDLAB_FLAMEGRAPH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "analysis/analysis.h"
+
+struct fg_options {
+	const char *title;      /* "Flame Graph" when NULL */
+	const char *subtitle;   /* a second line (workload, event, samples); none when NULL */
+	const char *count_name; /* "samples" when NULL */
+	unsigned width;         /* image width in pixels; 1200 */
+	unsigned frame_height;  /* 16 */
+	double min_width;       /* frames narrower than this many pixels are left out; 0.1 */
+};
+
+void fg_options_default(struct fg_options *o);
+
+/* Render f. An empty profile still renders a valid SVG that says so. 0 or -errno. */
+int fg_svg_write(const struct an_folded *f, const struct fg_options *o, FILE *out);
+/* The same to path, through a temporary file and rename. */
+int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, const char *path);
+
+#endif /* SCHEDLAB_FLAMEGRAPH_H */
