@@ -1,0 +1,152 @@
+/*
+ * Tasks and their stacks.
+ *
+ * A task is one anonymous mapping: a PROT_NONE guard page at the bottom, the stack
+ * above it (committed lazily by the kernel, page by page, as it is touched) and the
+ * struct rt_task itself at the very top. Finished tasks are kept, stack and all, in a
+ * small per-worker cache and then a shared pool, so the spawn path maps nothing and
+ * calls no allocator in the steady state.
+ *
+ * A new task's stack holds the frame rt__switch pops: zeroed callee-saved registers,
+ * %r12 = the task, and rt__fiber_start as the return address. The zero %rbp ends every
+ * frame-pointer walk at the fiber's entry.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "runtime/internal.h"
+
+#define RT_WORKER_CACHE 64   /* finished tasks a worker keeps */
+#define RT_POOL_MAX     1024 /* finished tasks the shared pool keeps */
+
+static struct rt_task *task_map(struct rt_sched *s)
+{
+	size_t page = s->page;
+	size_t len = page + ((s->cfg.stack_size + sizeof(struct rt_task) + page - 1) & ~(page - 1));
+	char *map;
+	struct rt_task *t;
+
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (map == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (mprotect(map, page, PROT_NONE)) {
+		munmap(map, len);
+		errno = ENOMEM;
+		return NULL;
+	}
+	t = (struct rt_task *)(((uintptr_t)(map + len) - sizeof(*t)) & ~(uintptr_t)(RT_CACHELINE - 1));
+	t->map = map;
+	t->map_len = len;
+	t->sched = s;
+	return t;
+}
+
+static void task_unmap(struct rt_task *t)
+{
+	munmap(t->map, t->map_len);
+}
+
+/* Lay out the frame that rt__switch pops the first time it switches to t. */
+static void frame_init(struct rt_task *t)
+{
+	uint64_t *top = (uint64_t *)((uintptr_t)t & ~(uintptr_t)15);
+
+	top[-1] = (uint64_t)(uintptr_t)rt__fiber_start; /* return address; after ret, %rsp = top */
+	top[-2] = 0;                                    /* %rbp: ends frame-pointer walks */
+	top[-3] = 0;                                    /* %rbx */
+	top[-4] = (uint64_t)(uintptr_t)t;               /* %r12: rt__fiber_start's argument */
+	top[-5] = 0;                                    /* %r13 */
+	top[-6] = 0;                                    /* %r14 */
+	top[-7] = 0;                                    /* %r15 */
+	t->sp = &top[-7];
+}
+
+struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn, void *arg)
+{
+	struct rt_task *t = NULL;
+	uint64_t seq;
+
+	if (w && w->free_tasks) {
+		t = w->free_tasks;
+		w->free_tasks = t->next;
+		w->nfree--;
+	} else if (__atomic_load_n(&s->npool, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&s->pool_lock);
+		t = s->pool;
+		if (t) {
+			s->pool = t->next;
+			s->npool--;
+		}
+		pthread_mutex_unlock(&s->pool_lock);
+	}
+	if (!t) {
+		t = task_map(s);
+		if (!t)
+			return NULL;
+	}
+
+	t->fn = fn;
+	t->arg = arg;
+	t->result = 0;
+	t->next = NULL;
+	t->state = 0;
+	t->waiter = NULL;
+	/* ids need only be unique: a per-worker sequence tagged with the worker keeps the
+	 * spawn path off any shared cache line */
+	if (w) {
+		seq = ++w->id_seq;
+		t->id = (seq << 9) | (w->index + 1);
+	} else {
+		seq = __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED);
+		t->id = seq << 9;
+	}
+	frame_init(t);
+	return t;
+}
+
+void rt__task_put(struct rt_sched *s, struct rt__worker *w, struct rt_task *t)
+{
+	if (w && w->sched == s && w->nfree < RT_WORKER_CACHE) {
+		t->next = w->free_tasks;
+		w->free_tasks = t;
+		w->nfree++;
+		return;
+	}
+	pthread_mutex_lock(&s->pool_lock);
+	if (s->npool < RT_POOL_MAX) {
+		t->next = s->pool;
+		s->pool = t;
+		__atomic_store_n(&s->npool, s->npool + 1, __ATOMIC_RELAXED);
+		t = NULL;
+	}
+	pthread_mutex_unlock(&s->pool_lock);
+	if (t)
+		task_unmap(t);
+}
+
+void rt__task_cache_drain(struct rt_sched *s, struct rt__worker *w)
+{
+	while (w->free_tasks) {
+		struct rt_task *t = w->free_tasks;
+
+		w->free_tasks = t->next;
+		task_unmap(t);
+	}
+	w->nfree = 0;
+}
+
+void rt__task_pool_free(struct rt_sched *s)
+{
+	while (s->pool) {
+		struct rt_task *t = s->pool;
+
+		s->pool = t->next;
+		task_unmap(t);
+	}
+	s->npool = 0;
+}

@@ -1,0 +1,395 @@
+/*
+ * The scheduler and fibers through the public API: spawn/join under 1, 2 and 8
+ * workers, every task run exactly once, yields that keep a task's registers, frame
+ * pointer chains that end at the fiber's entry, the guard page, detach, external
+ * submission from several threads, and start/stop cycles.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+
+#include "runtime/rt.h"
+
+static struct rt_sched *start_sched(unsigned workers)
+{
+	struct rt_config c;
+	struct rt_sched *s;
+
+	rt_config_default(&c);
+	c.workers = workers;
+	s = rt_sched_new(&c);
+	cr_assert_not_null(s, "rt_sched_new: %s", strerror(errno));
+	cr_assert_eq(rt_sched_workers(s), workers);
+	return s;
+}
+
+/* ---- spawn and join ------------------------------------------------------------------ */
+
+static uint64_t leaf(void *arg)
+{
+	return (uint64_t)(uintptr_t)arg * 3;
+}
+
+static uint64_t spawn_join_loop(void *arg)
+{
+	uint64_t n = (uint64_t)(uintptr_t)arg, sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct rt_task *t = rt_spawn(leaf, (void *)(uintptr_t)i);
+
+		if (!t)
+			return UINT64_MAX;
+		sum += rt_join(t);
+	}
+	return sum;
+}
+
+static void spawn_join_under(unsigned workers)
+{
+	struct rt_sched *s = start_sched(workers);
+	const uint64_t n = 20000;
+
+	for (int rep = 0; rep < 5; rep++) {
+		struct rt_task *t = rt_submit(s, spawn_join_loop, (void *)(uintptr_t)n);
+
+		cr_assert_not_null(t);
+		cr_assert_eq(rt_join(t), 3 * n * (n - 1) / 2);
+	}
+	struct rt_worker_stats st;
+
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.spawned, 5 * n, "spawned %lu", (unsigned long)st.spawned);
+	/* every child and every root ran; a parent whose child finished elsewhere before
+	 * it joined does not switch out, so no more can be said */
+	cr_expect_geq(st.tasks_run, 5 * (n + 1), "tasks_run %lu", (unsigned long)st.tasks_run);
+	rt_sched_free(s);
+}
+
+Test(sched, spawn_join_1_worker, .timeout = 60)
+{
+	spawn_join_under(1);
+}
+
+Test(sched, spawn_join_2_workers, .timeout = 60)
+{
+	spawn_join_under(2);
+}
+
+Test(sched, spawn_join_8_workers, .timeout = 60)
+{
+	spawn_join_under(8);
+}
+
+/* A tree of tasks: each node spawns two children and joins both. Every node marks its
+ * own slot, so a lost or doubled task shows. */
+#define TREE_DEPTH 14
+static uint8_t tree_seen[1u << (TREE_DEPTH + 1)];
+
+static uint64_t tree_node(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg; /* heap numbering: children 2i and 2i+1 */
+	struct rt_task *l, *r;
+	uint64_t sum;
+
+	__atomic_fetch_add(&tree_seen[id], 1, __ATOMIC_RELAXED);
+	if (id >= (1u << TREE_DEPTH))
+		return 1;
+	l = rt_spawn(tree_node, (void *)(2 * id));
+	r = rt_spawn(tree_node, (void *)(2 * id + 1));
+	if (!l || !r)
+		return 0;
+	sum = rt_join(l) + rt_join(r);
+	return sum + 1;
+}
+
+static void tree_under(unsigned workers)
+{
+	struct rt_sched *s = start_sched(workers);
+	uint64_t nodes = (1u << (TREE_DEPTH + 1)) - 1;
+
+	memset(tree_seen, 0, sizeof(tree_seen));
+	cr_assert_eq(rt_join(rt_submit(s, tree_node, (void *)1)), nodes);
+	for (uintptr_t i = 1; i <= nodes; i++)
+		cr_assert_eq(tree_seen[i], 1, "task %lu ran %u times", (unsigned long)i, tree_seen[i]);
+	rt_sched_free(s);
+}
+
+Test(sched, task_tree_runs_every_task_once_1_worker, .timeout = 60)
+{
+	tree_under(1);
+}
+
+Test(sched, task_tree_runs_every_task_once_2_workers, .timeout = 60)
+{
+	tree_under(2);
+}
+
+Test(sched, task_tree_runs_every_task_once_8_workers, .timeout = 60)
+{
+	tree_under(8);
+}
+
+/* A wide fan-out overflows the 256-slot local queue into the global queue. */
+static uint64_t fan_out(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	struct rt_task **t = malloc(n * sizeof(*t));
+	uint64_t sum = 0;
+
+	if (!t)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		t[i] = rt_spawn(leaf, (void *)(uintptr_t)i);
+	for (size_t i = 0; i < n; i++)
+		sum += t[i] ? rt_join(t[i]) : 0;
+	free(t);
+	return sum;
+}
+
+Test(sched, fan_out_beyond_the_local_queue_spills_and_completes, .timeout = 60)
+{
+	const uint64_t n = 5000;
+
+	for (unsigned workers = 1; workers <= 2; workers++) {
+		struct rt_sched *s = start_sched(workers);
+		struct rt_worker_stats st;
+
+		cr_assert_eq(rt_join(rt_submit(s, fan_out, (void *)(uintptr_t)n)),
+			     3 * n * (n - 1) / 2);
+		rt_sched_stats_total(s, &st);
+		/* alone, nobody steals: 5,000 spawns in a row must overflow 256 slots */
+		if (workers == 1) {
+			cr_expect_gt(st.overflows, 0);
+			cr_expect_gt(st.global_pops, 0);
+		}
+		rt_sched_free(s);
+	}
+}
+
+/* ---- external submission ------------------------------------------------------------- */
+
+struct submitter {
+	struct rt_sched *s;
+	uint64_t sum;
+};
+
+static void *submit_many(void *arg)
+{
+	struct submitter *sub = arg;
+
+	for (uintptr_t i = 0; i < 2000; i++) {
+		struct rt_task *t = rt_submit(sub->s, leaf, (void *)i);
+
+		if (!t)
+			break;
+		sub->sum += rt_join(t);
+	}
+	return NULL;
+}
+
+Test(sched, concurrent_external_submitters, .timeout = 60)
+{
+	struct rt_sched *s = start_sched(2);
+	struct submitter subs[4];
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++) {
+		subs[i] = (struct submitter){ .s = s };
+		pthread_create(&th[i], NULL, submit_many, &subs[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_expect_eq(subs[i].sum, 3ull * 2000 * 1999 / 2);
+	}
+	rt_sched_free(s);
+}
+
+Test(sched, spawn_outside_a_task_is_refused)
+{
+	errno = 0;
+	cr_expect_null(rt_spawn(leaf, NULL));
+	cr_expect_eq(errno, EPERM);
+	cr_expect_null(rt_current());
+	cr_expect_eq(rt_worker_index(), RT_NO_WORKER);
+}
+
+/* ---- detach ---------------------------------------------------------------------------- */
+
+static uint64_t detached_count;
+
+static uint64_t count_me(void *arg)
+{
+	__atomic_fetch_add(&detached_count, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static uint64_t spawn_detached(void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		struct rt_task *t = rt_spawn(count_me, NULL);
+
+		if (t)
+			rt_detach(t);
+		if (i % 7 == 0)
+			rt_yield();
+	}
+	return 0;
+}
+
+Test(sched, detached_tasks_run_and_are_freed, .timeout = 60)
+{
+	struct rt_sched *s = start_sched(2);
+
+	detached_count = 0;
+	rt_join(rt_submit(s, spawn_detached, NULL));
+	while (__atomic_load_n(&detached_count, __ATOMIC_RELAXED) < 1000)
+		sched_yield();
+	cr_expect_eq(detached_count, 1000);
+	rt_sched_free(s);
+}
+
+/* ---- fibers ------------------------------------------------------------------------------- */
+
+/* Many live values across yields: the switch must keep every callee-saved register,
+ * and the task may resume on another worker. */
+static uint64_t yield_keeps_registers(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg;
+	volatile uint64_t sink;
+	uint64_t a = seed, b = seed * 3, c = seed * 5, d = seed * 7, e = seed * 11, f = seed * 13;
+
+	for (int i = 0; i < 2000; i++) {
+		a += b;
+		b ^= c;
+		c += d;
+		d ^= e;
+		e += f;
+		f ^= a;
+		rt_yield();
+	}
+	sink = a;
+	(void)sink;
+	return a ^ b ^ c ^ d ^ e ^ f;
+}
+
+static uint64_t reference_mix(uint64_t seed)
+{
+	uint64_t a = seed, b = seed * 3, c = seed * 5, d = seed * 7, e = seed * 11, f = seed * 13;
+
+	for (int i = 0; i < 2000; i++) {
+		a += b;
+		b ^= c;
+		c += d;
+		d ^= e;
+		e += f;
+		f ^= a;
+	}
+	return a ^ b ^ c ^ d ^ e ^ f;
+}
+
+Test(fiber, switch_keeps_registers_across_yields, .timeout = 60)
+{
+	struct rt_sched *s = start_sched(2);
+	struct rt_task *t[8];
+
+	for (uintptr_t i = 0; i < 8; i++)
+		t[i] = rt_submit(s, yield_keeps_registers, (void *)(i + 1));
+	for (uintptr_t i = 0; i < 8; i++)
+		cr_expect_eq(rt_join(t[i]), reference_mix(i + 1));
+	rt_sched_free(s);
+}
+
+/* Walk the frame-pointer chain from inside a task: it must end (a zero frame pointer)
+ * within a few frames, at the fiber's entry, not wander into the worker's stack. */
+extern void rt__fiber_start(void);
+
+__attribute__((noinline)) static uint64_t walk_frames(void)
+{
+	void **fp = __builtin_frame_address(0);
+	uint64_t frames = 0;
+	void *last_ret = NULL;
+
+	while (fp && frames < 64) {
+		last_ret = fp[1];
+		fp = (void **)fp[0];
+		frames++;
+	}
+	/* the last return address lies in rt__fiber_start's few instructions */
+	if ((char *)last_ret < (char *)rt__fiber_start || (char *)last_ret > (char *)rt__fiber_start + 32)
+		return 1000 + frames;
+	return frames;
+}
+
+static uint64_t frame_task(void *arg)
+{
+	return walk_frames();
+}
+
+Test(fiber, frame_pointer_chain_ends_at_the_fiber_entry)
+{
+	struct rt_sched *s = start_sched(1);
+	uint64_t frames = rt_join(rt_submit(s, frame_task, NULL));
+
+	/* walk_frames <- (frame_task, unless it tail-calls) <- rt__task_main, then the
+	 * fiber's zero frame */
+	cr_expect_lt(frames, 1000, "chain ended outside rt__fiber_start after %lu frames",
+		     (unsigned long)(frames - 1000));
+	cr_expect(frames == 2 || frames == 3, "%lu frames", (unsigned long)frames);
+	rt_sched_free(s);
+}
+
+/* Bounded only by the stack: 1 GiB of frames is far beyond any task stack. */
+__attribute__((noinline)) static uint64_t recurse_deep(uint64_t depth)
+{
+	volatile char pad[512];
+
+	pad[0] = (char)depth;
+	if (depth > (1u << 21))
+		return 0;
+	return recurse_deep(depth + 1) + pad[0];
+}
+
+static uint64_t overflow_task(void *arg)
+{
+	return recurse_deep(0);
+}
+
+Test(fiber, stack_overflow_hits_the_guard_page, .signal = SIGSEGV, .timeout = 30)
+{
+	struct rt_sched *s = start_sched(1);
+
+	rt_join(rt_submit(s, overflow_task, NULL));
+}
+
+/* ---- life cycle -------------------------------------------------------------------------- */
+
+Test(sched, start_and_stop_repeatedly, .timeout = 60)
+{
+	for (int i = 0; i < 50; i++) {
+		struct rt_sched *s = start_sched(1 + i % 4);
+
+		if (i % 2)
+			cr_assert_eq(rt_join(rt_submit(s, leaf, (void *)5)), 15);
+		rt_sched_free(s);
+	}
+}
+
+Test(sched, bad_configuration_is_refused)
+{
+	struct rt_config c;
+
+	rt_config_default(&c);
+	c.local_capacity = 100;
+	errno = 0;
+	cr_expect_null(rt_sched_new(&c));
+	cr_expect_eq(errno, EINVAL);
+	rt_config_default(&c);
+	c.workers = RT_MAX_WORKERS + 1;
+	cr_expect_null(rt_sched_new(&c));
+	cr_expect_eq(rt_config_preset(&c, "no-such-preset"), -ENOENT);
+}
