@@ -1,0 +1,48 @@
+/*
+ * Internals shared by the symbolization files of analysis/ (symtab.c, ksyms.c,
+ * procmaps.c, usyms.c) and by nothing else: the parsed form of a /proc/PID/maps
+ * snapshot, the ways to load an ELF symbol table that take something other than a
+ * path, and the rule that picks one name among aliases at one address.
+ */
+#ifndef SCHEDLAB_ANALYSIS_SYM_INTERNAL_H
+#define SCHEDLAB_ANALYSIS_SYM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "analysis/analysis.h"
+
+/* One executable mapping. path is "" for an anonymous mapping, "[vdso]" and the like
+ * for the kernel's pseudo mappings, and has any " (deleted)" suffix removed. */
+struct an__map {
+	uint64_t start, end; /* [start, end) */
+	uint64_t pgoff;	     /* file offset of start */
+	uint64_t dev, ino;   /* as /proc/PID/maps prints them; 0, 0 when not a file */
+	char *path;
+	bool deleted;
+};
+
+/* Executable mappings only, sorted by start, not overlapping. */
+struct an_procmaps {
+	pid_t pid; /* 0: not known, so /proc/PID/map_files cannot be used */
+	size_t n;
+	struct an__map *maps;
+};
+
+/* The index of the mapping holding addr, or -1. O(log n). */
+ptrdiff_t an__procmaps_find(const struct an_procmaps *m, uint64_t addr);
+
+/* an_symtab_load() for an open file (the caller keeps fd), or for an ELF image in
+ * memory (copied; the vDSO). NULL + errno. */
+struct an_symtab *an__symtab_load_fd(int fd);
+struct an_symtab *an__symtab_load_mem(const void *image, size_t size);
+
+/* Order two aliases of one address, best first: rank (lower is better: a global before
+ * a weak before a local name), then any name before glibc's "__GI_" ones, then fewer
+ * leading underscores, then strcmp, so that the name chosen never depends on the order
+ * of a file. <0 when a is better. */
+int an__alias_cmp(int rank_a, const char *a, int rank_b, const char *b);
+
+#endif /* SCHEDLAB_ANALYSIS_SYM_INTERNAL_H */

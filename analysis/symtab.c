@@ -1,0 +1,491 @@
+/*
+ * symtab.c — the function symbols of one ELF file and its PT_LOAD layout, read with
+ * libelf, for naming user-space addresses.
+ *
+ * Symbols come from .symtab; when the file has none (Debian strips its libraries), from
+ * the detached debug file its build id names under /usr/lib/debug/.build-id, where one
+ * is installed; else from .dynsym. Only defined STT_FUNC and STT_GNU_IFUNC symbols are
+ * kept, sorted by address with one entry per address (the name chosen among aliases by
+ * an__alias_cmp(), the size the largest of theirs). A sized symbol covers
+ * [addr, addr + size); a zero-size one covers up to the next symbol and no further than
+ * the end of its PT_LOAD segment. Everything is copied out of libelf, so the file is
+ * closed by the time a load returns.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "analysis/sym_internal.h"
+
+#define AN_DEBUG_ROOT	"/usr/lib/debug/.build-id"
+#define AN_BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 (sha1) */
+#define AN_PAGE_SIZE	4096ULL
+
+struct an__sym {
+	uint64_t addr, size;
+	uint32_t name; /* offset into an_symtab.names */
+	uint8_t rank;
+};
+
+struct an__seg {
+	uint64_t off, filesz, vaddr, memsz;
+};
+
+struct an_symtab {
+	struct an__sym *syms;
+	size_t nsyms;
+	struct an__seg *segs;
+	size_t nsegs;
+	char *names;
+};
+
+struct sym_builder {
+	struct an__sym *syms;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+int an__alias_cmp(int rank_a, const char *a, int rank_b, const char *b)
+{
+	if (rank_a != rank_b)
+		return rank_a < rank_b ? -1 : 1;
+	/* glibc's internal-call aliases (__GI___foo) are the least readable of the names. */
+	bool gi_a = strncmp(a, "__GI_", 5) == 0, gi_b = strncmp(b, "__GI_", 5) == 0;
+	if (gi_a != gi_b)
+		return gi_a ? 1 : -1;
+	size_t ua = strspn(a, "_"), ub = strspn(b, "_");
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static int bind_rank(unsigned bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+	case STB_GNU_UNIQUE:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	case STB_LOCAL:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+/* Adds name without a symbol-version suffix: a .symtab names versioned definitions
+ * "fopen@@GLIBC_2.2.5", where .dynsym and every profiler say "fopen". */
+static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int rank,
+		       const char *name)
+{
+	size_t len = strcspn(name, "@");
+
+	if (len == 0)
+		len = strlen(name);
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct an__sym *s = realloc(b->syms, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		b->syms = s;
+		b->cap = cap;
+	}
+	if (b->names_len + len + 1 > b->names_cap) {
+		size_t cap = b->names_cap ? b->names_cap * 2 : 4096;
+
+		while (cap < b->names_len + len + 1)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -EOVERFLOW;
+		char *p = realloc(b->names, cap);
+		if (!p)
+			return -ENOMEM;
+		b->names = p;
+		b->names_cap = cap;
+	}
+	memcpy(b->names + b->names_len, name, len);
+	b->names[b->names_len + len] = '\0';
+	b->syms[b->n++] = (struct an__sym){
+	    .addr = addr,
+	    .size = size,
+	    .name = (uint32_t)b->names_len,
+	    .rank = (uint8_t)rank,
+	};
+	b->names_len += len + 1;
+	return 0;
+}
+
+static void builder_release(struct sym_builder *b)
+{
+	free(b->syms);
+	free(b->names);
+	*b = (struct sym_builder){0};
+}
+
+static int libelf_ready(void)
+{
+	/* elf_version() must precede every other libelf call; repeating it is harmless. */
+	return elf_version(EV_CURRENT) == EV_NONE ? -ELIBBAD : 0;
+}
+
+static Elf_Scn *find_section(Elf *elf, GElf_Word type, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (gelf_getshdr(scn, shdr) && shdr->sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Add the defined function symbols of one SHT_SYMTAB or SHT_DYNSYM section. */
+static int read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct sym_builder *b)
+{
+	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	Elf_Data *data = elf_getdata(scn, NULL);
+	int err;
+
+	if (!data || entsize == 0)
+		return -EINVAL;
+	size_t n = data->d_size / entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			return -EINVAL;
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF)
+			continue;
+		const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		err = builder_add(b, sym.st_value, sym.st_size,
+				  bind_rank(GELF_ST_BIND(sym.st_info)), name);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int read_segments(Elf *elf, struct an_symtab *st)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return -EINVAL;
+	if (phnum == 0)
+		return 0;
+	st->segs = calloc(phnum, sizeof(*st->segs));
+	if (!st->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -EINVAL;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		st->segs[st->nsegs++] = (struct an__seg){
+		    .off = ph.p_offset,
+		    .filesz = ph.p_filesz,
+		    .vaddr = ph.p_vaddr,
+		    .memsz = ph.p_memsz,
+		};
+	}
+	return 0;
+}
+
+/* The GNU build id as lowercase hex, or -ENOENT when the file carries none. */
+static int read_build_id(Elf *elf, char *hex, size_t hexlen)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		size_t off = 0, next, name_off, desc_off;
+		GElf_Nhdr nh;
+		while ((next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *d = (const unsigned char *)data->d_buf;
+
+			off = next;
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp(d + name_off, "GNU", 4) != 0)
+				continue;
+			if (nh.n_descsz < 2 || nh.n_descsz > AN_BUILD_ID_MAX ||
+			    2 * nh.n_descsz + 1 > hexlen)
+				return -EINVAL;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", d[desc_off + i]);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Add the .symtab of the detached debug file, when one is installed. Called with b
+ * empty. Only a failure to allocate is an error: without a usable debug file, .dynsym
+ * is the fallback, so a missing or damaged one leaves b empty and returns 0. */
+static int read_debug_symbols(Elf *elf, struct sym_builder *b)
+{
+	char hex[2 * AN_BUILD_ID_MAX + 1], path[sizeof(AN_DEBUG_ROOT) + sizeof(hex) + 16];
+	GElf_Shdr shdr;
+	Elf_Scn *scn;
+	int err = 0;
+
+	if (read_build_id(elf, hex, sizeof(hex)) != 0)
+		return 0;
+	snprintf(path, sizeof(path), AN_DEBUG_ROOT "/%.2s/%s.debug", hex, hex + 2);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf *dbg = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (dbg && elf_kind(dbg) == ELF_K_ELF && (scn = find_section(dbg, SHT_SYMTAB, &shdr))) {
+		err = read_symbols(dbg, scn, &shdr, b);
+		if (err && err != -ENOMEM) {
+			b->n = 0;
+			b->names_len = 0;
+			err = 0;
+		}
+	}
+	elf_end(dbg); /* NULL is ignored */
+	close(fd);
+	return err;
+}
+
+static int sym_cmp(const void *pa, const void *pb, void *names)
+{
+	const struct an__sym *a = pa, *b = pb;
+	const char *n = names;
+
+	if (a->addr != b->addr)
+		return (a->addr > b->addr) - (a->addr < b->addr);
+	return an__alias_cmp(a->rank, n + a->name, b->rank, n + b->name);
+}
+
+/* Sort, keep one entry per address, and bound zero-size symbols by their segment. */
+static void finish_symbols(struct an_symtab *st, struct sym_builder *b)
+{
+	size_t n = 0;
+
+	if (b->n > 1)
+		qsort_r(b->syms, b->n, sizeof(*b->syms), sym_cmp, b->names);
+	for (size_t i = 0; i < b->n; i++) {
+		if (n > 0 && b->syms[n - 1].addr == b->syms[i].addr) {
+			if (b->syms[i].size > b->syms[n - 1].size)
+				b->syms[n - 1].size = b->syms[i].size;
+			continue;
+		}
+		b->syms[n++] = b->syms[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct an__sym *s = &b->syms[i];
+
+		for (size_t j = 0; s->size == 0 && j < st->nsegs; j++) {
+			const struct an__seg *g = &st->segs[j];
+
+			if (s->addr >= g->vaddr && s->addr - g->vaddr < g->memsz)
+				s->size = g->vaddr + g->memsz - s->addr;
+		}
+	}
+	st->syms = b->syms;
+	st->nsyms = n;
+	st->names = b->names;
+	*b = (struct sym_builder){0};
+}
+
+static struct an_symtab *load_elf(Elf *elf, bool try_debug)
+{
+	struct sym_builder b = {0};
+	struct an_symtab *st;
+	GElf_Ehdr ehdr;
+	GElf_Shdr shdr;
+	Elf_Scn *scn;
+	int err;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = read_segments(elf, st);
+	if (err)
+		goto out_free;
+
+	scn = find_section(elf, SHT_SYMTAB, &shdr);
+	if (scn) {
+		err = read_symbols(elf, scn, &shdr, &b);
+		if (err)
+			goto out_free;
+	}
+	if (b.n == 0 && try_debug) {
+		err = read_debug_symbols(elf, &b);
+		if (err)
+			goto out_free;
+	}
+	if (b.n == 0 && (scn = find_section(elf, SHT_DYNSYM, &shdr))) {
+		err = read_symbols(elf, scn, &shdr, &b);
+		if (err)
+			goto out_free;
+	}
+	finish_symbols(st, &b);
+	return st;
+
+out_free:
+	builder_release(&b);
+	an_symtab_free(st);
+	errno = -err;
+	return NULL;
+}
+
+struct an_symtab *an__symtab_load_fd(int fd)
+{
+	struct an_symtab *st;
+	int err = libelf_ready();
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	errno = 0;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		/* elf_begin() leaves errno from the read or mmap that failed, if any. */
+		if (errno == 0)
+			errno = ENOEXEC;
+		return NULL;
+	}
+	st = load_elf(elf, true);
+	err = st ? 0 : errno;
+	elf_end(elf);
+	errno = err;
+	return st;
+}
+
+struct an_symtab *an__symtab_load_mem(const void *image, size_t size)
+{
+	struct an_symtab *st;
+	int err = libelf_ready();
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	/* elf_memory() wants a writable image; the vDSO is not, so work on a copy. */
+	char *copy = malloc(size);
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, image, size);
+	Elf *elf = elf_memory(copy, size);
+	if (!elf) {
+		free(copy);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	st = load_elf(elf, false);
+	err = st ? 0 : errno;
+	elf_end(elf);
+	free(copy);
+	errno = err;
+	return st;
+}
+
+struct an_symtab *an_symtab_load(const char *path)
+{
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL; /* errno from open */
+	struct an_symtab *st = an__symtab_load_fd(fd);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return st;
+}
+
+const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_t *offset)
+{
+	if (!st || st->nsyms == 0)
+		return NULL;
+	/* lo becomes the number of symbols at or below vaddr. */
+	size_t lo = 0, hi = st->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct an__sym *s = &st->syms[lo - 1];
+	/* size 0 here means "unbounded up to the next symbol" (outside any segment). */
+	if (s->size && vaddr - s->addr >= s->size)
+		return NULL;
+	if (offset)
+		*offset = vaddr - s->addr;
+	return st->names + s->name;
+}
+
+int an_symtab_offset_to_vaddr(const struct an_symtab *st, uint64_t file_off, uint64_t *vaddr)
+{
+	if (!st || !vaddr)
+		return -EINVAL;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct an__seg *g = &st->segs[i];
+
+		if (file_off >= g->off && file_off - g->off < g->filesz) {
+			*vaddr = file_off - g->off + g->vaddr;
+			return 0;
+		}
+	}
+	/* The loader maps whole pages, so an offset in the page around a segment's first
+	 * or last byte is still mapped with the segment's offset-to-vaddr difference. */
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct an__seg *g = &st->segs[i];
+		uint64_t lo = g->off & ~(AN_PAGE_SIZE - 1);
+		uint64_t hi = (g->off + g->filesz + AN_PAGE_SIZE - 1) & ~(AN_PAGE_SIZE - 1);
+
+		if (g->filesz && file_off >= lo && file_off < hi) {
+			*vaddr = file_off - g->off + g->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void an_symtab_free(struct an_symtab *st)
+{
+	if (!st)
+		return;
+	free(st->syms);
+	free(st->segs);
+	free(st->names);
+	free(st);
+}

@@ -1,0 +1,315 @@
+/*
+ * usyms.c — naming user-space addresses of one process, and the symbol-table cache that
+ * every process's symbolizer shares.
+ *
+ * An address is found in the process's executable mappings, turned into a file offset
+ * (addr - start + pgoff), then into the ELF virtual address through the file's PT_LOAD
+ * segments — which works the same for PIE, shared libraries and fixed-address
+ * executables — and looked up in the file's symbol table. Tables are cached by the
+ * device and inode that /proc/PID/maps prints, so a library mapped by many processes is
+ * read once; a file is opened at its path only when the inode there is the one mapped,
+ * else (deleted, replaced, or in another mount namespace) through
+ * /proc/PID/map_files/START-END while the process lives. The vDSO is read from this
+ * process's own image: the kernel maps the same one into every process.
+ *
+ * A name is never refused: "function", else "module+0xOFF", else "[unknown]+0xADDR".
+ * Neither the cache nor a symbolizer locks: callers serialize their use.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "analysis/sym_internal.h"
+
+#define AN_VDSO_MAX_SIZE (1u << 20) /* sanity bound on the image size read from its headers */
+
+struct cache_entry {
+	uint64_t dev, ino;
+	struct an_symtab *st;
+};
+
+struct an_symcache {
+	struct cache_entry *ents; /* sorted by (dev, ino) */
+	size_t n, cap;
+	struct an_symtab *vdso;
+	size_t vdso_size;
+	bool vdso_tried;
+};
+
+enum map_state { MAP_UNRESOLVED, MAP_READ, MAP_UNREADABLE };
+
+struct map_sym {
+	struct an_symtab *st; /* owned by the cache */
+	enum map_state state;
+};
+
+struct an_usyms {
+	struct an_symcache *cache;
+	struct an_symcache *own_cache; /* when the caller gave none */
+	struct an_procmaps *maps;
+	struct map_sym *res; /* parallel to maps->maps, resolved on first use */
+};
+
+struct an_symcache *an_symcache_new(void)
+{
+	struct an_symcache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		errno = ENOMEM;
+	return c;
+}
+
+void an_symcache_free(struct an_symcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		an_symtab_free(c->ents[i].st);
+	free(c->ents);
+	an_symtab_free(c->vdso);
+	free(c);
+}
+
+/* Index of the first entry not below (dev, ino). */
+static size_t cache_lower_bound(const struct an_symcache *c, uint64_t dev, uint64_t ino)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct cache_entry *e = &c->ents[mid];
+
+		if (e->dev < dev || (e->dev == dev && e->ino < ino))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct an_symtab *cache_get(const struct an_symcache *c, uint64_t dev, uint64_t ino)
+{
+	size_t i = cache_lower_bound(c, dev, ino);
+
+	if (i < c->n && c->ents[i].dev == dev && c->ents[i].ino == ino)
+		return c->ents[i].st;
+	return NULL;
+}
+
+static int cache_put(struct an_symcache *c, uint64_t dev, uint64_t ino, struct an_symtab *st)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 32;
+		struct cache_entry *p = realloc(c->ents, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->ents = p;
+		c->cap = cap;
+	}
+	size_t i = cache_lower_bound(c, dev, ino);
+	memmove(&c->ents[i + 1], &c->ents[i], (c->n - i) * sizeof(*c->ents));
+	c->ents[i] = (struct cache_entry){.dev = dev, .ino = ino, .st = st};
+	c->n++;
+	return 0;
+}
+
+/* The extent of an ELF image in memory, from its own headers. 0 when they make no sense. */
+static size_t elf_image_size(const unsigned char *base)
+{
+	const GElf_Ehdr *eh = (const GElf_Ehdr *)base; /* the vDSO is ELF64 on x86-64 */
+	uint64_t size;
+
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	size = eh->e_phoff + (uint64_t)eh->e_phnum * eh->e_phentsize;
+	if (eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize > size)
+		size = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	if (eh->e_phentsize != sizeof(GElf_Phdr) || size > AN_VDSO_MAX_SIZE)
+		return 0;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const GElf_Phdr *ph = (const GElf_Phdr *)(base + eh->e_phoff) + i;
+
+		if (ph->p_type == PT_LOAD && ph->p_offset + ph->p_filesz > size)
+			size = ph->p_offset + ph->p_filesz;
+	}
+	return size <= AN_VDSO_MAX_SIZE ? (size_t)size : 0;
+}
+
+static struct an_symtab *cache_vdso(struct an_symcache *c, size_t *size)
+{
+	if (!c->vdso_tried) {
+		c->vdso_tried = true;
+		const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+		size_t n = base ? elf_image_size(base) : 0;
+
+		if (n) {
+			c->vdso = an__symtab_load_mem(base, n);
+			c->vdso_size = n;
+		}
+	}
+	*size = c->vdso_size;
+	return c->vdso;
+}
+
+struct an_usyms *an_usyms_new(struct an_symcache *cache, struct an_procmaps *maps)
+{
+	struct an_usyms *u;
+	int err;
+
+	if (!maps) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		err = -ENOMEM;
+		goto out_free_maps;
+	}
+	if (!cache) {
+		u->own_cache = an_symcache_new();
+		if (!u->own_cache) {
+			err = -ENOMEM;
+			goto out_free_u;
+		}
+		cache = u->own_cache;
+	}
+	u->res = calloc(maps->n ? maps->n : 1, sizeof(*u->res));
+	if (!u->res) {
+		err = -ENOMEM;
+		goto out_free_cache;
+	}
+	u->cache = cache;
+	u->maps = maps;
+	return u;
+
+out_free_cache:
+	an_symcache_free(u->own_cache);
+out_free_u:
+	free(u);
+out_free_maps:
+	/* Ownership of maps passed on the call, whatever its outcome. */
+	an_procmaps_free(maps);
+	errno = -err;
+	return NULL;
+}
+
+void an_usyms_free(struct an_usyms *u)
+{
+	if (!u)
+		return;
+	an_procmaps_free(u->maps);
+	free(u->res);
+	an_symcache_free(u->own_cache);
+	free(u);
+}
+
+/* Open path only if it is still the file mapped there (same inode): a path can have
+ * been replaced since (a package upgrade) or name another file in this mount namespace. */
+static int open_same_file(const char *path, uint64_t ino)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_ino != ino) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The symbol table of a file mapping, from the cache or read into it; NULL when the
+ * file cannot be read. */
+static struct an_symtab *load_mapped_file(struct an_usyms *u, const struct an__map *m)
+{
+	struct an_symtab *st;
+	int fd = -1;
+
+	if (m->ino == 0)
+		return NULL;
+	st = cache_get(u->cache, m->dev, m->ino);
+	if (st)
+		return st;
+	if (!m->deleted)
+		fd = open_same_file(m->path, m->ino);
+	if (fd < 0 && u->maps->pid > 0) {
+		/* Deleted, replaced or elsewhere: the kernel still holds the mapped file. */
+		char path[96];
+
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)u->maps->pid, m->start, m->end);
+		fd = open_same_file(path, m->ino);
+	}
+	if (fd < 0)
+		return NULL;
+	st = an__symtab_load_fd(fd);
+	close(fd);
+	if (st && cache_put(u->cache, m->dev, m->ino, st) != 0) {
+		an_symtab_free(st);
+		st = NULL;
+	}
+	return st;
+}
+
+static struct an_symtab *resolve(struct an_usyms *u, size_t i, size_t *vdso_size)
+{
+	const struct an__map *m = &u->maps->maps[i];
+	struct map_sym *r = &u->res[i];
+
+	*vdso_size = 0;
+	if (strcmp(m->path, "[vdso]") == 0)
+		return cache_vdso(u->cache, vdso_size);
+	if (r->state == MAP_UNRESOLVED) {
+		r->st = m->path[0] == '/' ? load_mapped_file(u, m) : NULL;
+		r->state = r->st ? MAP_READ : MAP_UNREADABLE;
+	}
+	return r->st;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return;
+	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
+	if (i < 0 || u->maps->maps[i].path[0] == '\0') {
+		/* No mapping, or an anonymous one: there is no module to be relative to. */
+		snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
+		return;
+	}
+
+	const struct an__map *m = &u->maps->maps[i];
+	uint64_t off = addr - m->start + m->pgoff, vaddr;
+	size_t vdso_size;
+	struct an_symtab *st = resolve(u, (size_t)i, &vdso_size);
+
+	/* Another process's vDSO is ours only if its mapping can hold our image. */
+	if (st && vdso_size && (m->end - m->start < vdso_size || off >= vdso_size))
+		st = NULL;
+	if (st && an_symtab_offset_to_vaddr(st, off, &vaddr) == 0) {
+		const char *name = an_symtab_lookup(st, vaddr, NULL);
+
+		if (name)
+			snprintf(buf, len, "%s", name);
+		else
+			snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), vaddr);
+		return;
+	}
+	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
+}
