@@ -21,6 +21,12 @@ int cmd_fork(int argc, char **argv);
 /* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+struct argp;
+/* argp_parse() with the program named "schedlab <command>" in its messages and its own
+ * usage errors exiting with CLI_EXIT_USAGE. Returns argp_parse()'s result. */
+int cli_argp_parse(const struct argp *argp, const char *command, int argc, char **argv,
+		   void *input);
+
 /* Parse a whole decimal number in [min, max]; false when s is not one. */
 bool cli_parse_long(const char *s, long min, long max, long *out);
 bool cli_parse_double(const char *s, double min, double max, double *out);

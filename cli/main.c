@@ -4,6 +4,7 @@
  * This file only dispatches to a subcommand; each lives in cmd_<name>.c and parses its
  * own options. Shared helpers for number parsing and error lines are here too.
  */
+#include <argp.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -51,6 +52,21 @@ int cli_usage_error(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_argp_parse(const struct argp *argp, const char *command, int argc, char **argv,
+		   void *input)
+{
+	char name[64], *av[argc + 1];
+
+	snprintf(name, sizeof(name), "schedlab %s", command);
+	av[0] = name;
+	for (int i = 1; i < argc; i++)
+		av[i] = argv[i];
+	av[argc] = NULL;
+	/* process-wide by nature: argp's own usage errors exit with our status */
+	argp_err_exit_status = CLI_EXIT_USAGE;
+	return argp_parse(argp, argc, av, 0, NULL, input);
 }
 
 bool cli_parse_long(const char *s, long min, long max, long *out)

@@ -1,0 +1,216 @@
+/*
+ * schedlab flame — render a folded-stack file as an interactive SVG flame graph.
+ *
+ * The whole input is read and checked before anything is written, and the SVG goes
+ * through a temporary file and a rename: bad input never leaves a partial or stale
+ * output behind. Bad input is one line on stderr naming the file (and line) and the
+ * fix, with exit status 2.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "flamegraphs/flamegraph.h"
+
+#define MIN_WIDTH_PX 120
+#define MAX_WIDTH_PX 100000
+
+enum {
+	OPT_TITLE = 0x100,
+	OPT_SUBTITLE,
+	OPT_WIDTH,
+	OPT_MINWIDTH,
+	OPT_COUNTNAME,
+};
+
+struct flame_args {
+	const char *input;
+	const char *output;
+	struct fg_options fg;
+	int bad; /* a usage error already reported; the exit status is 2 */
+};
+
+static const char doc[] =
+	"Render a folded-stack file (flamegraph.pl's 'frame;frame;... COUNT' lines) as an "
+	"interactive SVG flame graph: click to zoom, Ctrl-F to search.\n"
+	"\n"
+	"USAGE: schedlab flame FILE.folded [-o OUT.svg] [--title T] [--subtitle S]\n"
+	"                      [--width PX] [--minwidth PX] [--countname NAME]\n"
+	"\n"
+	"EXAMPLES:\n"
+	"    schedlab flame results/latest/oncpu.folded   # writes oncpu.svg beside it\n"
+	"    schedlab flame oncpu.folded -o /tmp/a.svg --title 'spawn-join, ce'\n"
+	"    schedlab flame offcpu.folded --countname us --minwidth 1\n"
+	"\v"
+	"The output defaults to FILE with '.folded' replaced by '.svg'. Exit status: 0 "
+	"written, 1 the output could not be written, 2 bad input.";
+
+static const struct argp_option options[] = {
+	{ "output", 'o', "OUT.svg", 0, "Write the SVG here (default: FILE.svg)", 0 },
+	{ "title", OPT_TITLE, "T", 0, "Title line (default: \"Flame Graph\")", 0 },
+	{ "subtitle", OPT_SUBTITLE, "S", 0, "Second line under the title", 0 },
+	{ "width", OPT_WIDTH, "PX", 0, "Image width in pixels (default 1200)", 0 },
+	{ "minwidth", OPT_MINWIDTH, "PX", 0,
+	  "Leave out frames narrower than PX pixels (default 0.1)", 0 },
+	{ "countname", OPT_COUNTNAME, "NAME", 0, "What a count is (default \"samples\")", 0 },
+	{ 0 },
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct flame_args *a = state->input;
+	double d;
+	long v;
+
+	switch (key) {
+	case 'o':
+		if (!*arg) {
+			a->bad = cli_usage_error("-o needs a file name, e.g. -o oncpu.svg");
+			return EINVAL;
+		}
+		a->output = arg;
+		break;
+	case OPT_TITLE:
+		a->fg.title = arg;
+		break;
+	case OPT_SUBTITLE:
+		a->fg.subtitle = arg;
+		break;
+	case OPT_WIDTH:
+		if (!cli_parse_long(arg, MIN_WIDTH_PX, MAX_WIDTH_PX, &v)) {
+			a->bad = cli_usage_error(
+				"--width '%s' is not a whole number of pixels from %d to %d; "
+				"e.g. --width 1600",
+				arg, MIN_WIDTH_PX, MAX_WIDTH_PX);
+			return EINVAL;
+		}
+		a->fg.width = (unsigned)v;
+		break;
+	case OPT_MINWIDTH:
+		if (!cli_parse_double(arg, 0, MAX_WIDTH_PX, &d)) {
+			a->bad = cli_usage_error("--minwidth '%s' is not a number of pixels from 0 "
+						 "to %d; e.g. --minwidth 0.5",
+						 arg, MAX_WIDTH_PX);
+			return EINVAL;
+		}
+		a->fg.min_width = d;
+		break;
+	case OPT_COUNTNAME:
+		if (!*arg) {
+			a->bad = cli_usage_error("--countname needs a name, e.g. --countname us");
+			return EINVAL;
+		}
+		a->fg.count_name = arg;
+		break;
+	case ARGP_KEY_ARG:
+		if (a->input) {
+			a->bad = cli_usage_error("flame takes one folded file, got '%s' and '%s'; "
+						 "render them one at a time",
+						 a->input, arg);
+			return EINVAL;
+		}
+		a->input = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->input) {
+			a->bad = cli_usage_error("flame needs a folded file, e.g. 'schedlab flame "
+						 "oncpu.folded' (see 'schedlab flame --help')");
+			return EINVAL;
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* FILE.folded -> FILE.svg; any other name gets ".svg" appended. */
+static char *default_output(const char *input)
+{
+	static const char ext[] = ".folded";
+	size_t len = strlen(input), n = sizeof(ext) - 1;
+	char *out;
+
+	if (len > n && !strcmp(input + len - n, ext))
+		len -= n;
+	if (asprintf(&out, "%.*s.svg", (int)len, input) < 0)
+		return NULL;
+	return out;
+}
+
+/* A path the user can fix (missing folder, no permission) is bad input; a full disk or
+ * an I/O error is a failure. */
+static int write_error_status(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+	case EACCES:
+	case EPERM:
+	case EISDIR:
+	case EROFS:
+	case ENAMETOOLONG:
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
+int cmd_flame(int argc, char **argv)
+{
+	static const struct argp argp = { .options = options, .parser = parse_opt,
+					  .args_doc = "FILE.folded", .doc = doc };
+	struct flame_args a = { 0 };
+	char *output = NULL, why[512];
+	struct an_folded *f;
+	int err, status;
+
+	fg_options_default(&a.fg);
+	err = cli_argp_parse(&argp, "flame", argc, argv, &a);
+	if (err)
+		return a.bad ? a.bad : cli_usage_error("flame: %s", strerror(err));
+
+	f = an_folded_read(a.input, why, sizeof(why));
+	if (!f) {
+		err = errno;
+		if (err == ENOENT)
+			return cli_usage_error("%s; check the path (runs write "
+					       "results/<run>/oncpu.folded)",
+					       why);
+		status = err == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+		cli_usage_error("%s", why);
+		return status;
+	}
+	output = a.output ? strdup(a.output) : default_output(a.input);
+	if (!output) {
+		status = CLI_EXIT_FAIL;
+		cli_usage_error("flame: %s", strerror(ENOMEM));
+		goto out_free_folded;
+	}
+
+	err = fg_svg_write_file(f, &a.fg, output);
+	if (err) {
+		status = write_error_status(-err);
+		if (status == CLI_EXIT_USAGE)
+			cli_usage_error("cannot write '%s': %s; check that its folder exists "
+					"and is writable, or choose another with -o",
+					output, strerror(-err));
+		else
+			cli_usage_error("cannot write '%s': %s", output, strerror(-err));
+		goto out_free_output;
+	}
+	if (an_folded_total(f) == 0)
+		fprintf(stderr, "schedlab: %s holds no samples; the graph says so\n", a.input);
+	printf("wrote %s\n", output);
+	status = CLI_EXIT_OK;
+
+out_free_output:
+	free(output);
+out_free_folded:
+	an_folded_free(f);
+	return status;
+}

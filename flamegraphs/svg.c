@@ -1,0 +1,526 @@
+/*
+ * svg.c — folded stacks to a self-contained interactive SVG, laid out as flamegraph.pl
+ * lays it out.
+ *
+ * The sorted lines are merged from the root in one pass (a stack of open frames, as
+ * flamegraph.pl's flow()), so x-order is the byte order of the lines and a frame's own
+ * samples sit left of its children. Geometry is rounded once, to tenths of a pixel
+ * from each frame's start and end sample, so a child never pokes out of its parent.
+ * Frames are written by depth, then x; colours come from the name alone (a hash, or a
+ * fixed colour for kinds and categories). Nothing depends on time or on memory
+ * addresses, so the same profile always gives the same bytes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flamegraphs/flamegraph.h"
+#include "flamegraphs/internal.h"
+
+#define XPAD        10   /* left and right margins, px */
+#define FONT_SIZE   12   /* px */
+#define FONT_WIDTH  0.59 /* average glyph width of Verdana, in ems */
+#define TITLE_Y     24   /* baseline of the title and of the buttons */
+#define SUBTITLE_Y  42
+#define TOP_PAD     36   /* above the frames, without a subtitle */
+#define SUB_PAD     18   /* added to it by a subtitle */
+#define BOTTOM_PAD  34   /* below the frames: the details line */
+#define FRAME_PAD   1    /* gap between rows */
+#define MATCH_COLOR "rgb(230,0,230)" /* search hits; no palette below makes it */
+
+void fg_options_default(struct fg_options *o)
+{
+	*o = (struct fg_options){
+		.title = NULL,
+		.subtitle = NULL,
+		.count_name = NULL,
+		.width = 1200,
+		.frame_height = 16,
+		.min_width = 0.1,
+	};
+}
+
+/* ---- the frame tree ----------------------------------------------------------------- */
+
+struct frame {
+	const char *name; /* into the folded lines, not NUL-terminated */
+	size_t len;
+	size_t depth; /* 0: the root "all" */
+	uint64_t start, end; /* in samples */
+	size_t seq;          /* creation order: a total order among equal starts */
+};
+
+struct frames {
+	struct frame *v;
+	size_t n, cap;
+};
+
+static int frames_push(struct frames *fr, const char *name, size_t len, size_t depth,
+		       uint64_t start)
+{
+	if (fr->n == fr->cap) {
+		size_t cap = fr->cap ? fr->cap * 2 : 256;
+		struct frame *v = reallocarray(fr->v, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		fr->v = v;
+		fr->cap = cap;
+	}
+	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n };
+	fr->n++;
+	return 0;
+}
+
+/* Merge the sorted lines into frames. Lines sharing a prefix of frames are adjacent in
+ * byte order, so one pass with the path of open frames is enough. */
+static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t total,
+			struct frames *fr)
+{
+	size_t *open = NULL, nopen = 0, open_cap = 0;
+	uint64_t t = 0;
+	int err;
+
+	err = frames_push(fr, "all", 3, 0, 0);
+	if (err)
+		return err;
+	fr->v[0].end = total;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = lines[i].stack;
+		size_t depth = 0;
+
+		for (;;) {
+			const char *semi = strchr(p, ';');
+			size_t len = semi ? (size_t)(semi - p) : strlen(p);
+
+			if (depth < nopen) {
+				struct frame *o = &fr->v[open[depth]];
+
+				if (o->len == len && !memcmp(o->name, p, len))
+					goto next_frame;
+				/* the path diverges here: close what was open below */
+				for (size_t k = depth; k < nopen; k++)
+					fr->v[open[k]].end = t;
+				nopen = depth;
+			}
+			if (nopen == open_cap) {
+				size_t cap = open_cap ? open_cap * 2 : 64;
+				size_t *v = reallocarray(open, cap, sizeof(*v));
+
+				if (!v) {
+					err = -ENOMEM;
+					goto out_free_open;
+				}
+				open = v;
+				open_cap = cap;
+			}
+			err = frames_push(fr, p, len, depth + 1, t);
+			if (err)
+				goto out_free_open;
+			open[nopen++] = fr->n - 1;
+next_frame:
+			depth++;
+			if (!semi)
+				break;
+			p = semi + 1;
+		}
+		/* No frame above depth is left to close: a stack that is a prefix of the
+		 * open path sorts before it, never after. */
+		t += lines[i].count;
+	}
+	for (size_t k = 0; k < nopen; k++)
+		fr->v[open[k]].end = t;
+	err = 0;
+out_free_open:
+	free(open);
+	return err;
+}
+
+static int cmp_frame(const void *a, const void *b)
+{
+	const struct frame *x = a, *y = b;
+
+	if (x->depth != y->depth)
+		return (x->depth > y->depth) - (x->depth < y->depth);
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+/* Decode one UTF-8 character of s[0..len): its length, and *cp (U+FFFD for a byte that
+ * does not start a valid, shortest-form character; XML forbids U+FFFE and U+FFFF). */
+static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t v, min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2, v = c & 0x1f, min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3, v = c & 0x0f, min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4, v = c & 0x07, min = 0x10000;
+	} else {
+		*cp = 0xfffd;
+		return 1;
+	}
+	if (len < n)
+		goto bad;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			goto bad;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) || v == 0xfffe || v == 0xffff)
+		goto bad;
+	*cp = v;
+	return n;
+bad:
+	*cp = 0xfffd;
+	return 1;
+}
+
+static size_t utf8_chars(const char *s, size_t len)
+{
+	size_t n = 0;
+	uint32_t cp;
+
+	for (size_t i = 0; i < len; n++)
+		i += utf8_next((const unsigned char *)s + i, len - i, &cp);
+	return n;
+}
+
+/* Write at most max_chars characters of s[0..len) as XML character data: & < > " are
+ * escaped, control characters become spaces and broken UTF-8 becomes U+FFFD, so the
+ * document stays well-formed whatever the frame names hold. */
+static void put_xml(FILE *out, const char *s, size_t len, size_t max_chars)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t cp;
+
+	for (size_t i = 0, k = 0; i < len && k < max_chars; k++) {
+		size_t n = utf8_next(u + i, len - i, &cp);
+
+		switch (cp) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case 0xfffd:
+			fputs("\xef\xbf\xbd", out);
+			break;
+		default:
+			if (cp < 0x20 || cp == 0x7f)
+				fputc(' ', out);
+			else
+				fwrite(u + i, 1, n, out);
+		}
+		i += n;
+	}
+}
+
+static void put_str(FILE *out, const char *s)
+{
+	put_xml(out, s, strlen(s), SIZE_MAX);
+}
+
+/* The label drawn in a frame w px wide: as many characters as fit, else the start and
+ * "..", else nothing (flamegraph.pl's rule, which the script repeats when zooming). */
+static void put_label(FILE *out, const char *name, size_t len, double w)
+{
+	double fit = floor(w / (FONT_SIZE * FONT_WIDTH));
+	size_t chars;
+
+	if (fit < 3)
+		return;
+	chars = utf8_chars(name, len);
+	if ((double)chars <= fit) {
+		put_xml(out, name, len, SIZE_MAX);
+		return;
+	}
+	put_xml(out, name, len, (size_t)fit - 2);
+	fputs("..", out);
+}
+
+/* ---- colours ---------------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	const char *rgb;
+} category_colors[] = {
+	{ "[sched]", "rgb(97,146,235)" },   /* blue */
+	{ "[submit]", "rgb(170,110,225)" }, /* purple */
+	{ "[user]", "rgb(100,190,100)" },   /* green */
+	{ "[alloc]", "rgb(60,190,190)" },   /* teal */
+	{ "[stackcap]", "rgb(230,200,60)" }, /* yellow */
+	{ "[park]", "rgb(150,170,195)" },   /* slate */
+	{ "[block]", "rgb(225,100,150)" },  /* pink */
+};
+
+static bool has_prefix(const char *s, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && !memcmp(s, prefix, n);
+}
+
+static bool is_named(const char *s, size_t len, const char *name)
+{
+	return len == strlen(name) && !memcmp(s, name, len);
+}
+
+/* Three 16-bit fractions from the name alone, so a function keeps its colour in every
+ * graph (FNV-1a, then a finalizer to spread the bits). */
+static uint64_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* v in [0, 1) as 16 bits, scaled to [base, base + span). */
+static unsigned scale16(uint64_t h, unsigned shift, unsigned base, unsigned span)
+{
+	return base + (unsigned)((((h >> shift) & 0xffff) * span) >> 16);
+}
+
+static void put_color(FILE *out, const char *name, size_t len)
+{
+	uint64_t h;
+
+	for (size_t i = 0; i < sizeof(category_colors) / sizeof(category_colors[0]); i++) {
+		if (is_named(name, len, category_colors[i].name)) {
+			fputs(category_colors[i].rgb, out);
+			return;
+		}
+	}
+	/* samples we could not attribute: grey, so they never pass for real work */
+	if (has_prefix(name, len, "[lost") || has_prefix(name, len, "[truncated") ||
+	    has_prefix(name, len, "[unknown]")) {
+		fputs("rgb(170,170,170)", out);
+		return;
+	}
+	if (is_named(name, len, "-")) { /* between the user and the kernel stack */
+		fputs("rgb(205,205,205)", out);
+		return;
+	}
+	h = name_hash(name, len);
+	if (len >= 4 && !memcmp(name + len - 4, "_[k]", 4)) /* kernel: orange */
+		fprintf(out, "rgb(%u,%u,%u)", scale16(h, 0, 230, 26), scale16(h, 16, 130, 60),
+			scale16(h, 32, 30, 40));
+	else /* hot: reds through yellows */
+		fprintf(out, "rgb(%u,%u,%u)", scale16(h, 0, 205, 50), scale16(h, 16, 0, 230),
+			scale16(h, 32, 0, 55));
+}
+
+/* ---- the document ---------------------------------------------------------------------- */
+
+/* A coordinate in tenths of a pixel, written as flamegraph.pl writes them ("%.1f"). */
+static void put_tenths(FILE *out, long long v)
+{
+	fprintf(out, "%lld.%lld", v / 10, v % 10);
+}
+
+static void put_head(FILE *out, const struct fg_options *o, const char *count_name,
+		     unsigned height, uint64_t total)
+{
+	unsigned w = o->width;
+
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
+		"\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n"
+		"<svg version=\"1.1\" width=\"%u\" height=\"%u\" onload=\"init()\" "
+		"viewBox=\"0 0 %u %u\" xmlns=\"http://www.w3.org/2000/svg\" "
+		"xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
+		w, height, w, height);
+	fputs("<defs>\n"
+	      "<linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
+	      "<stop stop-color=\"#eeeeee\" offset=\"5%\"/>"
+	      "<stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient>\n"
+	      "</defs>\n"
+	      "<style type=\"text/css\">\n"
+	      "text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); }\n"
+	      "#title { text-anchor: middle; font-size: 17px; }\n"
+	      "#subtitle, #nosamples { text-anchor: middle; fill: rgb(110,110,110); }\n"
+	      "#search, #ignorecase { opacity: 0.1; cursor: pointer; }\n"
+	      "#search:hover, #search.show, #ignorecase:hover, #ignorecase.show { opacity: 1; }\n"
+	      "#unzoom { cursor: pointer; }\n"
+	      "#frames > *:hover { stroke: black; stroke-width: 0.5; cursor: pointer; }\n"
+	      ".hide { display: none; }\n"
+	      ".parent { opacity: 0.5; }\n"
+	      "</style>\n",
+	      out);
+	fputs("<script type=\"text/ecmascript\"><![CDATA[\n", out);
+	fputs(fg__svg_script, out);
+	fprintf(out, "var fg_xpad = %d, fg_fontsize = %d, fg_fontwidth = %.2f;\n]]></script>\n",
+		XPAD, FONT_SIZE, FONT_WIDTH);
+
+	fprintf(out,
+		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"url(#background)\"/>\n",
+		w, height);
+	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"%d\">", w / 2.0, TITLE_Y);
+	put_str(out, o->title ? o->title : "Flame Graph");
+	fputs("</text>\n", out);
+	if (o->subtitle) {
+		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", w / 2.0, SUBTITLE_Y);
+		put_str(out, o->subtitle);
+		fputs("</text>\n", out);
+	}
+	/* the details line shows the total until the pointer is over a frame */
+	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\">Total: %" PRIu64 " ", XPAD,
+		height - BOTTOM_PAD / 2 + 4, total);
+	put_str(out, count_name);
+	fputs("</text>\n", out);
+	fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"%d\">Reset Zoom</text>\n",
+		XPAD, TITLE_Y);
+	fprintf(out, "<text id=\"search\" x=\"%u\" y=\"%d\">Search</text>\n", w - XPAD - 100,
+		TITLE_Y);
+	fprintf(out, "<text id=\"ignorecase\" x=\"%u\" y=\"%d\">ic</text>\n", w - XPAD - 16,
+		TITLE_Y);
+	fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"> </text>\n", w - XPAD - 100,
+		height - BOTTOM_PAD / 2 + 4);
+}
+
+static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const char *count_name,
+		      unsigned width, unsigned fh, unsigned height)
+{
+	double plot = (double)(width - 2 * XPAD) * 10;
+	long long x1 = 10 * XPAD + llround((double)fr->start / (double)total * plot);
+	long long x2 = 10 * XPAD + llround((double)fr->end / (double)total * plot);
+	unsigned y = height - BOTTOM_PAD - (unsigned)(fr->depth + 1) * fh + FRAME_PAD;
+	uint64_t count = fr->end - fr->start;
+
+	fputs("<g><title>", out);
+	put_xml(out, fr->name, fr->len, SIZE_MAX);
+	fprintf(out, " (%" PRIu64 " ", count);
+	put_str(out, count_name);
+	fprintf(out, ", %.2f%%)</title><rect x=\"", (double)count * 100.0 / (double)total);
+	put_tenths(out, x1);
+	fprintf(out, "\" y=\"%u\" width=\"", y);
+	put_tenths(out, x2 - x1);
+	fprintf(out, "\" height=\"%u\" fill=\"", fh - FRAME_PAD);
+	put_color(out, fr->name, fr->len);
+	fputs("\" rx=\"2\" ry=\"2\"/><text x=\"", out);
+	put_tenths(out, x1 + 30);
+	fprintf(out, "\" y=\"%.1f\">", y + (fh - FRAME_PAD) / 2.0 + 3);
+	put_label(out, fr->name, fr->len, (double)(x2 - x1) / 10);
+	fputs("</text></g>\n", out);
+}
+
+int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE *out)
+{
+	const struct an_folded_line *lines;
+	struct frames fr = { 0 };
+	struct fg_options o;
+	const char *count_name;
+	unsigned top, height, fh;
+	size_t n, kept = 0, max_depth = 0;
+	uint64_t total;
+	double per_sample;
+	int err;
+
+	if (!f || !out)
+		return -EINVAL;
+	if (opts)
+		o = *opts;
+	else
+		fg_options_default(&o);
+	fh = o.frame_height;
+	if (o.width < 2 * XPAD + 100 || o.width > 1000000 || fh < 2 || fh > 1000 ||
+	    !(o.min_width >= 0))
+		return -EINVAL;
+	count_name = o.count_name ? o.count_name : "samples";
+	top = TOP_PAD + (o.subtitle ? SUB_PAD : 0);
+
+	total = an_folded_total(f);
+	if (total == 0) {
+		height = top + 2 * fh + BOTTOM_PAD;
+		put_head(out, &o, count_name, height, 0);
+		fprintf(out, "<text id=\"nosamples\" x=\"%.1f\" y=\"%u\">No samples</text>\n",
+			o.width / 2.0, top + fh + 4);
+		fputs("<g id=\"frames\">\n</g>\n</svg>\n", out);
+		return ferror(out) ? -EIO : 0;
+	}
+
+	lines = an_folded_lines(f, &n);
+	if (!lines)
+		return -errno;
+	err = build_frames(lines, n, total, &fr);
+	if (err)
+		goto out_free;
+
+	/* Leave out frames narrower than min_width px; a child is never wider than its
+	 * parent, so no frame loses its parent this way. */
+	per_sample = (double)(o.width - 2 * XPAD) / (double)total;
+	for (size_t i = 0; i < fr.n; i++) {
+		uint64_t count = fr.v[i].end - fr.v[i].start;
+
+		if (count == 0 || (double)count * per_sample < o.min_width)
+			continue;
+		fr.v[kept++] = fr.v[i];
+		if (fr.v[i].depth > max_depth)
+			max_depth = fr.v[i].depth;
+	}
+	qsort(fr.v, kept, sizeof(*fr.v), cmp_frame);
+	if (max_depth > (100000000 - top - BOTTOM_PAD) / fh) {
+		err = -E2BIG;
+		goto out_free;
+	}
+	height = top + (unsigned)(max_depth + 1) * fh + BOTTOM_PAD;
+
+	put_head(out, &o, count_name, height, total);
+	fputs("<g id=\"frames\">\n", out);
+	for (size_t i = 0; i < kept; i++)
+		put_frame(out, &fr.v[i], total, count_name, o.width, fh, height);
+	fputs("</g>\n</svg>\n", out);
+	err = ferror(out) ? -EIO : 0;
+out_free:
+	free(fr.v);
+	return err;
+}
+
+struct svg_job {
+	const struct an_folded *f;
+	const struct fg_options *o;
+};
+
+static int write_svg(void *ctx, FILE *out)
+{
+	const struct svg_job *job = ctx;
+
+	return fg_svg_write(job->f, job->o, out);
+}
+
+int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, const char *path)
+{
+	struct svg_job job = { f, o };
+
+	if (!f)
+		return -EINVAL;
+	return an_write_file_atomic(path, write_svg, &job);
+}

@@ -1,0 +1,170 @@
+/*
+ * Running the schedlab binary as a user does, for the CLI tests: a scratch folder per
+ * test (setup/teardown), the command's stdout and stderr captured, and the checks that
+ * every command's bad input shares (one line on stderr, starting "schedlab: ").
+ * Included by each tests/cli/test_*.c; everything is static.
+ */
+#ifndef SCHEDLAB_TESTS_CLI_RUN_H
+#define SCHEDLAB_TESTS_CLI_RUN_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/schedlab-cli-XXXXXX";
+static char out_text[65536], err_text[65536];
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/schedlab-cli-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char p[1024];
+	struct stat st;
+
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(p);
+		else
+			unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+static void teardown(void)
+{
+	remove_tree(dir);
+}
+
+static __attribute__((unused)) const char *in_dir(const char *name)
+{
+	static char bufs[4][512];
+	static int next;
+	char *b = bufs[next++ % 4];
+
+	snprintf(b, 512, "%s/%s", dir, name);
+	return b;
+}
+
+static __attribute__((unused)) void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	cr_assert_not_null(fp, "%s", path);
+	fputs(text, fp);
+	cr_assert_eq(fclose(fp), 0);
+}
+
+static __attribute__((unused)) char *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *mem;
+	int c;
+
+	if (!fp)
+		return NULL;
+	mem = open_memstream(&buf, &n);
+	while ((c = getc(fp)) != EOF)
+		putc(c, mem);
+	fclose(mem);
+	fclose(fp);
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static void read_into(const char *path, char *buf, size_t cap)
+{
+	FILE *fp = fopen(path, "r");
+	size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
+
+	buf[n] = '\0';
+	if (fp)
+		fclose(fp);
+}
+
+/* Run `schedlab ARGS...`; stdout and stderr land in out_text and err_text. */
+static int run_schedlab(const char *const *args)
+{
+	const char *build = getenv("SCHEDLAB_BUILD");
+	char bin[512], out_path[600], err_path[600];
+	const char *argv[32];
+	size_t argc = 0;
+	int status;
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
+	cr_assert_eq(access(bin, X_OK), 0, "%s is not built; run make first", bin);
+	snprintf(out_path, sizeof(out_path), "%s/.stdout", dir);
+	snprintf(err_path, sizeof(err_path), "%s/.stderr", dir);
+	argv[argc++] = bin;
+	for (size_t i = 0; args[i]; i++) {
+		cr_assert_lt(argc, 30);
+		argv[argc++] = args[i];
+	}
+	argv[argc] = NULL;
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	read_into(out_path, out_text, sizeof(out_text));
+	read_into(err_path, err_text, sizeof(err_text));
+	unlink(out_path);
+	unlink(err_path);
+	cr_assert(WIFEXITED(status), "schedlab %s did not exit normally", args[0]);
+	return WEXITSTATUS(status);
+}
+
+static __attribute__((unused)) size_t entries(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void expect_one_error_line(const char *must_contain)
+{
+	size_t len = strlen(err_text);
+
+	cr_expect(!strncmp(err_text, "schedlab: ", 10), "stderr: %s", err_text);
+	cr_expect(len > 0 && err_text[len - 1] == '\n' && !memchr(err_text, '\n', len - 1),
+		  "not one line: %s", err_text);
+	cr_expect_not_null(strstr(err_text, must_contain), "'%s' not in: %s", must_contain,
+			   err_text);
+}
+
+#endif /* SCHEDLAB_TESTS_CLI_RUN_H */

@@ -1,0 +1,204 @@
+/*
+ * `schedlab flame`, run as a user runs it ($SCHEDLAB_BUILD/schedlab, "build" by
+ * default, from the repository root): good input renders what the library renders,
+ * bad input is one line on stderr with exit status 2, and an error never leaves an
+ * output file (or a temporary one) behind.
+ */
+#include "tests/cli/cli_run.h"
+
+#define DATA_DIR "tests/flamegraphs/data"
+
+TestSuite(flame_cli, .init = setup, .fini = teardown);
+
+/* Run `schedlab flame ARGS...`. */
+static int run_flame(const char *const *args)
+{
+	const char *argv[32] = { "flame" };
+	size_t n = 1;
+
+	for (size_t i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return run_schedlab(argv);
+}
+
+static const char good[] = "main;a;b 5\nmain;a 3\nmain;c 2\n";
+
+/* ---- good input ---------------------------------------------------------------------------- */
+
+Test(flame_cli, renders_what_the_golden_file_holds)
+{
+	const char *out = in_dir("simple.svg");
+	const char *args[] = { DATA_DIR "/simple.folded", "-o", out, "--title", "simple", NULL };
+	char *want, *got;
+	size_t want_len, got_len;
+
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	cr_expect_str_eq(err_text, "");
+	want = slurp(DATA_DIR "/simple.svg", &want_len);
+	got = slurp(out, &got_len);
+	cr_assert_not_null(want);
+	cr_assert_not_null(got);
+	cr_expect(want_len == got_len && !memcmp(want, got, got_len));
+	cr_expect_eq(entries(), 1, "a temporary file was left behind");
+	free(want);
+	free(got);
+}
+
+Test(flame_cli, default_output_replaces_the_folded_extension)
+{
+	const char *args1[] = { in_dir("p.folded"), NULL };
+	const char *args2[] = { in_dir("q.txt"), NULL };
+	struct stat st;
+
+	write_file(in_dir("p.folded"), good);
+	write_file(in_dir("q.txt"), good);
+	cr_assert_eq(run_flame(args1), 0, "stderr: %s", err_text);
+	cr_expect_eq(stat(in_dir("p.svg"), &st), 0);
+	cr_expect_not_null(strstr(out_text, "p.svg"));
+	cr_assert_eq(run_flame(args2), 0, "stderr: %s", err_text);
+	cr_expect_eq(stat(in_dir("q.txt.svg"), &st), 0);
+	cr_expect_eq(entries(), 4);
+}
+
+Test(flame_cli, options_reach_the_svg)
+{
+	const char *out = in_dir("o.svg");
+	const char *args[] = { in_dir("p.folded"), "-o", out, "--title", "T <1>", "--subtitle",
+			       "sub & more", "--width", "800", "--minwidth", "2.5", "--countname",
+			       "us", NULL };
+	char *svg;
+
+	write_file(in_dir("p.folded"), good);
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	svg = slurp(out, NULL);
+	cr_assert_not_null(svg);
+	cr_expect_not_null(strstr(svg, "width=\"800\""));
+	cr_expect_not_null(strstr(svg, ">T &lt;1&gt;</text>"));
+	cr_expect_not_null(strstr(svg, ">sub &amp; more</text>"));
+	cr_expect_not_null(strstr(svg, "<title>b (5 us, 50.00%)</title>"));
+	free(svg);
+}
+
+Test(flame_cli, empty_input_renders_no_samples)
+{
+	const char *args[] = { in_dir("e.folded"), NULL };
+	char *svg;
+
+	write_file(in_dir("e.folded"), "");
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	svg = slurp(in_dir("e.svg"), NULL);
+	cr_assert_not_null(svg);
+	cr_expect_not_null(strstr(svg, "No samples"));
+	free(svg);
+}
+
+Test(flame_cli, help_shows_usage_and_examples)
+{
+	const char *args[] = { "--help", NULL };
+
+	cr_assert_eq(run_flame(args), 0);
+	cr_expect_not_null(strstr(out_text, "USAGE: schedlab flame FILE.folded"));
+	cr_expect_not_null(strstr(out_text, "EXAMPLES:"));
+	cr_expect_not_null(strstr(out_text, "--minwidth"));
+}
+
+/* ---- bad input ------------------------------------------------------------------------------ */
+
+Test(flame_cli, malformed_line_names_file_line_and_fix)
+{
+	const char *args[] = { in_dir("bad.folded"), NULL };
+	char want[1024];
+
+	write_file(in_dir("bad.folded"), "main;a 1\nmain;b 2\nmain;c\nmain;d 4\n");
+	cr_expect_eq(run_flame(args), 2);
+	snprintf(want, sizeof(want),
+		 "schedlab: %s:3: no count at the end of the line; each line is "
+		 "'frame;frame;... COUNT'\n",
+		 in_dir("bad.folded"));
+	cr_expect_str_eq(err_text, want);
+	cr_expect_eq(entries(), 1, "an output file was written for bad input");
+}
+
+Test(flame_cli, bad_input_leaves_an_existing_output_alone)
+{
+	const char *out = in_dir("keep.svg");
+	const char *args[] = { in_dir("bad.folded"), "-o", out, NULL };
+	char *kept;
+
+	write_file(in_dir("bad.folded"), "main;a 1.5\n");
+	write_file(out, "previous graph\n");
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line(":1: fractional count '1.5'");
+	kept = slurp(out, NULL);
+	cr_expect_str_eq(kept, "previous graph\n");
+	cr_expect_eq(entries(), 2);
+	free(kept);
+}
+
+Test(flame_cli, differential_input_is_refused)
+{
+	const char *args[] = { in_dir("diff.folded"), NULL };
+
+	write_file(in_dir("diff.folded"), "main;a 1 2\n");
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line("differential folded files are not accepted");
+	cr_expect_eq(entries(), 1);
+}
+
+Test(flame_cli, missing_file_is_bad_input)
+{
+	const char *args[] = { in_dir("none.folded"), NULL };
+
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line("none.folded: No such file or directory");
+	cr_expect_eq(entries(), 0);
+}
+
+Test(flame_cli, bad_numbers_are_bad_input)
+{
+	const char *w1[] = { in_dir("p.folded"), "--width", "wide", NULL };
+	const char *w2[] = { in_dir("p.folded"), "--width", "12", NULL };
+	const char *w3[] = { in_dir("p.folded"), "--width", "1200px", NULL };
+	const char *m1[] = { in_dir("p.folded"), "--minwidth", "-1", NULL };
+	const char *m2[] = { in_dir("p.folded"), "--minwidth", "0.5%", NULL };
+
+	write_file(in_dir("p.folded"), good);
+	cr_expect_eq(run_flame(w1), 2);
+	expect_one_error_line("--width 'wide'");
+	cr_expect_eq(run_flame(w2), 2);
+	expect_one_error_line("--width '12'");
+	cr_expect_eq(run_flame(w3), 2);
+	expect_one_error_line("--width '1200px'");
+	cr_expect_eq(run_flame(m1), 2);
+	expect_one_error_line("--minwidth '-1'");
+	cr_expect_eq(run_flame(m2), 2);
+	expect_one_error_line("--minwidth '0.5%'");
+	cr_expect_eq(entries(), 1);
+}
+
+Test(flame_cli, argument_mistakes_are_bad_input)
+{
+	const char *none[] = { NULL };
+	const char *two[] = { in_dir("p.folded"), in_dir("p.folded"), NULL };
+	const char *unknown[] = { in_dir("p.folded"), "--bogus", NULL };
+
+	write_file(in_dir("p.folded"), good);
+	cr_expect_eq(run_flame(none), 2);
+	expect_one_error_line("flame needs a folded file");
+	cr_expect_eq(run_flame(two), 2);
+	expect_one_error_line("flame takes one folded file");
+	cr_expect_eq(run_flame(unknown), 2);
+	cr_expect_not_null(strstr(err_text, "--bogus"), "%s", err_text);
+	cr_expect_eq(entries(), 1);
+}
+
+Test(flame_cli, unwritable_output_is_reported_without_leftovers)
+{
+	const char *args[] = { in_dir("p.folded"), "-o", in_dir("no/such/dir/x.svg"), NULL };
+
+	write_file(in_dir("p.folded"), good);
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line("cannot write");
+	cr_expect_eq(entries(), 1);
+}
