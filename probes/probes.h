@@ -66,7 +66,8 @@ int probe_oncpu_stop(struct probe_oncpu *p);
 struct probe_stack {
 	uint32_t tgid;
 	char comm[16];           /* the sampled thread's name */
-	uint64_t phase;          /* the runtime's phase word (runtime/phase.h); 0: none */
+	uint64_t phase;          /* the runtime's phase word (runtime/phase.h) without the task
+				  * id, which would split every task's samples apart; 0: none */
 	const uint64_t *ustack;  /* leaf first; ustack[0] is the sampled IP */
 	uint32_t nuser;
 	const uint64_t *kstack;  /* leaf first */

@@ -1,0 +1,387 @@
+/*
+ * oncpu loader: opens, sizes, loads and attaches oncpu.bpf.c to one sampling perf
+ * event per online CPU, turns sampling of one process on and off through the
+ * skeleton's mmapped .bss, and drains the kernel's aggregates into probe_stack
+ * records.
+ *
+ * Invariant kept by the drain: the counts handed to fn add up to the samples the
+ * kernel counted (stats->samples); samples whose stacks are unknown because the
+ * counts map was full come back as one record flagged PROBE_LOST_COUNTS_FULL.
+ */
+#include "probes/probes.h"
+#include "probes/common/env.h"
+#include "probes/common/perf.h"
+
+#include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
+#include "probes/oncpu/oncpu.h"
+#include "probes/oncpu/oncpu.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct oncpu_key) == 40, "oncpu_key ABI");
+_Static_assert(sizeof(struct oncpu_counters) == 48, "oncpu_counters ABI");
+_Static_assert(ONCPU_LOST_USTACK_COLLISION == PROBE_LOST_USTACK_COLLISION &&
+	       ONCPU_LOST_KSTACK_COLLISION == PROBE_LOST_KSTACK_COLLISION &&
+	       ONCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
+	       ONCPU_LOST_KSTACK_ERROR == PROBE_LOST_KSTACK_ERROR, "loss bits");
+
+#define DEFAULT_FREQ	      999
+#define DEFAULT_STACK_ENTRIES 16384
+#define DEFAULT_COUNT_ENTRIES 40960
+
+struct probe_oncpu {
+	struct oncpu_bpf *skel;
+	struct probe__perf pe;
+	struct bpf_link **links;   /* one per pe CPU; each owns its perf fd */
+	unsigned freq;
+	unsigned count_entries;
+	unsigned max_depth;        /* a stack this long may have been cut */
+	bool started;
+	uint32_t last_tgid;        /* owner of the counts-full record */
+	int ncpus;                 /* possible CPUs: per-CPU map values */
+	struct oncpu_counters *pcpu;
+	struct oncpu_key *keys;    /* drain scratch, count_entries long */
+	uint32_t *ids;             /* drain scratch, stack-map ids */
+	unsigned nids;
+	uint64_t ubuf[ONCPU_MAX_DEPTH], kbuf[ONCPU_MAX_DEPTH];
+};
+
+/* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
+ * EACCES lead with the fix. */
+static void step_error(char *err, size_t len, const char *step, int e)
+{
+	const char *lb = probe__libbpf_last();
+
+	if (e == EPERM || e == EACCES)
+		snprintf(err, len, "oncpu: %s (%s: %s)", PROBE__NOT_PERMITTED, step, strerror(e));
+	else if (*lb)
+		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
+	else
+		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+}
+
+struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err, size_t errlen)
+{
+	struct probe_oncpu_opts d = {};
+	char why[256], msg[256];
+	struct probe_oncpu *p;
+	unsigned stack_entries;
+	struct stat ns;
+	long max_stack;
+	int ret;
+
+	if (!o)
+		o = &d;
+	if (!probe__have_btf(why, sizeof(why))) {
+		snprintf(err, errlen, "oncpu: %s", why);
+		errno = ENOENT;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "oncpu: out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->freq = o->freq ? o->freq : DEFAULT_FREQ;
+	stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
+	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
+	/* The walk stops at the smaller of the map's depth and this sysctl. */
+	p->max_depth = ONCPU_MAX_DEPTH;
+	if (!probe__read_sysctl("kernel/perf_event_max_stack", &max_stack) && max_stack > 0 &&
+	    max_stack < ONCPU_MAX_DEPTH)
+		p->max_depth = max_stack;
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0) {
+		ret = p->ncpus ? p->ncpus : -EINVAL;
+		snprintf(err, errlen, "oncpu: cannot count possible CPUs: %s", strerror(-ret));
+		goto out_free;
+	}
+	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
+	p->keys = calloc(p->count_entries, sizeof(*p->keys));
+	p->ids = calloc(stack_entries, sizeof(*p->ids));
+	if (!p->pcpu || !p->keys || !p->ids) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "oncpu: out of memory for %u counts and %u stacks",
+			 p->count_entries, stack_entries);
+		goto out_free;
+	}
+	if (stat("/proc/self/ns/pid", &ns)) {
+		ret = -errno;
+		snprintf(err, errlen, "oncpu: cannot stat /proc/self/ns/pid: %s", strerror(errno));
+		goto out_free;
+	}
+
+	probe__libbpf_capture();
+	p->skel = oncpu_bpf__open();
+	if (!p->skel) {
+		ret = -errno;
+		step_error(err, errlen, "open", errno);
+		goto out_free;
+	}
+	p->skel->rodata->pidns_dev = ns.st_dev;
+	p->skel->rodata->pidns_ino = ns.st_ino;
+	ret = bpf_map__set_max_entries(p->skel->maps.stacks, stack_entries);
+	if (!ret)
+		ret = bpf_map__set_max_entries(p->skel->maps.counts, p->count_entries);
+	if (ret) {
+		step_error(err, errlen, "sizing maps", -ret);
+		goto out_destroy;
+	}
+	ret = oncpu_bpf__load(p->skel);
+	if (ret) {
+		step_error(err, errlen, "load", -ret);
+		goto out_destroy;
+	}
+
+	ret = probe__perf_open(&p->pe, p->freq, o->software_only, msg, sizeof(msg));
+	if (ret) {
+		snprintf(err, errlen, "oncpu: %s", msg);
+		goto out_destroy;
+	}
+	p->links = calloc(p->pe.n, sizeof(*p->links));
+	if (!p->links) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "oncpu: out of memory");
+		goto out_close_perf;
+	}
+	for (int i = 0; i < p->pe.n; i++) {
+		p->links[i] = bpf_program__attach_perf_event(p->skel->progs.oncpu_sample,
+							     p->pe.fds[i]);
+		if (!p->links[i]) {
+			ret = -errno;
+			snprintf(msg, sizeof(msg), "attach on cpu %d", p->pe.cpus[i]);
+			step_error(err, errlen, msg, errno);
+			goto out_close_perf;
+		}
+		p->pe.fds[i] = -1; /* the link closes it */
+	}
+	return p;
+
+out_close_perf:
+	for (int i = 0; p->links && i < p->pe.n; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
+	probe__perf_close(&p->pe);
+out_destroy:
+	oncpu_bpf__destroy(p->skel);
+out_free:
+	free(p->ids);
+	free(p->keys);
+	free(p->pcpu);
+	free(p);
+	errno = -ret;
+	return NULL;
+}
+
+void probe_oncpu_free(struct probe_oncpu *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->pe.n; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
+	probe__perf_close(&p->pe);
+	oncpu_bpf__destroy(p->skel);
+	free(p->ids);
+	free(p->keys);
+	free(p->pcpu);
+	free(p);
+}
+
+const char *probe_oncpu_event(const struct probe_oncpu *p)
+{
+	return p->pe.hardware ? "cycles" : "cpu-clock";
+}
+
+unsigned probe_oncpu_freq(const struct probe_oncpu *p)
+{
+	return p->freq;
+}
+
+const char *probe_oncpu_event_note(const struct probe_oncpu *p)
+{
+	return p->pe.note;
+}
+
+int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
+{
+	if (!t || t->tgid <= 0)
+		return -EINVAL;
+	p->skel->bss->target_tgid = t->tgid;
+	p->skel->bss->phase_tls_off = t->phase_tls_off;
+	/* Publish the target before the flag; pairs with the program's read of enabled
+	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
+	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
+	p->last_tgid = t->tgid;
+	p->started = true;
+	return 0;
+}
+
+int probe_oncpu_stop(struct probe_oncpu *p)
+{
+	if (!p->started)
+		return 0;
+	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
+	p->started = false;
+	/* A sample that saw enabled = 1 may still be running on another CPU. The
+	 * programs run in RCU read-side sections (irq or NMI context), and
+	 * MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), so after it every such sample has
+	 * finished and the drain sees it. nohz_full kernels refuse it: wait instead. */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		usleep(20 * 1000);
+	return 0;
+}
+
+/* Leaf-first ips of a stack id into buf, trimmed at the first zero: their number, 0
+ * for no stack, -1 when the id is not in the map (never expected: the kernel does not
+ * evict, and only the drain deletes). */
+static int read_stack(struct probe_oncpu *p, uint32_t id, uint64_t *buf)
+{
+	int n = 0;
+
+	if (id == ONCPU_NO_STACK)
+		return 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stacks), &id, buf))
+		return -1;
+	while (n < ONCPU_MAX_DEPTH && buf[n])
+		n++;
+	return n;
+}
+
+/* Sum the per-CPU loss counters into *c and zero them. */
+static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
+{
+	int fd = bpf_map__fd(p->skel->maps.counters);
+	__u32 zero = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (bpf_map_lookup_elem(fd, &zero, p->pcpu))
+		return -errno;
+	for (int i = 0; i < p->ncpus; i++) {
+		c->samples += p->pcpu[i].samples;
+		c->counts_full += p->pcpu[i].counts_full;
+		c->ustack_collisions += p->pcpu[i].ustack_collisions;
+		c->kstack_collisions += p->pcpu[i].kstack_collisions;
+		c->ustack_errors += p->pcpu[i].ustack_errors;
+		c->kstack_errors += p->pcpu[i].kstack_errors;
+	}
+	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
+	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Remove every stack, including those whose count could not be inserted. Keys are
+ * collected first: deleting while walking with get_next_key restarts the walk. */
+static int clear_stacks(struct probe_oncpu *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.stacks);
+	__u32 id, *prev = NULL;
+	unsigned n = 0, cap = bpf_map__max_entries(p->skel->maps.stacks);
+
+	while (n < cap && !bpf_map_get_next_key(fd, prev, &id)) {
+		p->ids[n] = id;
+		prev = &p->ids[n++];
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (bpf_map_delete_elem(fd, &p->ids[i]) && errno != ENOENT)
+			return -errno;
+	return 0;
+}
+
+int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
+		      struct probe_oncpu_stats *stats)
+{
+	int fd = bpf_map__fd(p->skel->maps.counts), ret = 0, err;
+	struct oncpu_counters c;
+	uint64_t truncated = 0, uerrors = 0, kerrors = 0;
+	struct oncpu_key *prev = NULL;
+	unsigned n = 0;
+
+	/* While sampling, counts would move between our reads and the deletes. */
+	if (p->started)
+		return -EBUSY;
+	while (n < p->count_entries && !bpf_map_get_next_key(fd, prev, &p->keys[n]))
+		prev = &p->keys[n++];
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct oncpu_key *k = &p->keys[i];
+		struct probe_stack s = { .tgid = k->tgid, .phase = k->phase, .lost = k->lost };
+		__u64 count;
+		int nu, nk;
+
+		if (bpf_map_lookup_elem(fd, k, &count))
+			return -errno;
+		memcpy(s.comm, k->comm, sizeof(s.comm));
+		s.comm[sizeof(s.comm) - 1] = '\0';
+		s.count = count;
+		s.ustack = p->ubuf;
+		s.kstack = p->kbuf;
+		nu = read_stack(p, k->ustack_id, p->ubuf);
+		nk = read_stack(p, k->kstack_id, p->kbuf);
+		if (nu < 0) {
+			s.lost |= PROBE_LOST_USTACK_ERROR;
+			uerrors += count;
+		}
+		if (nk < 0) {
+			s.lost |= PROBE_LOST_KSTACK_ERROR;
+			kerrors += count;
+		}
+		s.nuser = nu > 0 ? nu : 0;
+		s.nkernel = nk > 0 ? nk : 0;
+		if (s.nuser >= p->max_depth) {
+			s.lost |= PROBE_TRUNCATED_USTACK;
+			truncated += count;
+		}
+		if (s.nkernel >= p->max_depth) {
+			s.lost |= PROBE_TRUNCATED_KSTACK;
+			truncated += count;
+		}
+		/* After a stop, keep emptying the maps but call fn no more. */
+		if (!ret && fn)
+			ret = fn(&s, ctx);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (bpf_map_delete_elem(fd, &p->keys[i]) && errno != ENOENT)
+			return -errno;
+	}
+	err = clear_stacks(p);
+	if (!err)
+		err = take_counters(p, &c);
+	if (err)
+		return err;
+
+	/* Counts-full samples: one record, no frames, owned by the last target (the only
+	 * one unless the caller switched targets without draining). */
+	if (c.counts_full && !ret && fn) {
+		struct probe_stack s = {
+			.tgid = p->last_tgid,
+			.ustack = p->ubuf,
+			.kstack = p->kbuf,
+			.lost = PROBE_LOST_COUNTS_FULL,
+			.count = c.counts_full,
+		};
+
+		ret = fn(&s, ctx);
+	}
+	if (stats) {
+		stats->samples += c.samples;
+		stats->ustack_collisions += c.ustack_collisions;
+		stats->kstack_collisions += c.kstack_collisions;
+		stats->ustack_errors += c.ustack_errors + uerrors;
+		stats->kstack_errors += c.kstack_errors + kerrors;
+		stats->counts_full += c.counts_full;
+		stats->truncated += truncated;
+	}
+	return ret;
+}

@@ -1,0 +1,115 @@
+/*
+ * busy: a CPU-bound child for the probe tests.
+ *
+ *   busy SECONDS [THREADS [MODE [NAME]]]
+ *
+ * Spins THREADS threads (default 1) for SECONDS in noinline functions named busy_hot_*
+ * and, like a runtime worker, keeps a thread-local pointer (rt_phase_ptr) to a phase
+ * word holding RT_PHASE_WORD(RT_PHASE_RUN, 3, 42). Before spinning it prints that
+ * pointer's offset from the thread pointer on one line of stdout, once every thread
+ * has set its pointer. MODE: hot (one 3-deep stack), many (recursion to 48 varied
+ * depths: many distinct stacks), deep (recursion 200 deep: past the walk's limit).
+ * NAME sets the threads' comm.
+ */
+#include "runtime/phase.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+__thread volatile uint64_t *rt_phase_ptr;
+
+static double stop_at;
+static const char *mode = "hot";
+static pthread_barrier_t ready;
+static volatile uint64_t sink;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+NOINLINE uint64_t busy_hot_spin(uint64_t n)
+{
+	uint64_t x = n;
+
+	for (uint64_t i = 0; i < n; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+NOINLINE void busy_hot_loop(void)
+{
+	sink += busy_hot_spin(200000);
+}
+
+/* Not a tail call (the store after it), so each level keeps its frame. */
+NOINLINE void busy_rec(int depth, uint64_t spin)
+{
+	if (depth <= 0)
+		sink += busy_hot_spin(spin);
+	else
+		busy_rec(depth - 1, spin);
+	sink++;
+}
+
+static void *worker(void *arg)
+{
+	volatile uint64_t word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
+	uint64_t seed = (uintptr_t)arg * 2654435761u + 1;
+
+	rt_phase_ptr = &word;
+	pthread_barrier_wait(&ready);
+	while (now() < stop_at) {
+		if (!strcmp(mode, "many")) {
+			seed = seed * 6364136223846793005ull + 1;
+			busy_rec((seed >> 33) % 48, 2000);
+		} else if (!strcmp(mode, "deep")) {
+			busy_rec(200, 200000);
+		} else {
+			busy_hot_loop();
+		}
+	}
+	rt_phase_ptr = NULL;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	volatile uint64_t word = RT_PHASE_WORD(RT_PHASE_PARK, 3, 0);
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	int nthreads = argc > 2 ? atoi(argv[2]) : 1;
+	pthread_t tids[16];
+
+	if (argc > 3)
+		mode = argv[3];
+	if (argc > 4)
+		prctl(PR_SET_NAME, argv[4]); /* inherited by the threads created below */
+	if (nthreads < 1 || nthreads > 16) {
+		fprintf(stderr, "busy: THREADS must be 1..16\n");
+		return 2;
+	}
+	rt_phase_ptr = &word;
+	stop_at = now() + secs;
+	pthread_barrier_init(&ready, NULL, nthreads + 1);
+	for (int i = 0; i < nthreads; i++)
+		if (pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)(i + 1))) {
+			perror("busy: pthread_create");
+			return 1;
+		}
+	pthread_barrier_wait(&ready);
+	printf("%lld\n", (long long)((char *)&rt_phase_ptr - (char *)__builtin_thread_pointer()));
+	fflush(stdout);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	return 0;
+}

@@ -1,0 +1,424 @@
+/*
+ * oncpu against real processes: these load BPF and sample for about a second each,
+ * so they need root and kernel BTF (skipped, saying why, only where BPF cannot load).
+ * The child is tests/helpers/busy, which spins in busy_hot_* with a known phase word.
+ */
+#include <criterion/criterion.h>
+
+#include "analysis/analysis.h"
+#include "probes/probes.h"
+#include "runtime/phase.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* busy's hot threads publish RT_PHASE_WORD(RT_PHASE_RUN, 3, 42); the probe keeps the
+ * phase and the worker, not the task id */
+#define BUSY_PHASE_KEPT RT_PHASE_WORD(RT_PHASE_RUN, 3, 0)
+
+/* Children of the current test; the fini kills and reaps them on every path,
+ * including a failed assertion. */
+static pid_t kids[4];
+static int nkids;
+
+static void reap_kids(void)
+{
+	for (int i = 0; i < nkids; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	nkids = 0;
+}
+
+static void need_bpf(void)
+{
+	char why[256];
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+}
+
+/* Start `busy SECS THREADS MODE NAME`; its first line is the phase pointer's TLS
+ * offset. */
+static pid_t spawn_busy(const char *secs, const char *threads, const char *mode,
+			const char *name, int64_t *tls_off)
+{
+	const char *build = getenv("SCHEDLAB_BUILD");
+	char path[PATH_MAX], line[64];
+	int fds[2];
+	FILE *f;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/tests/helpers/busy", build ? build : "build");
+	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], STDOUT_FILENO);
+		execl(path, "busy", secs, threads, mode, name, (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	kids[nkids++] = pid;
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", path);
+	fclose(f);
+	if (tls_off)
+		*tls_off = strtoll(line, NULL, 10);
+	return pid;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static struct probe_oncpu *open_probe(unsigned freq, unsigned stack_entries,
+				      unsigned count_entries)
+{
+	struct probe_oncpu_opts o = { .freq = freq, .stack_entries = stack_entries,
+				      .count_entries = count_entries };
+	struct probe_oncpu *p;
+	char err[256];
+
+	p = probe_oncpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	return p;
+}
+
+/* What a drain handed back, summed. */
+struct seen {
+	uint64_t total, records, phase_ok, full_records, full_count;
+	uint64_t ucoll, kcoll, trunc_u, bad_trunc, flagged_with_frames;
+	pid_t other;
+	uint64_t other_seen;
+	struct an_usyms *usyms;
+	char leaf[8][64];
+	uint64_t leaf_count[8];
+};
+
+static int collect(const struct probe_stack *s, void *ctx)
+{
+	struct seen *v = ctx;
+
+	v->total += s->count;
+	v->records++;
+	if (s->phase == BUSY_PHASE_KEPT)
+		v->phase_ok += s->count;
+	if (s->lost & PROBE_LOST_COUNTS_FULL) {
+		v->full_records++;
+		v->full_count += s->count;
+	}
+	if (s->lost & PROBE_LOST_USTACK_COLLISION) {
+		v->ucoll += s->count;
+		if (s->nuser)
+			v->flagged_with_frames++;
+	}
+	if (s->lost & PROBE_LOST_KSTACK_COLLISION) {
+		v->kcoll += s->count;
+		if (s->nkernel)
+			v->flagged_with_frames++;
+	}
+	if (s->lost & PROBE_TRUNCATED_USTACK) {
+		v->trunc_u += s->count;
+		if (s->nuser != 127)
+			v->bad_trunc++;
+	}
+	if ((pid_t)s->tgid == v->other || !strcmp(s->comm, "busy-other"))
+		v->other_seen += s->count;
+	if (v->usyms && s->nuser) {
+		char name[64];
+		int i;
+
+		/* ustack[0] is the sampled IP itself, not a return address: no -1. */
+		an_usyms_name(v->usyms, s->ustack[0], name, sizeof(name));
+		for (i = 0; i < 8 && v->leaf[i][0] && strcmp(v->leaf[i], name); i++)
+			;
+		if (i < 8) {
+			snprintf(v->leaf[i], sizeof(v->leaf[i]), "%s", name);
+			v->leaf_count[i] += s->count;
+		}
+	}
+	return 0;
+}
+
+TestSuite(oncpu, .fini = reap_kids);
+
+Test(oncpu, samples_target_with_stacks_and_phase)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct an_symcache *cache;
+	struct an_procmaps *maps;
+	struct seen v = {};
+	struct probe_oncpu *p;
+	int best = 0;
+
+	need_bpf();
+	p = open_probe(499, 0, 0);
+	t.tgid = spawn_busy("3", "1", "hot", "busy-target", &t.phase_tls_off);
+	v.other = spawn_busy("3", "1", "hot", "busy-other", NULL);
+	cr_assert_neq(t.phase_tls_off, 0);
+	maps = an_procmaps_read(t.tgid);
+	cr_assert_not_null(maps, "an_procmaps_read: %s", strerror(errno));
+	cache = an_symcache_new();
+	cr_assert_not_null(cache);
+	v.usyms = an_usyms_new(cache, maps);
+	cr_assert_not_null(v.usyms);
+
+	cr_assert_eq(probe_oncpu_start(p, &t), 0);
+	sleep_ms(1000);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+
+	cr_log_info("oncpu: %s at %u Hz: %llu samples in 1 s, %llu records, phase ok %llu",
+		    probe_oncpu_event(p), probe_oncpu_freq(p), (unsigned long long)st.samples,
+		    (unsigned long long)v.records, (unsigned long long)v.phase_ok);
+	/* One spinning thread for 1 s at 499 Hz is ~499; loose for a noisy 2-CPU VM. */
+	cr_expect_geq(st.samples, 100);
+	cr_expect_eq(v.total, st.samples, "drained %llu != samples %llu",
+		     (unsigned long long)v.total, (unsigned long long)st.samples);
+	cr_expect_eq(v.other_seen, 0, "the untargeted process was kept");
+	cr_expect_geq(v.phase_ok * 10, st.samples * 9, "phase word right in %llu of %llu",
+		      (unsigned long long)v.phase_ok, (unsigned long long)st.samples);
+	cr_expect_eq(st.ustack_errors + st.kstack_errors, 0);
+	for (int i = 1; i < 8; i++)
+		if (v.leaf_count[i] > v.leaf_count[best])
+			best = i;
+	cr_log_info("hottest leaf: %s (%llu)", v.leaf[best],
+		    (unsigned long long)v.leaf_count[best]);
+	cr_expect_eq(strncmp(v.leaf[best], "busy_hot_", 9), 0, "hottest leaf is %s",
+		     v.leaf[best]);
+
+	an_usyms_free(v.usyms);
+	an_symcache_free(cache);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, stack_collisions_are_counted_not_hidden)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct seen v = {};
+	struct probe_oncpu *p;
+
+	need_bpf();
+	/* Four buckets shared by user and kernel stacks, against ~48 depths times the
+	 * IPs in the spin: most walks collide. */
+	p = open_probe(499, 4, 0);
+	t.tgid = spawn_busy("3", "1", "many", "busy-many", &t.phase_tls_off);
+	cr_assert_eq(probe_oncpu_start(p, &t), 0);
+	sleep_ms(1000);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+
+	cr_log_info("collisions: user %llu kernel %llu of %llu samples",
+		    (unsigned long long)st.ustack_collisions,
+		    (unsigned long long)st.kstack_collisions, (unsigned long long)st.samples);
+	cr_expect_gt(st.ustack_collisions, 0);
+	cr_expect_eq(v.ucoll, st.ustack_collisions);
+	cr_expect_eq(v.kcoll, st.kstack_collisions);
+	cr_expect_eq(v.flagged_with_frames, 0, "a collided stack came back with frames");
+	cr_expect_eq(v.total, st.samples);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, full_counts_map_comes_back_as_one_record)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct seen v = {};
+	struct probe_oncpu *p;
+
+	need_bpf();
+	p = open_probe(499, 0, 2);
+	t.tgid = spawn_busy("3", "1", "many", "busy-many", &t.phase_tls_off);
+	cr_assert_eq(probe_oncpu_start(p, &t), 0);
+	sleep_ms(1000);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+
+	cr_expect_gt(st.counts_full, 0);
+	cr_expect_eq(v.full_records, 1);
+	cr_expect_eq(v.full_count, st.counts_full);
+	cr_expect_leq(v.records, 3, "2 keys and the counts-full record");
+	cr_expect_eq(v.total, st.samples);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, deep_stacks_are_flagged_truncated)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct seen v = {};
+	struct probe_oncpu *p;
+
+	need_bpf();
+	p = open_probe(499, 0, 0);
+	t.tgid = spawn_busy("3", "1", "deep", "busy-deep", &t.phase_tls_off);
+	cr_assert_eq(probe_oncpu_start(p, &t), 0);
+	sleep_ms(500);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+
+	/* Nearly all time is in the spin 200 frames down. */
+	cr_expect_gt(v.trunc_u, st.samples / 2);
+	cr_expect_eq(v.bad_trunc, 0);
+	cr_expect_geq(st.truncated, v.trunc_u);
+	cr_expect_eq(v.total, st.samples);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, samples_while_stopped_are_not_kept)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct seen v = {};
+	struct probe_oncpu *p;
+
+	need_bpf();
+	p = open_probe(499, 0, 0);
+	t.tgid = spawn_busy("4", "1", "hot", "busy-target", &t.phase_tls_off);
+
+	/* Never started: warm-up is not kept. */
+	sleep_ms(300);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	cr_expect_eq(st.samples, 0);
+	cr_expect_eq(v.records, 0);
+
+	cr_assert_eq(probe_oncpu_start(p, &t), 0);
+	cr_expect_eq(probe_oncpu_drain(p, collect, &v, &st), -EBUSY);
+	sleep_ms(300);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	cr_expect_gt(st.samples, 0);
+	cr_expect_eq(v.total, st.samples);
+	/* 300 ms at 499 Hz on one thread: ~150, and far from the 600 ms total. */
+	cr_expect_lt(st.samples, 250);
+
+	/* Stopped again, the child still spinning: nothing more. */
+	memset(&st, 0, sizeof(st));
+	memset(&v, 0, sizeof(v));
+	sleep_ms(300);
+	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	cr_expect_eq(st.samples, 0);
+	cr_expect_eq(v.records, 0);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, event_is_named_and_software_can_be_forced)
+{
+	struct probe_oncpu_opts o = { .software_only = true };
+	struct probe_oncpu *p;
+	char err[256];
+
+	need_bpf();
+	p = probe_oncpu_open(NULL, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	cr_log_info("oncpu default event: %s (%s)", probe_oncpu_event(p),
+		    probe_oncpu_event_note(p));
+	cr_expect_eq(probe_oncpu_freq(p), 999, "freq 0 means 999 Hz");
+	if (!strcmp(probe_oncpu_event(p), "cycles"))
+		cr_expect_str_empty(probe_oncpu_event_note(p));
+	else
+		cr_expect(!strcmp(probe_oncpu_event(p), "cpu-clock") &&
+			  probe_oncpu_event_note(p)[0], "event %s, note '%s'",
+			  probe_oncpu_event(p), probe_oncpu_event_note(p));
+	probe_oncpu_free(p);
+
+	p = probe_oncpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	cr_expect_str_eq(probe_oncpu_event(p), "cpu-clock");
+	cr_expect_str_not_empty(probe_oncpu_event_note(p));
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, bad_arguments_are_refused_clearly)
+{
+	struct probe_oncpu_opts o = { .freq = 10000000 };
+	struct probe_target t = { .tgid = 0 };
+	struct probe_oncpu *p;
+	char err[256] = "";
+
+	need_bpf();
+	/* Above kernel.perf_event_max_sample_rate (at most 100000 by default): an error
+	 * that names the sysctl rather than a silent clamp. */
+	p = probe_oncpu_open(&o, err, sizeof(err));
+	cr_expect_null(p);
+	cr_expect_eq(errno, EINVAL);
+	cr_expect(strstr(err, "oncpu: ") == err && strstr(err, "perf_event_max_sample_rate"),
+		  "%s", err);
+	probe_oncpu_free(p);
+	probe_oncpu_free(NULL);
+
+	p = open_probe(0, 0, 0);
+	cr_expect_eq(probe_oncpu_start(p, &t), -EINVAL);
+	cr_expect_eq(probe_oncpu_stop(p), 0);
+	probe_oncpu_free(p);
+}
+
+Test(oncpu, bpf_available_says_why_not)
+{
+	char why[256] = "x";
+
+	if (probe_bpf_available(why, sizeof(why)))
+		cr_expect_str_empty(why);
+	else
+		cr_expect_str_not_empty(why);
+}
+
+/* Dropped to nobody in a child (so without any capability), open must fail with the
+ * fix in its message, and the availability check must agree. */
+Test(oncpu, unprivileged_open_says_how_to_fix)
+{
+	char msg[512] = "";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	need_bpf();
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char err[256] = "", why[256] = "";
+		struct probe_oncpu *p;
+		bool avail;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(2);
+		avail = probe_bpf_available(why, sizeof(why));
+		p = probe_oncpu_open(NULL, err, sizeof(err));
+		dprintf(fds[1], "%d|%s|%d|%s", avail, why, p != NULL, err);
+		_exit(0);
+	}
+	kids[nkids++] = pid;
+	close(fds[1]);
+	n = read(fds[0], msg, sizeof(msg) - 1);
+	close(fds[0]);
+	cr_assert_gt(n, 0);
+	msg[n] = '\0';
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	nkids--;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#define FIX "not permitted: run as root or grant CAP_BPF and CAP_PERFMON"
+	cr_expect(strstr(msg, "0|" FIX "|0|oncpu: " FIX) == msg, "%s", msg);
+#undef FIX
+}
