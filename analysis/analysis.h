@@ -35,6 +35,13 @@ struct an_summary {
 /* Summarize x[0..n). Returns 0, or -EINVAL when n == 0 or confidence is outside (0, 1). */
 int an_summarize(const double *x, size_t n, double confidence, struct an_summary *out);
 
+/* ---- files ------------------------------------------------------------------------------ */
+
+/* Write a file through a temporary one beside it, renamed over path once fn (which
+ * writes the content to out) succeeded: a reader never sees half a file, and a failed
+ * write leaves whatever was at path alone. Mode 0644. 0, or -errno (fn's own error). */
+int an_write_file_atomic(const char *path, int (*fn)(void *ctx, FILE *out), void *ctx);
+
 /* ---- folded stacks ---------------------------------------------------------------- */
 
 struct an_folded; /* a multiset of stacks, frames root first, with a count each */
@@ -111,5 +118,66 @@ struct an_usyms *an_usyms_new(struct an_symcache *cache, struct an_procmaps *map
  * resolves to the caller. */
 void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
 void an_usyms_free(struct an_usyms *u);
+
+/* ---- reports ------------------------------------------------------------------------ */
+
+/* The categories on-CPU time is attributed to, indexed by the runtime's phase
+ * (runtime/phase.h): "other" (not a runtime thread), "user" (the tasks' own work),
+ * "sched", "submit", "park", "block", "alloc", "stackcap". */
+const char *an_phase_category(unsigned phase);
+
+struct an_kv {
+	const char *name;
+	double value;
+};
+
+struct an_probe_summary {
+	const char *name;       /* "oncpu" */
+	bool attached;
+	const char *status;     /* "attached", or "not attached: <reason>" */
+	const char *event;      /* "cycles" or "cpu-clock"; NULL when not attached */
+	const char *event_note; /* why the event was chosen; "" when cycles */
+	unsigned freq;
+	uint64_t samples;       /* samples of the benchmark kept (losses included) */
+	uint64_t ustack_collisions, kstack_collisions, ustack_errors, kstack_errors;
+	uint64_t counts_full, truncated;
+	uint64_t phase_samples[8]; /* samples by the runtime's phase when sampled */
+	const char *folded;     /* file names inside the run folder; NULL: none written */
+	const char *svg;
+};
+
+/* One benchmark run: what ran, how, the score and what the probes saw. */
+struct an_run {
+	const char *id;
+	const char *workload;
+	const char *op;         /* what one operation does */
+	const char *preset;
+	const char *unit;       /* "ops/s" */
+	const char *params;     /* "n=1000" */
+	const char *command;    /* the command line that reproduces the run */
+	const char *started;    /* ISO 8601, UTC */
+	const char *host;       /* "Linux 6.18.44 x86_64, 2 CPUs" */
+	unsigned forks, warmup, iterations;
+	double time_s;
+	unsigned workers;
+	const double *samples;  /* each measured iteration's throughput */
+	size_t nsamples;
+	struct an_summary score;
+	const struct an_kv *metrics; /* the runtime's counters over the measurement */
+	size_t nmetrics;
+	const struct an_probe_summary *probes;
+	size_t nprobes;
+	const char *error;      /* why the run failed; NULL when it did not */
+};
+
+/* Write result.json / report.md for r. 0 or -errno. */
+int an_report_json(const struct an_run *r, FILE *out);
+int an_report_markdown(const struct an_run *r, FILE *out);
+/* Format v with thousands grouped and `decimals` digits after the point: 12,345.67. */
+void an_format_number(double v, int decimals, char *buf, size_t len);
+/* The decimals a score and its error are shown with, as the studies print them:
+ * none from 1,000 up ("3,060 ± 92"), else two ("4.95 ± 0.03"), three when the
+ * error would show as 0.00. */
+int an_score_decimals(double score, double error);
 
 #endif /* SCHEDLAB_ANALYSIS_H */

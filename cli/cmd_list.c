@@ -1,0 +1,124 @@
+/*
+ * schedlab list: what can be run — workloads with their parameters, runtime presets,
+ * and the probes with whether they can attach on this machine and why not.
+ */
+#include <argp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "probes/probes.h"
+#include "runtime/rt.h"
+#include "workloads/workload.h"
+
+enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4 };
+
+static const char doc[] =
+	"List what schedlab can run: workloads (with their parameters, set with -P), runtime "
+	"presets (set with --preset) and probes (with whether they can attach here).\v"
+	"Examples:\n"
+	"  schedlab list\n"
+	"  schedlab list --workloads\n"
+	"  schedlab list --probes";
+
+static const struct argp_option options[] = {
+	{ "workloads", 'w', NULL, 0, "only the workloads and their parameters", 0 },
+	{ "presets", 'p', NULL, 0, "only the runtime presets", 0 },
+	{ "probes", 'e', NULL, 0, "only the probes, and whether they can attach", 0 },
+	{ NULL },
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	int *show = state->input;
+
+	switch (key) {
+	case 'w':
+		*show |= SHOW_WORKLOADS;
+		return 0;
+	case 'p':
+		*show |= SHOW_PRESETS;
+		return 0;
+	case 'e':
+		*show |= SHOW_PROBES;
+		return 0;
+	case ARGP_KEY_ARG:
+		cli_usage_error("list takes no argument, got '%s'; choose a section with "
+				"--workloads, --presets or --probes",
+				arg);
+		return EINVAL;
+	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+static void list_workloads(void)
+{
+	const struct wl_desc *const *all = wl_all();
+
+	printf("Workloads (schedlab run WORKLOAD -P name=value):\n");
+	for (size_t i = 0; all[i]; i++) {
+		const struct wl_desc *d = all[i];
+
+		printf("  %-16s %s (%s)\n", d->name, d->summary, d->unit);
+		for (int k = 0; d->params && d->params[k].name; k++) {
+			const struct wl_param *p = &d->params[k];
+			char range[96];
+
+			if (p->type == WL_CHOICE)
+				snprintf(range, sizeof(range), "%s", p->choices);
+			else
+				snprintf(range, sizeof(range), p->type == WL_INT ? "%.0f..%.0f" : "%g..%g",
+					 p->min, p->max);
+			printf("      %-10s default %-8s %-18s %s\n", p->name, p->def, range, p->help);
+		}
+	}
+}
+
+static void list_presets(void)
+{
+	const char *const *names = rt_preset_names();
+
+	printf("Presets (schedlab run WORKLOAD --preset NAME):\n");
+	for (size_t i = 0; names[i]; i++)
+		printf("  %-12s %s%s\n", names[i], rt_preset_describe(names[i]),
+		       i == 0 ? " (default)" : "");
+}
+
+static void list_probes(void)
+{
+	char why[256];
+	bool ok = probe_bpf_available(why, sizeof(why));
+
+	printf("Probes (schedlab run WORKLOAD --probes LIST):\n");
+	printf("  %-12s %s\n", "oncpu",
+	       "on-CPU stacks, sampled per CPU (hardware cycles with a PMU, else cpu-clock)");
+	printf("  %-12s %s\n", "none", "no probes: throughput only");
+	if (ok)
+		printf("BPF programs can load on this machine.\n");
+	else
+		printf("BPF programs cannot load on this machine: %s\n", why);
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct argp argp = { options, parse, NULL, doc, NULL, NULL, NULL };
+	int show = 0;
+
+	if (cli_argp_parse(&argp, "list", argc, argv, &show))
+		return CLI_EXIT_USAGE;
+	if (!show)
+		show = SHOW_WORKLOADS | SHOW_PRESETS | SHOW_PROBES;
+	if (show & SHOW_WORKLOADS)
+		list_workloads();
+	if (show & SHOW_PRESETS) {
+		if (show & SHOW_WORKLOADS)
+			printf("\n");
+		list_presets();
+	}
+	if (show & SHOW_PROBES) {
+		if (show & (SHOW_WORKLOADS | SHOW_PRESETS))
+			printf("\n");
+		list_probes();
+	}
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,593 @@
+/*
+ * schedlab run: run workloads on the runtime under the probes, then write each run's
+ * result.json, report.md, oncpu.folded and oncpu.svg into results/<run-id>/, point
+ * results/latest at the newest, and print a table in the studies' form.
+ *
+ * Everything the user typed is validated before the first fork starts, so a typo in
+ * the second workload's parameter does not cost the first workload's minute.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "flamegraphs/flamegraph.h"
+#include "harness/harness.h"
+
+#define MAX_WORKLOADS 32
+#define MAX_PARAMS    64
+
+static const char doc[] =
+	"Run each WORKLOAD on the task runtime under the probes: fresh processes (forks) run "
+	"warm-up iterations, then measured iterations of fixed time; the score is the mean "
+	"throughput ± the 99.9% confidence-interval half-width (Student's t, n - 1 degrees of "
+	"freedom) over every measured iteration. The on-CPU probe samples the forks only while "
+	"they measure, and each run gets result.json, report.md, oncpu.folded and an "
+	"interactive oncpu.svg in results/<run-id>/ (results/latest is the newest).\v"
+	"Examples:\n"
+	"  schedlab run spawn-join workers           the default job ('make run')\n"
+	"  schedlab run spawn-join --quick           a first look in about two seconds\n"
+	"  schedlab run workers -P rounds=256 --freq 499\n"
+	"  schedlab run spawn-join --probes none --json\n"
+	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
+	"Workloads, their parameters and the presets: 'schedlab list'. Exit status: 0 when "
+	"every run succeeded, 1 when one failed (its result.json says why), 2 for bad input.";
+
+enum {
+	OPT_FORKS = 0x100,
+	OPT_WARMUP,
+	OPT_ITERATIONS,
+	OPT_TIME,
+	OPT_QUICK,
+	OPT_FREQ,
+	OPT_PROBES,
+	OPT_JSON,
+};
+
+static const struct argp_option options[] = {
+	{ "preset", 'p', "NAME", 0, "runtime preset (default ce; see 'schedlab list --presets')", 0 },
+	{ "param", 'P', "NAME=VALUE", 0, "a workload parameter; repeatable (e.g. -P n=1000)", 0 },
+	{ "forks", OPT_FORKS, "N", 0, "fresh processes per workload (default 3)", 1 },
+	{ "warmup", OPT_WARMUP, "N", 0, "warm-up iterations per fork, discarded (default 3)", 1 },
+	{ "iterations", OPT_ITERATIONS, "N", 0, "measured iterations per fork (default 3)", 1 },
+	{ "time", OPT_TIME, "SECONDS", 0, "length of each iteration (default 1)", 1 },
+	{ "quick", OPT_QUICK, NULL, 0, "1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured", 1 },
+	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 2 },
+	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU (default 999)", 2 },
+	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
+	{ "json", OPT_JSON, NULL, 0, "print each run's result.json on stdout instead of the table", 3 },
+	{ NULL },
+};
+
+struct run_args {
+	const char *workloads[MAX_WORKLOADS];
+	size_t nworkloads;
+	const char *preset;
+	const char *params[MAX_PARAMS];
+	size_t nparams;
+	long forks, warmup, iterations; /* -1: not given */
+	double time_s;                  /* < 0: not given */
+	bool quick, json, oncpu;
+	long freq;
+	const char *out;
+	int bad;
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct run_args *a = state->input;
+
+	switch (key) {
+	case 'p':
+		a->preset = arg;
+		return 0;
+	case 'P':
+		if (a->nparams == MAX_PARAMS) {
+			a->bad = cli_usage_error("at most %d -P assignments", MAX_PARAMS);
+			return EINVAL;
+		}
+		a->params[a->nparams++] = arg;
+		return 0;
+	case OPT_FORKS:
+		if (!cli_parse_long(arg, 1, 1000, &a->forks)) {
+			a->bad = cli_usage_error("--forks '%s': expected a whole number from 1 to 1000",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_WARMUP:
+		if (!cli_parse_long(arg, 0, 1000, &a->warmup)) {
+			a->bad = cli_usage_error("--warmup '%s': expected a whole number from 0 to 1000",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_ITERATIONS:
+		if (!cli_parse_long(arg, 1, 100000, &a->iterations)) {
+			a->bad = cli_usage_error(
+				"--iterations '%s': expected a whole number from 1 to 100000", arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_TIME:
+		if (!cli_parse_double(arg, 0.001, 3600, &a->time_s)) {
+			a->bad = cli_usage_error("--time '%s': expected seconds from 0.001 to 3600, "
+						 "e.g. --time 0.5",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_QUICK:
+		a->quick = true;
+		return 0;
+	case OPT_FREQ:
+		if (!cli_parse_long(arg, 1, 100000, &a->freq)) {
+			a->bad = cli_usage_error("--freq '%s': expected samples per second from 1 to "
+						 "100000, e.g. --freq 999",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_PROBES:
+		if (!strcmp(arg, "oncpu")) {
+			a->oncpu = true;
+		} else if (!strcmp(arg, "none")) {
+			a->oncpu = false;
+		} else {
+			a->bad = cli_usage_error("--probes '%s': the probes are oncpu and none", arg);
+			return EINVAL;
+		}
+		return 0;
+	case 'o':
+		a->out = arg;
+		return 0;
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	case ARGP_KEY_ARG:
+		if (a->nworkloads == MAX_WORKLOADS) {
+			a->bad = cli_usage_error("at most %d workloads in one run", MAX_WORKLOADS);
+			return EINVAL;
+		}
+		a->workloads[a->nworkloads++] = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (!a->nworkloads) {
+			a->bad = cli_usage_error("run needs a workload, e.g. 'schedlab run spawn-join' "
+						 "(see 'schedlab list')");
+			return EINVAL;
+		}
+		return 0;
+	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+/* Build and check every spec before anything runs. A -P applies to each workload
+ * that has the parameter, and must fit at least one. */
+static int make_specs(const struct run_args *a, struct hx_spec *specs)
+{
+	char err[512];
+
+	for (size_t w = 0; w < a->nworkloads; w++) {
+		struct hx_spec *s = &specs[w];
+
+		if (hx_spec_init(s, a->workloads[w], a->preset, err, sizeof(err)))
+			return cli_usage_error("%s", err);
+		if (a->quick)
+			hx_options_quick(&s->opt);
+		if (a->forks >= 0)
+			s->opt.forks = (unsigned)a->forks;
+		if (a->warmup >= 0)
+			s->opt.warmup = (unsigned)a->warmup;
+		if (a->iterations >= 0)
+			s->opt.iterations = (unsigned)a->iterations;
+		if (a->time_s > 0)
+			s->opt.time_s = a->time_s;
+	}
+	for (size_t p = 0; p < a->nparams; p++) {
+		const char *eq = strchr(a->params[p], '=');
+		size_t len = eq ? (size_t)(eq - a->params[p]) : 0;
+		bool used = false;
+
+		for (size_t w = 0; w < a->nworkloads && len; w++) {
+			char name[64];
+
+			if (len >= sizeof(name))
+				break;
+			memcpy(name, a->params[p], len);
+			name[len] = '\0';
+			if (wl_param_index(specs[w].wl, name) < 0)
+				continue;
+			if (hx_spec_param(&specs[w], a->params[p], err, sizeof(err)))
+				return cli_usage_error("%s", err);
+			used = true;
+		}
+		if (!used) {
+			/* let the first workload explain what it accepts */
+			hx_spec_param(&specs[0], a->params[p], err, sizeof(err));
+			return cli_usage_error("%s", err);
+		}
+	}
+	return 0;
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static int write_json(void *ctx, FILE *out)
+{
+	return an_report_json(ctx, out);
+}
+
+static int write_markdown(void *ctx, FILE *out)
+{
+	return an_report_markdown(ctx, out);
+}
+
+static int write_report(const char *dir, const char *name, int (*fn)(void *ctx, FILE *out),
+			const struct an_run *r)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return an_write_file_atomic(path, fn, (void *)r);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* A new folder out/<stamp>-<workload>-<preset>[-N]; its name goes to id. */
+static int make_run_dir(const char *out, const struct hx_spec *s, char *id, size_t idlen,
+			char *dir, size_t dirlen)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	for (int n = 1; n < 1000; n++) {
+		if (n == 1)
+			snprintf(id, idlen, "%s-%s-%s", stamp, s->wl->name, s->rt.preset);
+		else
+			snprintf(id, idlen, "%s-%s-%s-%d", stamp, s->wl->name, s->rt.preset, n);
+		snprintf(dir, dirlen, "%s/%s", out, id);
+		if (!mkdir(dir, 0755))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* Point out/latest at id: a new link under a temporary name, renamed over the old. */
+static int update_latest(const char *out, const char *id)
+{
+	char tmp[PATH_MAX], link[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/.latest.%d", out, (int)getpid());
+	snprintf(link, sizeof(link), "%s/latest", out);
+	unlink(tmp);
+	if (symlink(id, tmp))
+		return -errno;
+	if (rename(tmp, link)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+/* ---- one run ------------------------------------------------------------------------- */
+
+struct run_row {
+	const char *workload, *preset, *unit;
+	struct an_summary score;
+	size_t n;
+	char dir[PATH_MAX];
+	char svg[PATH_MAX + 32];
+	bool failed;
+};
+
+static void describe_host(char *buf, size_t len)
+{
+	struct utsname u;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (uname(&u))
+		snprintf(buf, len, "unknown host, %ld CPUs", cpus);
+	else
+		snprintf(buf, len, "%s %s %s, %ld CPUs", u.sysname, u.release, u.machine, cpus);
+}
+
+static void reproduce_command(const struct hx_spec *s, const struct run_args *a, char *buf,
+			      size_t len)
+{
+	char params[512];
+	size_t off;
+
+	off = (size_t)snprintf(buf, len,
+			       "schedlab run %s --preset %s --forks %u --warmup %u --iterations %u "
+			       "--time %g --probes %s",
+			       s->wl->name, s->rt.preset, s->opt.forks, s->opt.warmup,
+			       s->opt.iterations, s->opt.time_s, a->oncpu ? "oncpu" : "none");
+	if (a->oncpu && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --freq %ld", a->freq);
+	hx_spec_params_text(s, params, sizeof(params));
+	for (char *p = strtok(params, " "); p && off < len; p = strtok(NULL, " "))
+		off += (size_t)snprintf(buf + off, len - off, " -P %s", p);
+}
+
+#define METRIC(field) { #field, (double)res->rt.field }
+
+static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_profile *prof,
+		   const char *self, struct run_row *row)
+{
+	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
+	struct an_probe_summary probe = { .name = "oncpu" };
+	struct hx_result res_store, *res = &res_store;
+	struct hx_hooks hooks;
+	struct an_run run;
+	time_t now = time(NULL);
+	struct tm tm;
+	int err, err2;
+
+	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
+	if (err) {
+		cli_usage_error("cannot create a run folder in %s: %s (choose another with --out)",
+				a->out, strerror(-err));
+		return CLI_EXIT_USAGE;
+	}
+	row->workload = s->wl->name;
+	row->preset = s->rt.preset;
+	row->unit = s->wl->unit;
+
+	gmtime_r(&now, &tm);
+	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	describe_host(host, sizeof(host));
+	hx_spec_params_text(s, params, sizeof(params));
+	reproduce_command(s, a, command, sizeof(command));
+
+	fprintf(stderr, "# %s · preset %s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
+		s->wl->name, s->rt.preset, params, s->opt.forks, s->opt.warmup, s->opt.iterations,
+		s->opt.time_s);
+	if (hx_profile_reset(prof))
+		return CLI_EXIT_FAIL;
+	hx_profile_hooks(prof, &hooks);
+	err = hx_run(s, self, &hooks, res, stderr);
+
+	struct an_kv metrics[] = {
+		{ "ops", (double)res->ops },
+		METRIC(tasks_run),
+		METRIC(spawned),
+		METRIC(stolen),
+		METRIC(steals),
+		METRIC(steal_attempts),
+		METRIC(parks),
+		METRIC(noop_wakeups),
+		METRIC(notifies),
+		METRIC(place_local),
+		METRIC(place_external),
+		METRIC(overflows),
+		METRIC(global_pops),
+	};
+
+	probe.attached = prof->attached;
+	probe.status = prof->status;
+	if (prof->attached) {
+		probe.event = probe_oncpu_event(prof->oncpu);
+		probe.event_note = probe_oncpu_event_note(prof->oncpu);
+		probe.freq = probe_oncpu_freq(prof->oncpu);
+		probe.samples = prof->stats.samples;
+		probe.ustack_collisions = prof->stats.ustack_collisions;
+		probe.kstack_collisions = prof->stats.kstack_collisions;
+		probe.ustack_errors = prof->stats.ustack_errors;
+		probe.kstack_errors = prof->stats.kstack_errors;
+		probe.counts_full = prof->stats.counts_full;
+		probe.truncated = prof->stats.truncated;
+		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
+	}
+
+	if (prof->attached && !err) {
+		char path[PATH_MAX + 32], title[256], subtitle[1024];
+		struct fg_options fo;
+		int ferr;
+
+		snprintf(path, sizeof(path), "%s/oncpu.folded", row->dir);
+		ferr = an_folded_write_file(prof->folded, path);
+		if (!ferr) {
+			probe.folded = "oncpu.folded";
+			fg_options_default(&fo);
+			snprintf(title, sizeof(title), "%s · preset %s · on-CPU", s->wl->name,
+				 s->rt.preset);
+			an_format_number((double)prof->stats.samples, 0, nbuf, sizeof(nbuf));
+			snprintf(subtitle, sizeof(subtitle), "%s · %s %u Hz · %s samples of the measured iterations",
+				 params, probe.event, probe.freq, nbuf);
+			fo.title = title;
+			fo.subtitle = subtitle;
+			snprintf(path, sizeof(path), "%s/oncpu.svg", row->dir);
+			ferr = fg_svg_write_file(prof->folded, &fo, path);
+			if (!ferr) {
+				probe.svg = "oncpu.svg";
+				snprintf(row->svg, sizeof(row->svg), "%s", path);
+			}
+		}
+		if (ferr)
+			fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", row->dir,
+				strerror(-ferr));
+	}
+	if (prof->error)
+		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
+
+	memset(&run, 0, sizeof(run));
+	run.id = id;
+	run.workload = s->wl->name;
+	run.op = s->wl->summary;
+	run.preset = s->rt.preset;
+	run.unit = s->wl->unit;
+	run.params = params;
+	run.command = command;
+	run.started = started;
+	run.host = host;
+	run.forks = s->opt.forks;
+	run.warmup = s->opt.warmup;
+	run.iterations = s->opt.iterations;
+	run.time_s = s->opt.time_s;
+	run.workers = res->workers;
+	run.samples = res->samples;
+	run.nsamples = err ? 0 : res->nsamples;
+	run.score = res->summary;
+	run.metrics = metrics;
+	run.nmetrics = sizeof(metrics) / sizeof(metrics[0]);
+	run.probes = &probe;
+	run.nprobes = 1;
+	run.error = err ? res->error : prof->error ? note : NULL;
+
+	err2 = write_report(row->dir, "result.json", write_json, &run);
+	if (!err2)
+		err2 = write_report(row->dir, "report.md", write_markdown, &run);
+	if (err2)
+		fprintf(stderr, "schedlab: %s: cannot write the report: %s\n", row->dir,
+			strerror(-err2));
+	err2 = update_latest(a->out, id);
+	if (err2)
+		fprintf(stderr, "schedlab: cannot update %s/latest: %s\n", a->out, strerror(-err2));
+	if (a->json) {
+		an_report_json(&run, stdout);
+		fflush(stdout);
+	}
+
+	row->score = res->summary;
+	row->n = run.nsamples;
+	row->failed = err != 0;
+	if (err)
+		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
+	hx_result_free(res);
+	return err ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static void print_table(const struct run_row *rows, size_t n)
+{
+	printf("\n%-16s %-10s %14s   %-12s %-7s %4s\n", "Benchmark", "Preset", "Score", "Error",
+	       "Units", "n");
+	for (size_t i = 0; i < n; i++) {
+		const struct run_row *r = &rows[i];
+		int dec = an_score_decimals(r->score.mean, r->score.ci_half);
+		char score[64], err[64];
+
+		if (r->failed) {
+			printf("%-16s %-10s %14s   %-12s %-7s %4s\n", r->workload, r->preset, "failed",
+			       "", r->unit, "-");
+			continue;
+		}
+		an_format_number(r->score.mean, dec, score, sizeof(score));
+		if (r->n > 1)
+			an_format_number(r->score.ci_half, dec, err, sizeof(err));
+		else
+			snprintf(err, sizeof(err), "n/a");
+		printf("%-16s %-10s %14s ± %-12s %-7s %4zu\n", r->workload, r->preset, score, err,
+		       r->unit, r->n);
+	}
+	printf("\nResults:\n");
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].svg[0])
+			printf("  %-16s %s\n", rows[i].workload, rows[i].svg);
+		else
+			printf("  %-16s %s/report.md\n", rows[i].workload, rows[i].dir);
+	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct argp argp = { options, parse, "WORKLOAD...", doc, NULL, NULL, NULL };
+	struct run_args a = {
+		.forks = -1, .warmup = -1, .iterations = -1, .time_s = -1,
+		.oncpu = true, .freq = 999, .out = "results",
+	};
+	struct probe_oncpu_opts po = { 0 };
+	struct hx_spec *specs = NULL;
+	struct run_row *rows = NULL;
+	struct hx_profile prof;
+	char self[PATH_MAX];
+	ssize_t len;
+	int status = CLI_EXIT_OK, err;
+
+	if (cli_argp_parse(&argp, "run", argc, argv, &a))
+		return a.bad ? a.bad : CLI_EXIT_USAGE;
+
+	specs = calloc(a.nworkloads, sizeof(*specs));
+	rows = calloc(a.nworkloads, sizeof(*rows));
+	if (!specs || !rows) {
+		cli_usage_error("out of memory");
+		status = CLI_EXIT_FAIL;
+		goto out_free;
+	}
+	status = make_specs(&a, specs);
+	if (status)
+		goto out_free;
+	err = mkdir_p(a.out);
+	if (err) {
+		status = cli_usage_error("cannot create %s: %s (choose another folder with --out)",
+					 a.out, strerror(-err));
+		goto out_free;
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len < 0) {
+		status = CLI_EXIT_FAIL;
+		cli_usage_error("cannot find my own binary to re-execute: %s", strerror(errno));
+		goto out_free;
+	}
+	self[len] = '\0';
+
+	po.freq = (unsigned)a.freq;
+	if (hx_profile_open(&prof, a.oncpu, &po)) {
+		status = CLI_EXIT_FAIL;
+		cli_usage_error("out of memory");
+		goto out_free;
+	}
+	if (a.oncpu && !prof.attached)
+		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
+
+	for (size_t i = 0; i < a.nworkloads; i++) {
+		int st = run_one(&specs[i], &a, &prof, self, &rows[i]);
+
+		if (st == CLI_EXIT_USAGE) {
+			status = st;
+			break;
+		}
+		if (st)
+			status = st;
+	}
+	if (!a.json && status != CLI_EXIT_USAGE)
+		print_table(rows, a.nworkloads);
+	hx_profile_close(&prof);
+out_free:
+	free(specs);
+	free(rows);
+	return status;
+}

@@ -1,0 +1,594 @@
+/*
+ * The benchmark harness: the controller's loop over forks, and the fork's side.
+ *
+ * Controller and fork talk over a SOCK_SEQPACKET socket pair with fixed-size binary
+ * messages: the fork is this same binary, so the layout is the same on both sides.
+ * The fork drives; the controller answers twice, and each answer is a rendezvous:
+ *
+ *   fork -> HELLO (pid, phase TLS offset, workers), WARMUP x warmup, MEASURE
+ *   ctrl -> GO       (after the probes started on the fork's pid)
+ *   fork -> ITER x iterations, RTSTATS, END
+ *   ctrl -> BYE      (after the probes were drained and the fork's maps read)
+ *   fork -> ERROR at any point, with a one-line reason, then exits 1
+ *
+ * A fork that goes silent for longer than any iteration could take is killed and
+ * reported, so a scheduler deadlock fails the run instead of hanging it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+
+enum msg_type {
+	MSG_HELLO = 1,
+	MSG_WARMUP,
+	MSG_MEASURE,
+	MSG_GO,
+	MSG_ITER,
+	MSG_RTSTATS,
+	MSG_END,
+	MSG_BYE,
+	MSG_ERROR,
+};
+
+struct msg {
+	uint32_t type;
+	uint32_t index;
+	uint64_t ops;
+	uint64_t ns;
+	int64_t pid;
+	int64_t tls_off;
+	uint32_t workers;
+	uint32_t pad;
+	struct rt_worker_stats rt;
+	char text[400];
+};
+
+void hx_options_default(struct hx_options *o)
+{
+	o->forks = 3;
+	o->warmup = 3;
+	o->iterations = 3;
+	o->time_s = 1.0;
+}
+
+void hx_options_quick(struct hx_options *o)
+{
+	o->forks = 1;
+	o->warmup = 1;
+	o->iterations = 3;
+	o->time_s = 0.2;
+}
+
+/* ---- the spec ------------------------------------------------------------------------ */
+
+static void names_of_workloads(char *buf, size_t len)
+{
+	const struct wl_desc *const *all = wl_all();
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; all[i] && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", all[i]->name);
+}
+
+static void names_of_presets(char *buf, size_t len)
+{
+	const char *const *names = rt_preset_names();
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; names[i] && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
+}
+
+int hx_spec_init(struct hx_spec *s, const char *workload, const char *preset, char *err,
+		 size_t errlen)
+{
+	char names[512];
+
+	memset(s, 0, sizeof(*s));
+	s->wl = wl_find(workload);
+	if (!s->wl) {
+		names_of_workloads(names, sizeof(names));
+		snprintf(err, errlen, "unknown workload '%s'; the workloads are %s", workload, names);
+		return -ENOENT;
+	}
+	if (rt_config_preset(&s->rt, preset ? preset : "ce")) {
+		names_of_presets(names, sizeof(names));
+		snprintf(err, errlen, "unknown preset '%s'; the presets are %s", preset, names);
+		return -ENOENT;
+	}
+	wl_params_default(s->wl, s->values);
+	hx_options_default(&s->opt);
+	return 0;
+}
+
+int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t errlen)
+{
+	const char *eq = strchr(assignment, '=');
+	char name[64], list[512];
+	size_t off = 0;
+	int i;
+
+	if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof(name)) {
+		snprintf(err, errlen, "-P %s: expected name=value, e.g. -P %s=%s", assignment,
+			 s->wl->params[0].name ? s->wl->params[0].name : "n",
+			 s->wl->params[0].name ? s->wl->params[0].def : "1");
+		return -EINVAL;
+	}
+	memcpy(name, assignment, (size_t)(eq - assignment));
+	name[eq - assignment] = '\0';
+	i = wl_param_index(s->wl, name);
+	if (i < 0) {
+		list[0] = '\0';
+		for (int k = 0; s->wl->params[k].name; k++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+						k ? ", " : "", s->wl->params[k].name);
+		snprintf(err, errlen, "%s has no parameter '%s'; its parameters are %s", s->wl->name,
+			 name, off ? list : "(none)");
+		return -EINVAL;
+	}
+	if (wl_param_parse(s->wl, i, eq + 1, &s->values[i], err, errlen))
+		return -EINVAL;
+	s->value_set[i] = true;
+	return 0;
+}
+
+void hx_spec_params_text(const struct hx_spec *s, char *buf, size_t len)
+{
+	size_t off = 0;
+	char v[64];
+
+	buf[0] = '\0';
+	for (int i = 0; s->wl->params[i].name && off < len; i++) {
+		wl_param_format(s->wl, i, &s->values[i], v, sizeof(v));
+		off += (size_t)snprintf(buf + off, len - off, "%s%s=%s", i ? " " : "",
+					s->wl->params[i].name, v);
+	}
+}
+
+/* ---- the fork's argument vector ---------------------------------------------------------- */
+
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out)
+{
+	size_t cap = 16 + 2 * WL_MAX_PARAMS, n = 0;
+	char **argv = calloc(cap, sizeof(*argv));
+	char v[64];
+
+	if (!argv)
+		return -ENOMEM;
+#define PUSH(expr)                                       \
+	do {                                             \
+		if (!(argv[n++] = (expr)))               \
+			goto out_nomem;                  \
+	} while (0)
+	PUSH(strdup("schedlab"));
+	PUSH(strdup("__fork"));
+	PUSH(xasprintf("--fd=%d", fd));
+	PUSH(xasprintf("--preset=%s", spec->rt.preset));
+	PUSH(xasprintf("--warmup=%u", spec->opt.warmup));
+	PUSH(xasprintf("--iterations=%u", spec->opt.iterations));
+	/* %.17g: the fork must time exactly what the controller was asked for */
+	PUSH(xasprintf("--time=%.17g", spec->opt.time_s));
+	for (int i = 0; spec->wl->params[i].name; i++) {
+		wl_param_format(spec->wl, i, &spec->values[i], v, sizeof(v));
+		PUSH(xasprintf("-P%s=%s", spec->wl->params[i].name, v));
+	}
+	PUSH(strdup(spec->wl->name));
+#undef PUSH
+	argv[n] = NULL;
+	*argv_out = argv;
+	return 0;
+
+out_nomem:
+	hx_fork_argv_free(argv);
+	return -ENOMEM;
+}
+
+void hx_fork_argv_free(char **argv)
+{
+	if (!argv)
+		return;
+	for (size_t i = 0; argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* ---- messages ------------------------------------------------------------------------- */
+
+static int msg_send(int fd, struct msg *m)
+{
+	ssize_t n;
+
+	do
+		n = send(fd, m, sizeof(*m), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(*m) ? 0 : -EPIPE;
+}
+
+/* 0, -EPIPE on end of stream or a short message, -ETIMEDOUT after timeout_ms. */
+static int msg_recv(int fd, struct msg *m, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return -ETIMEDOUT;
+	if (r < 0)
+		return -errno;
+	do
+		n = recv(fd, m, sizeof(*m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*m))
+		return -EPIPE;
+	m->text[sizeof(m->text) - 1] = '\0';
+	return 0;
+}
+
+static void fmt_rate(char *buf, size_t len, double v)
+{
+	/* group thousands in the integer part: 12,345.67 */
+	char digits[64];
+	int n, lead, off = 0;
+
+	snprintf(digits, sizeof(digits), "%.2f", v);
+	n = (int)(strchr(digits, '.') - digits);
+	lead = n % 3 ? n % 3 : 3;
+	for (int i = 0; digits[i] && off + 2 < (int)len; i++) {
+		if (i < n && i >= lead && (i - lead) % 3 == 0 && digits[0] != '-')
+			buf[off++] = ',';
+		buf[off++] = digits[i];
+	}
+	buf[off] = '\0';
+}
+
+/* ---- the controller ----------------------------------------------------------------- */
+
+static int run_fork(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
+		    struct hx_result *res, unsigned k, FILE *progress)
+{
+	/* the longest a fork may stay silent: setup or an iteration and its last op */
+	int timeout_ms = (int)(spec->opt.time_s * 20000) + 60000;
+	char **argv = NULL, rate[64];
+	int sv[2] = { -1, -1 }, err, status;
+	bool ended = false;
+	struct msg m;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		err = -errno;
+		snprintf(res->error, sizeof(res->error), "fork %u: socketpair: %s", k, strerror(errno));
+		return err;
+	}
+	err = hx_fork_argv(spec, sv[1], &argv);
+	if (err) {
+		snprintf(res->error, sizeof(res->error), "fork %u: out of memory", k);
+		goto out_close;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		snprintf(res->error, sizeof(res->error), "fork %u: fork: %s", k, strerror(errno));
+		goto out_close;
+	}
+	if (pid == 0) {
+		/* the fork keeps its end of the pair across exec */
+		fcntl(sv[1], F_SETFD, 0);
+		execv(self, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	sv[1] = -1;
+
+	for (;;) {
+		err = msg_recv(sv[0], &m, timeout_ms);
+		if (err == -ETIMEDOUT) {
+			kill(pid, SIGKILL);
+			snprintf(res->error, sizeof(res->error),
+				 "fork %u: no word for %d s (a deadlock?); killed it", k,
+				 timeout_ms / 1000);
+			break;
+		}
+		if (err) {
+			err = 0; /* end of stream: the exit status says why */
+			break;
+		}
+		switch (m.type) {
+		case MSG_HELLO:
+			res->workers = m.workers;
+			break;
+		case MSG_WARMUP:
+			fmt_rate(rate, sizeof(rate), m.ops / (m.ns / 1e9));
+			if (progress)
+				fprintf(progress, "  fork %u/%u  warm-up    %u/%u: %s %s\n", k,
+					spec->opt.forks, m.index + 1, spec->opt.warmup, rate,
+					spec->wl->unit);
+			break;
+		case MSG_MEASURE:
+			if (hooks && hooks->measure_begin &&
+			    (err = hooks->measure_begin(hooks->ctx, pid, m.tls_off))) {
+				snprintf(res->error, sizeof(res->error), "fork %u: probes: %s", k,
+					 strerror(-err));
+				goto out_kill;
+			}
+			m.type = MSG_GO;
+			msg_send(sv[0], &m);
+			break;
+		case MSG_ITER: {
+			double v = m.ops / (m.ns / 1e9);
+
+			res->samples[res->nsamples++] = v;
+			res->ops += m.ops;
+			fmt_rate(rate, sizeof(rate), v);
+			if (progress)
+				fprintf(progress, "  fork %u/%u  iteration  %u/%u: %s %s\n", k,
+					spec->opt.forks, m.index + 1, spec->opt.iterations, rate,
+					spec->wl->unit);
+			break;
+		}
+		case MSG_RTSTATS: {
+			uint64_t *dst = (uint64_t *)&res->rt;
+			const uint64_t *src = (const uint64_t *)&m.rt;
+
+			for (size_t i = 0; i < sizeof(m.rt) / sizeof(uint64_t); i++)
+				dst[i] += src[i];
+			break;
+		}
+		case MSG_END:
+			if (hooks && hooks->measure_end &&
+			    (err = hooks->measure_end(hooks->ctx, pid))) {
+				snprintf(res->error, sizeof(res->error), "fork %u: probes: %s", k,
+					 strerror(-err));
+				goto out_kill;
+			}
+			ended = true;
+			m.type = MSG_BYE;
+			msg_send(sv[0], &m);
+			break;
+		case MSG_ERROR:
+			snprintf(res->error, sizeof(res->error), "fork %u: %s", k, m.text);
+			break;
+		}
+		if (m.type == MSG_ERROR)
+			break;
+	}
+	goto out_wait;
+
+out_kill:
+	kill(pid, SIGKILL);
+out_wait:
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!err && !res->error[0]) {
+		if (WIFSIGNALED(status))
+			snprintf(res->error, sizeof(res->error), "fork %u: killed by signal %d (%s)", k,
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else if (WEXITSTATUS(status) == 127 && !ended)
+			snprintf(res->error, sizeof(res->error), "fork %u: could not execute %s", k,
+				 self);
+		else if (WEXITSTATUS(status) || !ended)
+			snprintf(res->error, sizeof(res->error),
+				 "fork %u: exited with status %d before it finished", k,
+				 WEXITSTATUS(status));
+	}
+	if (!err && res->error[0])
+		err = -EIO;
+out_close:
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	hx_fork_argv_free(argv);
+	return err;
+}
+
+int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
+	   struct hx_result *res, FILE *progress)
+{
+	size_t total = (size_t)spec->opt.forks * spec->opt.iterations;
+	int err = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!spec->opt.forks || !spec->opt.iterations || !(spec->opt.time_s > 0)) {
+		snprintf(res->error, sizeof(res->error),
+			 "nothing to measure: forks, iterations and time must be positive");
+		return -EINVAL;
+	}
+	res->samples = calloc(total, sizeof(*res->samples));
+	if (!res->samples) {
+		snprintf(res->error, sizeof(res->error), "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned k = 1; k <= spec->opt.forks; k++) {
+		err = run_fork(spec, self, hooks, res, k, progress);
+		if (err)
+			return err;
+	}
+	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
+	if (err)
+		snprintf(res->error, sizeof(res->error), "no measured iterations");
+	return err;
+}
+
+void hx_result_free(struct hx_result *res)
+{
+	if (!res)
+		return;
+	free(res->samples);
+	res->samples = NULL;
+}
+
+/* ---- the fork ------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t op_task(void *arg)
+{
+	struct wl_ctx *ctx = arg;
+
+	return ctx->desc->op(ctx);
+}
+
+/* Run ops for time_s; every result is checked. 0, or -EIO with the reason in err. */
+static int iteration(struct wl_ctx *ctx, double time_s, uint64_t *ops, uint64_t *ns, char *err,
+		     size_t errlen)
+{
+	uint64_t t0 = now_ns(), limit = (uint64_t)(time_s * 1e9), t, n = 0;
+
+	do {
+		struct rt_task *task = rt_submit(ctx->sched, op_task, ctx);
+		uint64_t r;
+
+		if (!task) {
+			snprintf(err, errlen, "cannot start a task: %s", strerror(errno));
+			return -EIO;
+		}
+		r = rt_join(task);
+		if (!ctx->desc->check(ctx, r, err, errlen))
+			return -EIO;
+		n++;
+		t = now_ns();
+	} while (t - t0 < limit);
+	*ops = n;
+	*ns = t - t0;
+	return 0;
+}
+
+static void fork_error(int fd, const char *fmt, ...)
+{
+	struct msg m = { .type = MSG_ERROR };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m.text, sizeof(m.text), fmt, ap);
+	va_end(ap);
+	msg_send(fd, &m);
+}
+
+static int await(int fd, uint32_t type)
+{
+	struct msg m;
+	int err = msg_recv(fd, &m, -1);
+
+	if (err)
+		return err;
+	return m.type == type ? 0 : -EPROTO;
+}
+
+int hx_fork_main(const struct hx_spec *spec, int fd)
+{
+	struct wl_ctx ctx = { .desc = spec->wl };
+	struct rt_worker_stats before, after;
+	char err[sizeof(((struct msg *)0)->text)];
+	struct msg m;
+	int status = 1;
+
+	memcpy(ctx.values, spec->values, sizeof(ctx.values));
+	ctx.sched = rt_sched_new(&spec->rt);
+	if (!ctx.sched) {
+		fork_error(fd, "cannot start the runtime (preset %s): %s", spec->rt.preset,
+			   strerror(errno));
+		return 1;
+	}
+	if (spec->wl->setup && spec->wl->setup(&ctx, err, sizeof(err))) {
+		fork_error(fd, "%s", err);
+		goto out_sched;
+	}
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_HELLO;
+	m.pid = getpid();
+	m.tls_off = rt_phase_tls_offset();
+	m.workers = rt_sched_workers(ctx.sched);
+	if (msg_send(fd, &m))
+		goto out_teardown;
+
+	for (unsigned i = 0; i < spec->opt.warmup; i++) {
+		memset(&m, 0, sizeof(m));
+		if (iteration(&ctx, spec->opt.time_s, &m.ops, &m.ns, err, sizeof(err))) {
+			fork_error(fd, "warm-up iteration %u: %s", i + 1, err);
+			goto out_teardown;
+		}
+		m.type = MSG_WARMUP;
+		m.index = i;
+		if (msg_send(fd, &m))
+			goto out_teardown;
+	}
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_MEASURE;
+	m.pid = getpid();
+	m.tls_off = rt_phase_tls_offset();
+	if (msg_send(fd, &m) || await(fd, MSG_GO))
+		goto out_teardown;
+
+	rt_sched_stats_total(ctx.sched, &before);
+	for (unsigned i = 0; i < spec->opt.iterations; i++) {
+		memset(&m, 0, sizeof(m));
+		if (iteration(&ctx, spec->opt.time_s, &m.ops, &m.ns, err, sizeof(err))) {
+			fork_error(fd, "iteration %u: %s", i + 1, err);
+			goto out_teardown;
+		}
+		m.type = MSG_ITER;
+		m.index = i;
+		if (msg_send(fd, &m))
+			goto out_teardown;
+	}
+	rt_sched_stats_total(ctx.sched, &after);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_RTSTATS;
+	{
+		const uint64_t *a = (const uint64_t *)&after, *b = (const uint64_t *)&before;
+		uint64_t *d = (uint64_t *)&m.rt;
+
+		for (size_t i = 0; i < sizeof(m.rt) / sizeof(uint64_t); i++)
+			d[i] = a[i] - b[i];
+	}
+	if (msg_send(fd, &m))
+		goto out_teardown;
+	m.type = MSG_END;
+	if (msg_send(fd, &m) || await(fd, MSG_BYE))
+		goto out_teardown;
+	status = 0;
+
+out_teardown:
+	if (spec->wl->teardown)
+		spec->wl->teardown(&ctx);
+out_sched:
+	rt_sched_free(ctx.sched);
+	return status;
+}

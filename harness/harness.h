@@ -1,0 +1,120 @@
+/*
+ * harness — runs one benchmark the way JMH does, and profiles it.
+ *
+ * A benchmark is a workload, its parameters and a runtime configuration (a preset
+ * plus knob overrides): a struct hx_spec, built from the same text the user typed.
+ * Each fork is a fresh process (the binary re-executes itself as `schedlab __fork`);
+ * it runs the warm-up iterations, tells the controller it is about to measure and
+ * waits for the go-ahead (so the probes start exactly then and warm-up samples are
+ * never kept), runs the measured iterations of fixed time, reports each iteration's
+ * throughput and the runtime's counters, and stays alive until the controller has
+ * read its memory map and drained the probes. The score is the mean over every
+ * measured iteration of every fork, with the 99.9% Student-t half-width.
+ */
+#ifndef SCHEDLAB_HARNESS_H
+#define SCHEDLAB_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "analysis/analysis.h"
+#include "probes/probes.h"
+#include "runtime/phase.h"
+#include "runtime/rt.h"
+#include "workloads/workload.h"
+
+struct hx_options {
+	unsigned forks;      /* fresh processes */
+	unsigned warmup;     /* warm-up iterations per fork, discarded */
+	unsigned iterations; /* measured iterations per fork */
+	double time_s;       /* length of each iteration */
+};
+
+/* The studies' settings: 3 forks, 3 x 1 s warm-up, 3 x 1 s measured. */
+void hx_options_default(struct hx_options *o);
+/* For tests and a first look: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured. */
+void hx_options_quick(struct hx_options *o);
+
+#define HX_MAX_ASSIGN 32
+
+struct hx_spec {
+	const struct wl_desc *wl;
+	union wl_value values[WL_MAX_PARAMS];
+	bool value_set[WL_MAX_PARAMS];
+	struct rt_config rt;
+	struct hx_options opt;
+};
+
+/* Start a spec: workload by name, preset by name (NULL: the default), default
+ * parameters and options. 0, or -EINVAL / -ENOENT with a one-line reason in err that
+ * names the input and what would be accepted. */
+int hx_spec_init(struct hx_spec *s, const char *workload, const char *preset, char *err,
+		 size_t errlen);
+/* Apply "-P name=value". 0 or -EINVAL with the reason in err. */
+int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t errlen);
+/* The parameters as "name=value name=value" (every parameter, defaults included). */
+void hx_spec_params_text(const struct hx_spec *s, char *buf, size_t len);
+
+/* What the controller does around a fork's measured iterations (the probes). */
+struct hx_hooks {
+	void *ctx;
+	/* the fork is about to measure; it waits until this returns */
+	int (*measure_begin)(void *ctx, pid_t pid, int64_t phase_tls_off);
+	/* measurement is over; the fork lives until this returns */
+	int (*measure_end)(void *ctx, pid_t pid);
+};
+
+struct hx_result {
+	double *samples;   /* throughput of each measured iteration, all forks, in order */
+	size_t nsamples;
+	struct an_summary summary;
+	unsigned workers;  /* worker threads the runtime started */
+	struct rt_worker_stats rt; /* summed over the measured iterations of all forks */
+	uint64_t ops;      /* operations in the measured iterations */
+	char error[512];   /* why the run failed, when hx_run() returns non-zero */
+};
+
+/* Run every fork of spec. progress (may be NULL) gets a line per iteration. self is
+ * the path of the schedlab binary to re-execute. 0, or -errno with res->error set;
+ * a hook's failure is reported the same way. */
+int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
+	   struct hx_result *res, FILE *progress);
+void hx_result_free(struct hx_result *res);
+
+/* The fork's side: run spec and talk to the controller over fd. Returns the exit
+ * status for the process. */
+int hx_fork_main(const struct hx_spec *spec, int fd);
+/* The argument vector that makes `schedlab __fork` rebuild spec (after "__fork"). */
+int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out);
+void hx_fork_argv_free(char **argv);
+
+/* ---- profiling a benchmark -------------------------------------------------------------- */
+
+/* The on-CPU probe around a benchmark's forks: started when a fork begins measuring,
+ * drained (and the fork's stacks symbolized while it lives) when it ends, folded
+ * into one profile over all forks. A probe that cannot attach is not an error: the
+ * benchmark runs anyway, and status says why there is no profile. */
+struct hx_profile {
+	struct probe_oncpu *oncpu;
+	bool attached;
+	char status[320];            /* "attached" or "not attached: <reason>" */
+	struct an_symcache *symcache;
+	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */
+	struct an_folded *folded;    /* comm;user frames;-;kernel frames_[k] */
+	struct probe_oncpu_stats stats;
+	uint64_t phase_samples[RT_PHASE_COUNT];
+	int error;                   /* the first failure while collecting, -errno */
+};
+
+/* Open the probe (want_oncpu false: record "not attached: disabled"). 0 or -ENOMEM:
+ * an unavailable probe is recorded in status, not returned. */
+int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o);
+/* Hooks for hx_run() that drive p. */
+void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
+/* Forget the collected profile before the next benchmark; the probe stays loaded. */
+int hx_profile_reset(struct hx_profile *p);
+void hx_profile_close(struct hx_profile *p);
+
+#endif /* SCHEDLAB_HARNESS_H */

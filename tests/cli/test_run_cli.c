@@ -1,0 +1,187 @@
+/*
+ * `schedlab run`, `list` and the dispatcher, run as a user runs them: bad input is one
+ * line naming the input and the fix with exit status 2 and nothing run; a quick run
+ * writes every file of a run folder, points latest at it, and its folded stacks add up
+ * to the samples result.json reports.
+ */
+#include <stdint.h>
+
+#include "tests/cli/cli_run.h"
+
+TestSuite(run_cli, .init = setup, .fini = teardown);
+
+static int run_args(const char *a0, const char *a1, const char *a2, const char *a3,
+		    const char *a4)
+{
+	const char *argv[] = { a0, a1, a2, a3, a4, NULL };
+
+	return run_schedlab(argv);
+}
+
+/* ---- bad input ------------------------------------------------------------------------ */
+
+Test(run_cli, no_workload_is_bad_input)
+{
+	cr_expect_eq(run_args("run", NULL, NULL, NULL, NULL), 2);
+	expect_one_error_line("needs a workload");
+}
+
+Test(run_cli, unknown_workload_is_named_with_the_choices)
+{
+	cr_expect_eq(run_args("run", "spawn-jion", "--out", in_dir("r"), NULL), 2);
+	expect_one_error_line("'spawn-jion'");
+	cr_expect_not_null(strstr(err_text, "spawn-join"), "%s", err_text);
+	cr_expect_eq(entries(), 0, "nothing was created");
+}
+
+Test(run_cli, unknown_preset_is_named_with_the_choices)
+{
+	cr_expect_eq(run_args("run", "spawn-join", "--preset", "kyoo", NULL), 2);
+	expect_one_error_line("'kyoo'");
+}
+
+Test(run_cli, malformed_numbers_are_bad_input)
+{
+	const char *cases[][2] = {
+		{ "--forks", "0" },     { "--forks", "three" }, { "--warmup", "-1" },
+		{ "--iterations", "" }, { "--time", "1s" },     { "--time", "nan" },
+		{ "--freq", "0" },      { "--freq", "99999999" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_expect_eq(run_args("run", "spawn-join", cases[i][0], cases[i][1], NULL), 2,
+			     "%s %s", cases[i][0], cases[i][1]);
+		expect_one_error_line(cases[i][0]);
+	}
+}
+
+Test(run_cli, workload_parameters_are_checked_before_anything_runs)
+{
+	cr_expect_eq(run_args("run", "spawn-join", "-P", "n=abc", NULL), 2);
+	expect_one_error_line("n=abc");
+	cr_expect_eq(run_args("run", "spawn-join", "-P", "bogus=1", NULL), 2);
+	expect_one_error_line("'bogus'");
+	/* a parameter of the second workload is fine, one that fits neither is not */
+	cr_expect_eq(run_args("run", "spawn-join", "workers", "-P", "rounds=x"), 2);
+	expect_one_error_line("rounds=x");
+}
+
+Test(run_cli, unknown_probe_is_bad_input)
+{
+	cr_expect_eq(run_args("run", "spawn-join", "--probes", "offcpu", NULL), 2);
+	expect_one_error_line("--probes 'offcpu'");
+}
+
+Test(run_cli, unknown_command_is_bad_input)
+{
+	cr_expect_eq(run_args("frobnicate", NULL, NULL, NULL, NULL), 2);
+	expect_one_error_line("'frobnicate'");
+}
+
+Test(run_cli, help_teaches_with_examples)
+{
+	cr_expect_eq(run_args("run", "--help", NULL, NULL, NULL), 0);
+	cr_expect_not_null(strstr(out_text, "Examples:"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "--quick"));
+	cr_expect_eq(run_args("--help", NULL, NULL, NULL, NULL), 0);
+	cr_expect_not_null(strstr(out_text, "run"));
+}
+
+Test(run_cli, list_names_workloads_presets_and_probes)
+{
+	cr_expect_eq(run_args("list", NULL, NULL, NULL, NULL), 0);
+	cr_expect_not_null(strstr(out_text, "spawn-join"));
+	cr_expect_not_null(strstr(out_text, "workers"));
+	cr_expect_not_null(strstr(out_text, "ce"));
+	cr_expect_not_null(strstr(out_text, "oncpu"));
+	cr_expect_eq(run_args("list", "--presets", NULL, NULL, NULL), 0);
+	cr_expect_null(strstr(out_text, "spawn-join"));
+	cr_expect_eq(run_args("list", "extra", NULL, NULL, NULL), 2);
+	expect_one_error_line("'extra'");
+}
+
+/* ---- a quick run --------------------------------------------------------------------------- */
+
+/* The number after "key": in json, searching from the first occurrence of `after`
+ * (NULL: from the start). */
+static uint64_t json_u64(const char *json, const char *after, const char *key)
+{
+	char pat[64];
+	const char *p = after ? strstr(json, after) : json;
+
+	cr_assert_not_null(p, "%s not in result.json", after);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	cr_assert_not_null(p, "%s not in result.json", key);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static uint64_t folded_total(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[8192];
+	uint64_t total = 0;
+
+	cr_assert_not_null(f, "%s", path);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+
+		cr_assert_not_null(sp, "a folded line without a count: %s", line);
+		total += strtoull(sp + 1, NULL, 10);
+	}
+	fclose(f);
+	return total;
+}
+
+Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.1", "-P", "n=200",
+			       "--out", in_dir("results"), "--json", NULL };
+	char path[1024], *json;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	/* --json: stdout is result.json, and the table is not printed */
+	cr_expect(out_text[0] == '{' && strstr(out_text, "\"workload\": \"spawn-join\""), "%s",
+		  out_text);
+	cr_expect_not_null(strstr(err_text, "iteration  3/3"), "progress lines: %s", err_text);
+
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_eq(json_u64(json, NULL, "n"), 3);
+	cr_expect_not_null(strstr(json, "\"params\": \"n=200\""));
+	cr_expect_not_null(strstr(json, "\"failure\": null"));
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	cr_expect_eq(access(path, R_OK), 0, "%s", path);
+
+	/* root with BTF, as here and in CI: the probe attaches and nothing is lost silently */
+	if (strstr(json, "\"attached\": true")) {
+		uint64_t samples = json_u64(json, "\"probes\"", "samples");
+
+		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
+		cr_expect_gt(samples, 0);
+		cr_expect_eq(folded_total(path), samples, "folded total = probe samples");
+		snprintf(path, sizeof(path), "%s/latest/oncpu.svg", in_dir("results"));
+		cr_expect_eq(access(path, R_OK), 0, "%s", path);
+	} else {
+		cr_expect_not_null(strstr(json, "not attached: "), "a reason is given");
+	}
+	free(json);
+}
+
+Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes", "none",
+			       "--out", in_dir("results"), NULL };
+	char path[1024], *md;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	cr_expect_not_null(strstr(out_text, "spawn-join"), "the table: %s", out_text);
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md);
+	cr_expect_not_null(strstr(md, "oncpu**: not attached: disabled"), "%s", md);
+	free(md);
+	snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
+	cr_expect_neq(access(path, F_OK), 0);
+}

@@ -1,0 +1,186 @@
+/*
+ * The harness: specs built from what a user types, the fork's argument vector, and
+ * whole runs of the real binary (forks re-executing schedlab) with hooks that see the
+ * fork alive around its measured iterations.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+
+static const char *schedlab_binary(void)
+{
+	static char path[PATH_MAX];
+	const char *build = getenv("SCHEDLAB_BUILD");
+
+	snprintf(path, sizeof(path), "%s/schedlab", build ? build : "build");
+	cr_assert_eq(access(path, X_OK), 0, "%s must be built first (make)", path);
+	return path;
+}
+
+Test(spec, unknown_workload_and_preset_are_named_with_the_choices)
+{
+	struct hx_spec s;
+	char err[512];
+
+	cr_expect_eq(hx_spec_init(&s, "spawn-jion", NULL, err, sizeof(err)), -ENOENT);
+	cr_expect(strstr(err, "'spawn-jion'") && strstr(err, "spawn-join"), "%s", err);
+	cr_expect_eq(hx_spec_init(&s, "spawn-join", "kyoo", err, sizeof(err)), -ENOENT);
+	cr_expect(strstr(err, "'kyoo'") && strstr(err, "ce"), "%s", err);
+	cr_expect_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	cr_expect_str_eq(s.rt.preset, "ce");
+	cr_expect_eq(s.opt.forks, 3);
+	cr_expect_eq(s.opt.warmup, 3);
+	cr_expect_eq(s.opt.iterations, 3);
+	cr_expect_eq(s.opt.time_s, 1.0);
+}
+
+Test(spec, parameters_are_checked_by_name_and_value)
+{
+	struct hx_spec s;
+	char err[512], text[256];
+
+	cr_assert_eq(hx_spec_init(&s, "workers", "ce", err, sizeof(err)), 0);
+	cr_expect_eq(hx_spec_param(&s, "rounds=128", err, sizeof(err)), 0);
+	cr_expect_eq(hx_spec_param(&s, "round=128", err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "'round'") && strstr(err, "rounds"), "%s", err);
+	cr_expect_eq(hx_spec_param(&s, "rounds", err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "name=value"), "%s", err);
+	cr_expect_eq(hx_spec_param(&s, "rounds=-1", err, sizeof(err)), -EINVAL);
+	hx_spec_params_text(&s, text, sizeof(text));
+	cr_expect_str_eq(text, "workers=8 values=4096 rounds=128");
+}
+
+Test(spec, fork_argv_carries_every_setting)
+{
+	struct hx_spec s;
+	char err[512], **argv;
+	bool saw_param = false, saw_time = false;
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	cr_assert_eq(hx_spec_param(&s, "n=77", err, sizeof(err)), 0);
+	s.opt.time_s = 0.125;
+	cr_assert_eq(hx_fork_argv(&s, 9, &argv), 0);
+	cr_expect_str_eq(argv[1], "__fork");
+	for (size_t i = 0; argv[i]; i++) {
+		saw_param |= !strcmp(argv[i], "-Pn=77");
+		saw_time |= !strcmp(argv[i], "--time=0.125");
+		if (!argv[i + 1])
+			cr_expect_str_eq(argv[i], "spawn-join");
+	}
+	cr_expect(saw_param);
+	cr_expect(saw_time);
+	hx_fork_argv_free(argv);
+}
+
+/* ---- whole runs ----------------------------------------------------------------------- */
+
+struct seen {
+	int begins, ends;
+	pid_t pid;
+	bool alive_at_end;
+	int64_t tls_off;
+};
+
+static int on_begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct seen *s = ctx;
+
+	s->begins++;
+	s->pid = pid;
+	s->tls_off = tls_off;
+	return 0;
+}
+
+static int on_end(void *ctx, pid_t pid)
+{
+	struct seen *s = ctx;
+	char path[64];
+
+	s->ends++;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	s->alive_at_end = pid == s->pid && access(path, R_OK) == 0 && kill(pid, 0) == 0;
+	return 0;
+}
+
+Test(run, forks_measure_and_report_every_iteration, .timeout = 120)
+{
+	struct seen seen = { 0 };
+	struct hx_hooks hooks = { &seen, on_begin, on_end };
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_spec_param(&s, "n=100", err, sizeof(err));
+	s.opt.forks = 2;
+	s.opt.warmup = 1;
+	s.opt.iterations = 3;
+	s.opt.time_s = 0.05;
+	cr_assert_eq(hx_run(&s, schedlab_binary(), &hooks, &res, NULL), 0, "%s", res.error);
+	cr_expect_eq(res.nsamples, 6);
+	for (size_t i = 0; i < res.nsamples; i++)
+		cr_expect_gt(res.samples[i], 0);
+	cr_expect_eq(res.summary.n, 6);
+	cr_expect_gt(res.summary.ci_half, 0);
+	cr_expect_gt(res.ops, 0);
+	cr_expect_geq(res.rt.spawned, res.ops * 100, "100 spawns per op were counted");
+	cr_expect_eq(seen.begins, 2);
+	cr_expect_eq(seen.ends, 2);
+	cr_expect(seen.alive_at_end, "the fork lives until measure_end returns");
+	cr_expect_neq(seen.tls_off, 0);
+	cr_expect_gt(res.workers, 0);
+	hx_result_free(&res);
+}
+
+static int refuse(void *ctx, pid_t pid, int64_t tls_off)
+{
+	return -EPERM;
+}
+
+Test(run, a_failing_hook_fails_the_run_and_kills_the_fork, .timeout = 60)
+{
+	struct hx_hooks hooks = { NULL, refuse, NULL };
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_options_quick(&s.opt);
+	s.opt.time_s = 0.02;
+	cr_expect_neq(hx_run(&s, schedlab_binary(), &hooks, &res, NULL), 0);
+	cr_expect(strstr(res.error, "fork 1") && strstr(res.error, "probes"), "%s", res.error);
+	hx_result_free(&res);
+}
+
+Test(run, a_fork_that_dies_early_is_reported, .timeout = 60)
+{
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_options_quick(&s.opt);
+	/* a binary that exits at once, as a crashing fork would before its first word */
+	cr_expect_neq(hx_run(&s, "/bin/false", NULL, &res, NULL), 0);
+	cr_expect(strstr(res.error, "fork 1") && strstr(res.error, "status 1"), "%s", res.error);
+	hx_result_free(&res);
+}
+
+Test(run, nothing_to_measure_is_refused)
+{
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	s.opt.iterations = 0;
+	cr_expect_eq(hx_run(&s, schedlab_binary(), NULL, &res, NULL), -EINVAL);
+	hx_result_free(&res);
+}

@@ -1,0 +1,89 @@
+/*
+ * workloads — the benchmarks, one file each, each a registered descriptor.
+ *
+ * A descriptor names the workload, its typed parameters (with defaults and bounds,
+ * so the harness validates -P name=value before anything runs), and four hooks:
+ * setup (once per fork, given the scheduler and the parameters; optional), op (one
+ * operation, run as a task on the runtime), check (the op's result against the
+ * expected one, after every op) and teardown (optional). The op sizes and units are the studies'.
+ */
+#ifndef SCHEDLAB_WORKLOAD_H
+#define SCHEDLAB_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_sched;
+
+enum wl_type {
+	WL_INT,    /* a whole number in [min, max] */
+	WL_REAL,   /* a real number in [min, max] */
+	WL_CHOICE, /* one of the comma-separated words in `choices` */
+};
+
+struct wl_param {
+	const char *name;
+	enum wl_type type;
+	const char *def; /* the default, as a user would type it */
+	double min, max; /* WL_INT and WL_REAL */
+	const char *choices;
+	const char *help;
+};
+
+union wl_value {
+	long i;   /* WL_INT; WL_CHOICE: the index of the word in `choices` */
+	double r; /* WL_REAL */
+};
+
+#define WL_MAX_PARAMS 16
+
+/* What a workload's hooks see. */
+struct wl_ctx {
+	struct rt_sched *sched;
+	const struct wl_desc *desc;
+	union wl_value values[WL_MAX_PARAMS]; /* parallel to desc->params */
+	void *state;                          /* the workload's own, from setup */
+};
+
+struct wl_desc {
+	const char *name;
+	const char *summary; /* what one op does */
+	const char *unit;    /* "ops/s" */
+	const struct wl_param *params; /* terminated by an entry with name == NULL */
+	/* 0, or -errno with a one-line reason in err. */
+	int (*setup)(struct wl_ctx *ctx, char *err, size_t errlen);
+	/* One operation; runs in a task. Its result goes to check. */
+	uint64_t (*op)(struct wl_ctx *ctx);
+	/* true when result is right; else a one-line reason in err. */
+	bool (*check)(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen);
+	void (*teardown)(struct wl_ctx *ctx);
+};
+
+/* Every workload, NULL-terminated, in the order `schedlab list` shows them. */
+const struct wl_desc *const *wl_all(void);
+const struct wl_desc *wl_find(const char *name);
+
+/* The index of a parameter by name, or -1. */
+int wl_param_index(const struct wl_desc *d, const char *name);
+/* Parse text as parameter i's value. 0, or -EINVAL with a one-line reason in err that
+ * names the parameter and what it accepts. */
+int wl_param_parse(const struct wl_desc *d, int i, const char *text, union wl_value *out,
+		   char *err, size_t errlen);
+/* Set every parameter to its default. */
+void wl_params_default(const struct wl_desc *d, union wl_value *values);
+/* Format parameter i's value as a user would type it. */
+void wl_param_format(const struct wl_desc *d, int i, const union wl_value *v, char *buf,
+		     size_t len);
+
+/* Typed access for the hooks, by name; the name must exist. */
+long wl_int(const struct wl_ctx *ctx, const char *name);
+double wl_real(const struct wl_ctx *ctx, const char *name);
+/* The index of the chosen word in the parameter's `choices`. */
+long wl_choice(const struct wl_ctx *ctx, const char *name);
+
+/* The `workers` arithmetic over values [first, first + count), summed with wrapping:
+ * shared with the peers in bench/ so that they do exactly the same work. */
+uint64_t wl_workers_mix(uint64_t first, uint64_t count, uint64_t rounds);
+
+#endif /* SCHEDLAB_WORKLOAD_H */
