@@ -28,7 +28,12 @@ BUILD ?= build/$(SANITIZE)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -DRT_SANITIZE_$(SANITIZE)=1
 endif
 
-CC ?= cc
+# clang by default: GCC 12 drops the frame setup of leaf functions that touch no stack
+# even with -mno-omit-leaf-frame-pointer, and every such leaf then hides its caller
+# from the frame-pointer walk. CC=gcc builds too.
+ifeq ($(origin CC),default)
+CC := clang
+endif
 CLANG ?= clang
 BPFTOOL ?= bpftool
 LLVM_STRIP ?= llvm-strip

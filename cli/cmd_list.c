@@ -25,7 +25,7 @@ static const struct argp_option options[] = {
 	{ "workloads", 'w', NULL, 0, "only the workloads and their parameters", 0 },
 	{ "presets", 'p', NULL, 0, "only the runtime presets", 0 },
 	{ "probes", 'e', NULL, 0, "only the probes, and whether they can attach", 0 },
-	{ NULL },
+	{ 0 },
 };
 
 static error_t parse(int key, char *arg, struct argp_state *state)

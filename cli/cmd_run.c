@@ -65,7 +65,7 @@ static const struct argp_option options[] = {
 	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU (default 999)", 2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0, "print each run's result.json on stdout instead of the table", 3 },
-	{ NULL },
+	{ 0 },
 };
 
 struct run_args {

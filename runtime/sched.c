@@ -41,7 +41,14 @@ static __thread struct rt__worker *tls_worker;
  * one constant for every thread. */
 __thread uint64_t *rt_phase_ptr __attribute__((tls_model("initial-exec"), used));
 
-__attribute__((noipa)) struct rt__worker *rt__self(void)
+/* noipa (GCC): not even the knowledge that it only reads memory may leave this
+ * function; clang has no such analysis across noinline. */
+#if defined(__clang__)
+__attribute__((noinline))
+#else
+__attribute__((noipa))
+#endif
+struct rt__worker *rt__self(void)
 {
 	return tls_worker;
 }
@@ -55,14 +62,28 @@ int64_t rt_phase_tls_offset(void)
 	return (char *)&rt_phase_ptr - tp;
 }
 
+/* futex(2) by the syscall instruction itself, not libc's syscall(): Debian's libc has
+ * no frame pointers, and a sample taken in the kernel would lose our caller's frame. */
+static long futex_op(uint32_t *addr, int op, uint32_t val)
+{
+	register long r10 __asm__("r10") = 0; /* no timeout */
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_futex), "D"(addr), "S"((long)op), "d"((long)val), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 static void futex_wait(uint32_t *addr, uint32_t val)
 {
-	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	futex_op(addr, FUTEX_WAIT_PRIVATE, val);
 }
 
 static void futex_wake(uint32_t *addr)
 {
-	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	futex_op(addr, FUTEX_WAKE_PRIVATE, 1);
 }
 
 static inline void cpu_relax(void)

@@ -44,7 +44,7 @@ static bool spawn_join_check(struct wl_ctx *ctx, uint64_t result, char *err, siz
 
 static const struct wl_param params[] = {
 	{ "n", WL_INT, "1000", 1, 100000000, NULL, "children spawned and joined in sequence per op" },
-	{ NULL },
+	{ 0 },
 };
 
 const struct wl_desc wl_spawn_join = {

@@ -111,7 +111,7 @@ static const struct wl_param params[] = {
 	{ "workers", WL_INT, "8", 1, 256, NULL, "worker tasks the values are split over" },
 	{ "values", WL_INT, "4096", 1, 100000000, NULL, "values computed per op" },
 	{ "rounds", WL_INT, "64", 0, 1000000, NULL, "arithmetic rounds per value" },
-	{ NULL },
+	{ 0 },
 };
 
 const struct wl_desc wl_workers = {

@@ -433,7 +433,7 @@ Test(svg, names_are_escaped)
 {
 	static const char *stacks[] = { "main;std::vector<int>::push_back",
 					"main;operator<<(A&, B const&)", "main;say \"hi\"",
-					"main;bad\x01" "ctl", "main;broken\xff\xfe utf8" };
+					"main;bad\001ctl", "main;broken\xff\xfe utf8" };
 	static const uint64_t counts[] = { 10, 10, 10, 10, 10 };
 	struct an_folded *f = folded_of(stacks, counts, 5);
 	char *svg = render(f, NULL, NULL);

@@ -21,7 +21,11 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 __thread volatile uint64_t *rt_phase_ptr;
 
