@@ -185,3 +185,40 @@ Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 	cr_expect_neq(access(path, F_OK), 0);
 }
+
+/* Without the privileges BPF needs, the benchmark still runs and the report says why
+ * there is no profile. */
+Test(run_cli, without_privileges_the_run_goes_on_and_says_why, .timeout = 60)
+{
+	const char *build = getenv("SCHEDLAB_BUILD");
+	char bin[512], out[600], path[700], *json;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to drop to another user");
+	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		if (devnull < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0 ||
+		    setgid(65534) || setuid(65534))
+			_exit(127);
+		execl(bin, bin, "run", "spawn-join", "--quick", "--time", "0.05", "--out", out,
+		      (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	snprintf(path, sizeof(path), "%s/latest/result.json", out);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_not_null(strstr(json, "\"status\": \"not attached: not permitted"), "%s", json);
+	cr_expect_eq(json_u64(json, NULL, "n"), 3);
+	free(json);
+}
