@@ -96,6 +96,7 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 	t->next = NULL;
 	t->state = 0;
 	t->waiter = NULL;
+	t->err_top = NULL;
 	/* ids need only be unique: a per-worker sequence tagged with the worker keeps the
 	 * spawn path off any shared cache line */
 	if (w) {

@@ -21,10 +21,15 @@
 #define RT_TASK_WAITING  2u /* a joiner is suspended or blocked on it */
 #define RT_TASK_DETACHED 4u /* nobody will join: free it when done */
 
-/* Someone waiting for a task: a suspended task, or a thread blocked on a futex. */
+/* Someone waiting: a suspended task, or a thread blocked on a futex. Lives on the
+ * waiter's own stack for the duration of the wait; primitives link it into their
+ * wait lists through next/prev and may carry a value in data. */
 struct rt__waiter {
 	struct rt_task *task; /* NULL: a thread; wake it through futex */
 	uint32_t futex;
+	struct rt__waiter *next, *prev;
+	void *data;
+	uint64_t value;
 };
 
 struct rt_task {
@@ -39,6 +44,7 @@ struct rt_task {
 	struct rt_sched *sched;
 	void *map;                 /* the mapping holding the guard page, stack and this struct */
 	size_t map_len;
+	void *err_top;             /* the innermost error handler (error.c); NULL: none */
 };
 
 /* What a task asked its worker to do when it switched out. */
@@ -99,6 +105,10 @@ struct rt_sched {
 	unsigned nsleepers;
 	bool shutdown;
 
+	/* timers and the I/O reactor (io.c), started on first use */
+	struct rt__io *io;
+	pthread_mutex_t io_lock;
+
 	/* finished tasks no worker's cache had room for */
 	alignas(RT_CACHELINE) pthread_mutex_t pool_lock;
 	struct rt_task *pool;
@@ -116,6 +126,10 @@ void rt__task_put(struct rt_sched *s, struct rt__worker *w, struct rt_task *t);
 void rt__task_cache_drain(struct rt_sched *s, struct rt__worker *w);
 void rt__task_pool_free(struct rt_sched *s);
 
+/* ---- io.c: timers and the reactor ---- */
+/* Stop the timer/reactor thread, if it was started. Called first by rt_sched_free(). */
+void rt__io_stop(struct rt_sched *s);
+
 /* ---- sched.c ---- */
 /* The calling thread's worker, read fresh on every call: a task can move between
  * threads across a switch, so a cached thread-local address would be stale. */
@@ -124,6 +138,16 @@ struct rt__worker *rt__self(void);
 void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg);
 /* Make a suspended task runnable again, from any thread. */
 void rt__ready(struct rt_task *t);
+
+/* Waiting, the same way from a task and from a plain thread. rt__wait() prepares w
+ * (task = the running task or NULL) and calls commit(w, arg): from a task, on the
+ * worker's stack once the task is switched out; from a thread, at once. commit
+ * returns true when it registered w (the caller then sleeps until rt__wake(w)) and
+ * false when the condition already holds (the caller goes on at once). Whoever calls
+ * rt__wake(w) must be done with w first: the waiter may return and reuse its stack
+ * as soon as it is woken. */
+void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg);
+void rt__wake(struct rt__waiter *w);
 
 /* Counters: written by the owning worker only, read by anyone. */
 #define RT_STAT_ADD(w, field, n)                                                               \

@@ -97,6 +97,16 @@ struct rt_task *rt_current(void);
 unsigned rt_worker_index(void);
 uint64_t rt_task_id(const struct rt_task *t);
 
+/* ---- allocation ---------------------------------------------------------------------- */
+
+/* The system allocator, counted per worker (calls and bytes: struct rt_worker_stats),
+ * so that bytes per op is exact. Tasks allocate through these. */
+void *rt_alloc(size_t bytes);
+void *rt_calloc(size_t n, size_t size);
+void rt_free(void *p);
+/* What threads that are no worker allocated, process-wide. */
+void rt_alloc_outside(uint64_t *calls, uint64_t *bytes);
+
 /* ---- what the probes read ------------------------------------------------------------ */
 
 /* Offset of the thread-local phase pointer from the thread pointer: what the on-CPU
@@ -117,6 +127,9 @@ struct rt_worker_stats {
 	uint64_t place_external;  /* tasks placed on the global queue from this worker */
 	uint64_t overflows;       /* pushes that spilled half the queue to the global queue */
 	uint64_t global_pops;     /* tasks taken from the global queue */
+	uint64_t alloc_calls;     /* rt_alloc / rt_calloc calls */
+	uint64_t alloc_bytes;     /* bytes they asked for */
+	uint64_t frees;           /* rt_free calls */
 };
 
 /* Copy worker i's counters for i < min(n, workers); returns the number copied. */

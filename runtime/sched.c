@@ -411,14 +411,7 @@ static void task_finished(struct rt__worker *w, struct rt_task *t)
 	uint32_t old = __atomic_fetch_or(&t->state, RT_TASK_DONE, __ATOMIC_ACQ_REL);
 
 	if (old & RT_TASK_WAITING) {
-		struct rt__waiter *wt = t->waiter; /* read before the joiner can run and free t */
-
-		if (wt->task) {
-			rt__ready(wt->task);
-		} else {
-			__atomic_store_n(&wt->futex, 1, __ATOMIC_RELEASE);
-			futex_wake(&wt->futex);
-		}
+		rt__wake(t->waiter); /* the joiner frees t once woken: t is not touched after */
 	} else if (old & RT_TASK_DETACHED) {
 		rt__task_put(w->sched, w, t);
 	}
@@ -545,44 +538,79 @@ struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
 	return t;
 }
 
-static bool join_commit(struct rt_task *self, void *arg)
+/* rt__suspend's commit for rt__wait: the waiter rides in arg. */
+struct wait_commit {
+	struct rt__waiter *w;
+	bool (*commit)(struct rt__waiter *w, void *arg);
+	void *arg;
+};
+
+static bool wait_commit(struct rt_task *self, void *arg)
+{
+	struct wait_commit *c = arg;
+
+	return c->commit(c->w, c->arg);
+}
+
+void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg)
+{
+	struct rt__worker *self = rt__self();
+
+	w->task = self ? self->current : NULL;
+	w->futex = 0;
+	w->next = w->prev = NULL;
+	if (w->task) {
+		struct wait_commit c = { w, commit, arg };
+
+		rt__suspend(wait_commit, &c);
+		return;
+	}
+	if (!commit(w, arg))
+		return;
+	while (!__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE))
+		futex_wait(&w->futex, 0);
+}
+
+void rt__wake(struct rt__waiter *w)
+{
+	struct rt_task *t = w->task; /* read first: w may be gone once woken */
+
+	if (t) {
+		rt__ready(t);
+		return;
+	}
+	/* release: what the waker did before is visible to the woken thread; the futex
+	 * call after the store may touch a word whose owner already returned, which at
+	 * worst wakes nobody */
+	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
+	futex_wake(&w->futex);
+}
+
+static bool join_commit(struct rt__waiter *w, void *arg)
 {
 	struct rt_task *t = arg;
 	uint32_t expected = 0;
 
-	/* fails only if t finished meanwhile: then we run on at once */
+	t->waiter = w;
+	/* fails only if t finished meanwhile: then we go on at once; release publishes
+	 * t->waiter to task_finished(), which reads it after seeing WAITING */
 	return __atomic_compare_exchange_n(&t->state, &expected, RT_TASK_WAITING, false,
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 uint64_t rt_join(struct rt_task *t)
 {
-	struct rt__worker *w;
 	uint64_t result;
 
 	if (!(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) & RT_TASK_DONE)) {
-		struct rt__waiter wt = { .task = NULL, .futex = 0 };
+		struct rt__waiter w;
 
-		w = rt__self();
-		if (w && w->current) {
-			wt.task = w->current;
-			t->waiter = &wt;
-			rt__suspend(join_commit, t);
-		} else {
-			uint32_t expected = 0;
-
-			t->waiter = &wt;
-			if (__atomic_compare_exchange_n(&t->state, &expected, RT_TASK_WAITING, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				while (!__atomic_load_n(&wt.futex, __ATOMIC_ACQUIRE))
-					futex_wait(&wt.futex, 0);
-		}
+		rt__wait(&w, join_commit, t);
 	}
-	/* the acquire above, or the hand-off that resumed us, orders the result */
+	/* the acquire above, or the hand-off that woke us, orders the result */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	result = t->result;
-	w = rt__self();
-	rt__task_put(t->sched, w, t);
+	rt__task_put(t->sched, rt__self(), t);
 	return result;
 }
 
@@ -669,6 +697,7 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	pthread_mutex_init(&s->inject_lock, NULL);
 	pthread_mutex_init(&s->idle_lock, NULL);
 	pthread_mutex_init(&s->pool_lock, NULL);
+	pthread_mutex_init(&s->io_lock, NULL);
 
 	s->workers = calloc(n, sizeof(*s->workers));
 	s->sleepers = calloc(n, sizeof(*s->sleepers));
@@ -726,6 +755,7 @@ void rt_sched_free(struct rt_sched *s)
 {
 	if (!s)
 		return;
+	rt__io_stop(s);
 	pthread_mutex_lock(&s->idle_lock);
 	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nsleepers; i++)
@@ -739,6 +769,7 @@ void rt_sched_free(struct rt_sched *s)
 	pthread_mutex_destroy(&s->inject_lock);
 	pthread_mutex_destroy(&s->idle_lock);
 	pthread_mutex_destroy(&s->pool_lock);
+	pthread_mutex_destroy(&s->io_lock);
 	free(s->workers);
 	free(s->sleepers);
 	free(s);
