@@ -81,15 +81,28 @@ BIN := $(BUILD)/schedlab
 # tests/runtime/test_*.c -> $(BUILD)/tests/runtime.test. Programs the tests run
 # (a busy child for the probe tests, say) live in tests/<folder>/helpers/.
 TEST_SRCS := $(shell find tests -name 'test_*.c' -not -path '*/helpers/*' 2>/dev/null | sort)
+ifeq ($(SANITIZE),thread)
+# Criterion cannot start under ThreadSanitizer (Snaipe/Criterion#274): the runtime's
+# tests are built against the stand-in in tests/tsan and run by its runner instead.
+TEST_SRCS := $(filter tests/runtime/%,$(TEST_SRCS))
+TEST_RUNNER := $(BUILD)/obj/tests/tsan/runner.o
+TEST_LIBS :=
+$(BUILD)/obj/tests/%.o: CFLAGS += -Itests/tsan
+export TSAN_OPTIONS ?= halt_on_error=1 second_deadlock_stack=1
+else
+TEST_RUNNER :=
+TEST_LIBS := -lcriterion
+endif
 TEST_DIRS := $(sort $(patsubst %/,%,$(dir $(TEST_SRCS))))
 TEST_BINS := $(patsubst tests/%,$(BUILD)/tests/%.test,$(TEST_DIRS))
-HELPER_SRCS := $(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort)
+HELPER_SRCS := $(if $(filter thread,$(SANITIZE)),,$(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort))
 HELPER_BINS := $(patsubst %.c,$(BUILD)/tests/helpers/%,$(notdir $(HELPER_SRCS)))
 
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS)) $(patsubst %.bpf.o,%.bpf.d,$(BPF_OBJS)) \
+DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
+	    $(patsubst %.bpf.o,%.bpf.d,$(BPF_OBJS)) \
 	    $(patsubst %.c,$(BUILD)/obj/%.d,$(TEST_SRCS) $(HELPER_SRCS) $(BENCH_SRCS))
 
 DEPS_OK := $(BUILD)/.deps-ok
@@ -156,10 +169,10 @@ $(BIN): $(CLI_OBJS) $(LIB)
 # Tests
 
 define test_rule
-$(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/test_%.c,$(TEST_SRCS))) $(LIB)
+$(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/test_%.c,$(TEST_SRCS))) $(TEST_RUNNER) $(LIB)
 	$$(call msg,LD,$$@)
 	$$(Q)mkdir -p $$(@D)
-	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIB) $$(LDLIBS) -lcriterion
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIB) $$(LDLIBS) $(TEST_LIBS)
 endef
 $(foreach d,$(patsubst tests/%,%,$(TEST_DIRS)),$(eval $(call test_rule,$(d))))
 

@@ -13,8 +13,29 @@
 /* Process-wide by nature: allocations from threads no worker owns. */
 static uint64_t outside_calls, outside_bytes;
 
-static inline void count(struct rt__worker *w, size_t bytes)
+/* One look-up of the calling thread per call: nothing here switches tasks, so the
+ * thread cannot change under us. */
+static inline struct rt__thread *enter(uint64_t *phase)
 {
+	struct rt__thread *th = rt__thread();
+
+	if (th) {
+		*phase = th->phase;
+		rt__phase(th, RT_PHASE_ALLOC, RT_PHASE_TASK(*phase));
+	}
+	return th;
+}
+
+static inline void leave(struct rt__thread *th, uint64_t phase)
+{
+	if (th)
+		__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
+}
+
+static inline void count(struct rt__thread *th, size_t bytes)
+{
+	struct rt__worker *w = th && !th->blocking ? th->w : NULL;
+
 	if (w) {
 		RT_STAT_INC(w, alloc_calls);
 		RT_STAT_ADD(w, alloc_bytes, bytes);
@@ -26,56 +47,40 @@ static inline void count(struct rt__worker *w, size_t bytes)
 
 void *rt_alloc(size_t bytes)
 {
-	struct rt__worker *w = rt__self();
 	uint64_t phase = 0;
-	void *p;
+	struct rt__thread *th = enter(&phase);
+	void *p = malloc(bytes);
 
-	if (w) {
-		phase = w->phase;
-		rt__phase(w, RT_PHASE_ALLOC, RT_PHASE_TASK(phase));
-	}
-	p = malloc(bytes);
-	if (w)
-		__atomic_store_n(&w->phase, phase, __ATOMIC_RELAXED);
+	leave(th, phase);
 	if (p)
-		count(w, bytes);
+		count(th, bytes);
 	return p;
 }
 
 void *rt_calloc(size_t n, size_t size)
 {
-	struct rt__worker *w = rt__self();
 	uint64_t phase = 0;
-	void *p;
+	struct rt__thread *th = enter(&phase);
+	void *p = calloc(n, size);
 
-	if (w) {
-		phase = w->phase;
-		rt__phase(w, RT_PHASE_ALLOC, RT_PHASE_TASK(phase));
-	}
-	p = calloc(n, size);
-	if (w)
-		__atomic_store_n(&w->phase, phase, __ATOMIC_RELAXED);
+	leave(th, phase);
 	if (p)
-		count(w, n * size);
+		count(th, n * size);
 	return p;
 }
 
 void rt_free(void *p)
 {
-	struct rt__worker *w = rt__self();
-	uint64_t phase;
+	uint64_t phase = 0;
+	struct rt__thread *th;
 
 	if (!p)
 		return;
-	if (!w) {
-		free(p);
-		return;
-	}
-	phase = w->phase;
-	rt__phase(w, RT_PHASE_ALLOC, RT_PHASE_TASK(phase));
+	th = enter(&phase);
 	free(p);
-	__atomic_store_n(&w->phase, phase, __ATOMIC_RELAXED);
-	RT_STAT_INC(w, frees);
+	leave(th, phase);
+	if (th && !th->blocking && th->w)
+		RT_STAT_INC(th->w, frees);
 }
 
 void rt_alloc_outside(uint64_t *calls, uint64_t *bytes)

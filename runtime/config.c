@@ -1,15 +1,171 @@
 /*
- * Configurations and the named presets that model real runtimes.
+ * Configurations: every scheduling decision the modelled runtimes make differently is
+ * a knob, and a preset is a complete vector of knob values (reference/runtimes.md,
+ * section b, lists each runtime's). rt_config_preset() overwrites every knob, so
+ * -c overrides after a preset never depend on what was set before.
  *
- * A preset is a complete vector of knob values; rt_config_preset() overwrites every
- * knob, so the order of -c overrides after a preset never depends on what was set
- * before. The values and their sources are in reference/runtimes.md.
+ * The knob table below drives parsing (-c name=value), printing (schedlab list
+ * --presets shows each preset's whole vector) and the error messages, which name the
+ * valid knobs and values.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt.h"
+
+/* ---- presets ------------------------------------------------------------------------- */
+
+/* cats-effect 3's work-stealing pool: spawn to the local ring (256) and wake a parked
+ * sibling when none is searching; at most half the workers search, each stealing
+ * half a queue; the external queue first every 64 ticks; IO.blocking hands the
+ * worker's queue to a cached or new thread and runs the call in place. */
+static void preset_ce(struct rt_config *c)
+{
+	c->executor = RT_EXEC_POOL;
+	c->workers = 0;
+	c->workers_max = 0;
+	c->stack_size = 64 * 1024;
+	c->stack_mode = RT_STACK_DEDICATED;
+	c->capacity = 256;
+	c->spawn = RT_PLACE_LOCAL;
+	c->wake = RT_PLACE_LOCAL;
+	c->submit = RT_PLACE_EXTERNAL;
+	c->local_requires_available = false;
+	c->scan_stride = 0;
+	c->scan_stop_idle = true;
+	c->scan_fallback = RT_FALLBACK_EXTERNAL;
+	c->lifo_polls = 3;
+	c->lifo_stealable = false;
+	c->global_interval = 64;
+	c->global_adaptive = false;
+	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
+	c->searcher_frac = 2;
+	c->search_spin_us = 50;
+	c->idle_steal = true;
+	c->steal = RT_STEAL_HALF;
+	c->steal_victim = RT_VICTIM_RANDOM;
+	c->steal_stride = 0;
+	c->steal_min_load = 1;
+	c->blocking = RT_BLOCK_HANDOFF;
+	c->blocking_flush = false;
+	c->retake_us = 20;
+	c->detect_us = 2000;
+	c->detect_samples = 2;
+	c->monitor_us = 1000;
+	c->latency_sample = 16;
+	c->metrics = true;
+}
+
+/* Tokio's multi-thread scheduler: as cats-effect, but a spawned or woken task takes
+ * the LIFO slot (not stealable, at most 3 runs in a row), which notifies nobody; the
+ * global-queue interval adapts to 200 us of polls; block_in_place hands the core off. */
+static void preset_tokio(struct rt_config *c)
+{
+	preset_ce(c);
+	c->spawn = RT_PLACE_LIFO;
+	c->wake = RT_PLACE_LIFO;
+	c->global_interval = 61;
+	c->global_adaptive = true;
+}
+
+/* Go's G/M/P: a new or readied goroutine takes runnext (stealable on the last of four
+ * passes), the global queue every 61 ticks, spinning Ms capped at half; a blocked M
+ * keeps its P until sysmon retakes it after 20 us if work is waiting. */
+static void preset_go(struct rt_config *c)
+{
+	preset_ce(c);
+	c->spawn = RT_PLACE_RUNNEXT;
+	c->wake = RT_PLACE_RUNNEXT;
+	c->lifo_polls = UINT_MAX;
+	c->lifo_stealable = true;
+	c->global_interval = 61;
+	c->blocking = RT_BLOCK_RETAKE;
+	c->retake_us = 20;
+}
+
+/* Kyo's scheduler: spawn and wake to the caller's queue with no wake-up; submissions
+ * from outside go to the least loaded of `cores` workers from a random start (stop at
+ * an idle one, else any worker at random); idle workers never steal (a worker steals
+ * once when its queue runs dry, from the most loaded of 8 x cores sampled workers);
+ * blocking is only seen by sampling workers' CPU time every 2 ms, twice. */
+static void preset_kyo(struct rt_config *c)
+{
+	preset_ce(c);
+	c->capacity = 4096; /* Kyo's queues grow; this one never fills in the studies */
+	c->spawn = RT_PLACE_LOCAL;
+	c->wake = RT_PLACE_LOCAL;
+	c->submit = RT_PLACE_SCAN;
+	c->local_requires_available = true;
+	c->scan_stride = 0; /* = cores: the scan covers the workers there are */
+	c->scan_stop_idle = true;
+	c->scan_fallback = RT_FALLBACK_RANDOM;
+	c->notify = RT_NOTIFY_NEVER;
+	c->idle_steal = false;
+	c->steal_victim = RT_VICTIM_MAX_LOAD;
+	c->steal_stride = 0;
+	c->steal_min_load = 2;
+	c->blocking = RT_BLOCK_DETECT;
+	c->detect_us = 2000;
+	c->detect_samples = 2;
+}
+
+/* The studied partial fix: flush the worker's queue before each blocking call. */
+static void preset_kyo_flush(struct rt_config *c)
+{
+	preset_kyo(c);
+	c->blocking_flush = true;
+}
+
+/* The studied full fix: flush, and 64 workers that a 64-wide scan always sees. */
+static void preset_kyo_tuned(struct rt_config *c)
+{
+	preset_kyo_flush(c);
+	c->workers = 64;
+	c->workers_max = 64;
+	c->scan_stride = 64;
+}
+
+/* Virtual threads on a ForkJoinPool: start() submits to the external queue, unpark
+ * pushes to the carrier's queue, thieves take one task at a time, and a carrier
+ * blocked in the kernel is compensated by a spare (up to 256). */
+static void preset_loom(struct rt_config *c)
+{
+	preset_ce(c);
+	c->spawn = RT_PLACE_EXTERNAL;
+	c->wake = RT_PLACE_LOCAL;
+	c->notify = RT_NOTIFY_ALWAYS;
+	c->searcher_frac = 0;
+	c->steal = RT_STEAL_ONE;
+	c->blocking = RT_BLOCK_COMPENSATE;
+	c->workers_max = 256;
+}
+
+/* A plain thread-pool executor: one shared locked queue, no per-worker queues, no
+ * stealing; a blocking call simply holds its thread. */
+static void preset_global(struct rt_config *c)
+{
+	preset_ce(c);
+	c->spawn = RT_PLACE_EXTERNAL;
+	c->wake = RT_PLACE_EXTERNAL;
+	c->submit = RT_PLACE_EXTERNAL;
+	c->global_interval = 1;
+	c->notify = RT_NOTIFY_ALWAYS;
+	c->idle_steal = false;
+	c->blocking = RT_BLOCK_NONE;
+}
+
+/* Platform threads: one OS thread per task, created at spawn. */
+static void preset_threads(struct rt_config *c)
+{
+	preset_ce(c);
+	c->executor = RT_EXEC_THREADS;
+	c->blocking = RT_BLOCK_NONE;
+	c->stack_size = 256 * 1024;
+}
 
 struct preset {
 	const char *name;
@@ -17,29 +173,39 @@ struct preset {
 	void (*apply)(struct rt_config *c);
 };
 
-/* cats-effect's work-stealing pool: spawn to the local ring (256 slots) and wake a
- * parked sibling when none is searching; at most half the workers search; the
- * global queue is checked first every 64 ticks. */
-static void preset_ce(struct rt_config *c)
-{
-	c->workers = 0;
-	c->stack_size = 64 * 1024;
-	c->local_capacity = 256;
-	c->global_interval = 64;
-	c->searcher_frac = 2;
-	c->search_spin_us = 50;
-	c->spawn = RT_SPAWN_LOCAL;
-	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
-	c->idle_steal = true;
-	c->metrics = true;
-}
-
 static const struct preset presets[] = {
-	{ "ce", "cats-effect's work-stealing pool: local ring, wake a sibling if none searches",
+	{ "ce", "cats-effect's work-stealing pool: local ring, wake a sibling if none searches, "
+		"blocking hands the queue off",
 	  preset_ce },
+	{ "tokio", "Tokio multi-thread: as ce plus a LIFO slot (not stealable, 3 runs per tick), "
+		   "adaptive global interval",
+	  preset_tokio },
+	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sysmon retakes a blocked "
+		"worker's queue after 20 us",
+	  preset_go },
+	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, idle workers never steal, "
+		 "blocking seen only by 2 ms x 2 CPU-time samples",
+	  preset_kyo },
+	{ "kyo-flush", "kyo, with rt_flush() before each blocking call (the studied partial fix)",
+	  preset_kyo_flush },
+	{ "kyo-tuned", "kyo-flush with 64 workers and a 64-wide scan (the studied full fix)",
+	  preset_kyo_tuned },
+	{ "loom", "virtual threads on a ForkJoinPool: spawn to the external queue, blocking "
+		  "compensated by spare workers",
+	  preset_loom },
+	{ "global", "a plain thread-pool executor: one shared locked queue, no stealing",
+	  preset_global },
+	{ "threads", "platform threads: one OS thread per task", preset_threads },
 };
 
-static const char *const preset_names[] = { "ce", NULL };
+#define NPRESETS (sizeof(presets) / sizeof(presets[0]))
+
+static const char *const preset_names[] = {
+	"ce", "tokio", "go", "kyo", "kyo-flush", "kyo-tuned", "loom", "global", "threads", NULL,
+};
+
+_Static_assert(sizeof(preset_names) / sizeof(preset_names[0]) == NPRESETS + 1,
+	       "every preset is listed by name");
 
 void rt_config_default(struct rt_config *c)
 {
@@ -48,7 +214,7 @@ void rt_config_default(struct rt_config *c)
 
 int rt_config_preset(struct rt_config *c, const char *name)
 {
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+	for (size_t i = 0; i < NPRESETS; i++) {
 		if (!strcmp(presets[i].name, name)) {
 			memset(c, 0, sizeof(*c));
 			presets[i].apply(c);
@@ -66,8 +232,220 @@ const char *const *rt_preset_names(void)
 
 const char *rt_preset_describe(const char *name)
 {
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+	for (size_t i = 0; i < NPRESETS; i++)
 		if (!strcmp(presets[i].name, name))
 			return presets[i].describe;
 	return NULL;
+}
+
+/* ---- knobs ----------------------------------------------------------------------------- */
+
+enum knob_kind { K_UINT, K_SIZE, K_BOOL, K_ENUM };
+
+struct knob {
+	const char *name;
+	enum knob_kind kind;
+	size_t offset;
+	unsigned long min, max;  /* K_UINT, K_SIZE */
+	const char *const *words; /* K_ENUM: the value names, in enum order */
+	const char *accepts;
+	const char *help;
+};
+
+static const char *const place_words[] = { "local", "lifo", "runnext", "external", "scan", NULL };
+static const char *const notify_words[] = { "never", "if-no-searchers", "always", NULL };
+static const char *const fallback_words[] = { "random", "external", NULL };
+static const char *const steal_words[] = { "half", "one", NULL };
+static const char *const victim_words[] = { "random", "max-load", NULL };
+static const char *const blocking_words[] = { "none", "handoff", "retake", "detect",
+					      "compensate", NULL };
+static const char *const stack_words[] = { "dedicated", "compact", NULL };
+static const char *const executor_words[] = { "pool", "threads", NULL };
+
+#define OFF(field) offsetof(struct rt_config, field)
+#define PLACES     "local, lifo, runnext, external, scan"
+
+static const struct knob knobs[] = {
+	{ "executor", K_ENUM, OFF(executor), 0, 0, executor_words, "pool, threads",
+	  "tasks on a pool of workers, or one OS thread per task" },
+	{ "workers", K_UINT, OFF(workers), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "core worker threads; 0: one per online CPU" },
+	{ "workers_max", K_UINT, OFF(workers_max), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "workers including compensating spares; 0: as workers" },
+	{ "stack_size", K_SIZE, OFF(stack_size), 16384, 64ul << 20, NULL, "16384..67108864",
+	  "usable bytes of each task's stack" },
+	{ "stack_mode", K_ENUM, OFF(stack_mode), 0, 0, stack_words, "dedicated, compact",
+	  "a stack per task, or parked tasks' stacks copied out to the heap" },
+	{ "capacity", K_UINT, OFF(capacity), 2, 1u << 20, NULL, "2..1048576, a power of two",
+	  "slots in each worker's queue" },
+	{ "spawn", K_ENUM, OFF(spawn), 0, 0, place_words, PLACES,
+	  "where a task spawned on a worker goes" },
+	{ "wake", K_ENUM, OFF(wake), 0, 0, place_words, PLACES,
+	  "where a task woken on a worker goes" },
+	{ "submit", K_ENUM, OFF(submit), 0, 0, place_words, "external, scan",
+	  "where a task submitted or woken from outside the pool goes" },
+	{ "local_requires_available", K_BOOL, OFF(local_requires_available), 0, 0, NULL,
+	  "true, false", "a worker inside a blocking section places by scan, not locally" },
+	{ "scan_stride", K_UINT, OFF(scan_stride), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "workers a placement scan examines; 0: all" },
+	{ "scan_stop_idle", K_BOOL, OFF(scan_stop_idle), 0, 0, NULL, "true, false",
+	  "a scan stops at the first idle worker" },
+	{ "scan_fallback", K_ENUM, OFF(scan_fallback), 0, 0, fallback_words, "random, external",
+	  "where a scan that found no available worker places" },
+	{ "lifo_polls", K_UINT, OFF(lifo_polls), 1, UINT_MAX, NULL, "1..4294967295",
+	  "LIFO-slot runs in a row before the slot yields to the queue" },
+	{ "lifo_stealable", K_BOOL, OFF(lifo_stealable), 0, 0, NULL, "true, false",
+	  "thieves may take the LIFO/runnext slot on their last pass" },
+	{ "global_interval", K_UINT, OFF(global_interval), 1, 1000000, NULL, "1..1000000",
+	  "check the global queue first every this many ticks" },
+	{ "global_adaptive", K_BOOL, OFF(global_adaptive), 0, 0, NULL, "true, false",
+	  "scale the global interval to 200 us of task polls" },
+	{ "notify", K_ENUM, OFF(notify), 0, 0, notify_words, "never, if-no-searchers, always",
+	  "whom a push to a worker's own queue wakes" },
+	{ "searcher_frac", K_UINT, OFF(searcher_frac), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "at most workers/N search at once; 0: no cap" },
+	{ "search_spin_us", K_UINT, OFF(search_spin_us), 0, 1000000, NULL, "0..1000000",
+	  "how long a searching worker keeps looking before it parks" },
+	{ "idle_steal", K_BOOL, OFF(idle_steal), 0, 0, NULL, "true, false",
+	  "parked workers are woken to search; false: only by work placed on them" },
+	{ "steal", K_ENUM, OFF(steal), 0, 0, steal_words, "half, one", "how much a thief takes" },
+	{ "steal_victim", K_ENUM, OFF(steal_victim), 0, 0, victim_words, "random, max-load",
+	  "whom a thief robs" },
+	{ "steal_stride", K_UINT, OFF(steal_stride), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "workers sampled by a max-load thief; 0: all" },
+	{ "steal_min_load", K_UINT, OFF(steal_min_load), 1, 1u << 20, NULL, "1..1048576",
+	  "a victim must hold at least this many tasks" },
+	{ "blocking", K_ENUM, OFF(blocking), 0, 0, blocking_words,
+	  "none, handoff, retake, detect, compensate", "what a blocking section does" },
+	{ "blocking_flush", K_BOOL, OFF(blocking_flush), 0, 0, NULL, "true, false",
+	  "rt_blocking_begin() first re-places the worker's queue (rt_flush)" },
+	{ "retake_us", K_UINT, OFF(retake_us), 1, 10000000, NULL, "1..10000000",
+	  "retake: how long a blocked worker keeps its queue" },
+	{ "detect_us", K_UINT, OFF(detect_us), 10, 10000000, NULL, "10..10000000",
+	  "detect: the CPU-time sampling interval" },
+	{ "detect_samples", K_UINT, OFF(detect_samples), 1, 1000, NULL, "1..1000",
+	  "detect: flat samples in a row that flag a worker blocked" },
+	{ "monitor_us", K_UINT, OFF(monitor_us), 10, 10000000, NULL, "10..10000000",
+	  "the monitor's tick for idle/stranded time" },
+	{ "latency_sample", K_UINT, OFF(latency_sample), 1, 1u << 20, NULL, "1..1048576",
+	  "measure schedule latency for one task in this many" },
+	{ "metrics", K_BOOL, OFF(metrics), 0, 0, NULL, "true, false",
+	  "always-on counters (off only to measure their cost)" },
+};
+
+#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+static const char *knob_name_list[NKNOBS + 1];
+
+const char *const *rt_knob_names(void)
+{
+	/* filled on first use; the table never changes */
+	if (!knob_name_list[0])
+		for (size_t i = 0; i < NKNOBS; i++)
+			knob_name_list[i] = knobs[i].name;
+	return knob_name_list;
+}
+
+static const struct knob *knob_find(const char *name)
+{
+	for (size_t i = 0; i < NKNOBS; i++)
+		if (!strcmp(knobs[i].name, name))
+			return &knobs[i];
+	return NULL;
+}
+
+const char *rt_knob_describe(const char *name)
+{
+	const struct knob *k = knob_find(name);
+
+	return k ? k->help : NULL;
+}
+
+const char *rt_knob_accepts(const char *name)
+{
+	const struct knob *k = knob_find(name);
+
+	return k ? k->accepts : NULL;
+}
+
+int rt_config_set(struct rt_config *c, const char *name, const char *value, char *err,
+		  size_t errlen)
+{
+	const struct knob *k = knob_find(name);
+	char *field = (char *)c, *end;
+	unsigned long v;
+
+	if (!k) {
+		size_t off = (size_t)snprintf(err, errlen, "unknown knob '%s'; the knobs are", name);
+
+		for (size_t i = 0; i < NKNOBS && off < errlen; i++)
+			off += (size_t)snprintf(err + off, errlen - off, "%s %s", i ? "," : "",
+						knobs[i].name);
+		return -ENOENT;
+	}
+	field += k->offset;
+	switch (k->kind) {
+	case K_BOOL:
+		if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "on")) {
+			*(bool *)field = true;
+			return 0;
+		}
+		if (!strcmp(value, "false") || !strcmp(value, "0") || !strcmp(value, "off")) {
+			*(bool *)field = false;
+			return 0;
+		}
+		break;
+	case K_ENUM:
+		for (int i = 0; k->words[i]; i++) {
+			if (!strcmp(k->words[i], value)) {
+				/* submit takes only the two places that make sense off a worker */
+				if (k->offset == OFF(submit) && i != RT_PLACE_EXTERNAL &&
+				    i != RT_PLACE_SCAN)
+					break;
+				*(int *)field = i;
+				return 0;
+			}
+		}
+		break;
+	case K_UINT:
+	case K_SIZE:
+		errno = 0;
+		v = strtoul(value, &end, 10);
+		if (!*value || *value == '-' || *end || errno || v < k->min || v > k->max)
+			break;
+		if (!strcmp(name, "capacity") && (v & (v - 1)))
+			break;
+		if (k->kind == K_SIZE)
+			*(size_t *)field = v;
+		else
+			*(unsigned *)field = (unsigned)v;
+		return 0;
+	}
+	snprintf(err, errlen, "-c %s=%s: %s takes %s", name, value, name, k->accepts);
+	return -EINVAL;
+}
+
+int rt_config_get(const struct rt_config *c, const char *name, char *buf, size_t len)
+{
+	const struct knob *k = knob_find(name);
+	const char *field = (const char *)c;
+
+	if (!k)
+		return -ENOENT;
+	field += k->offset;
+	switch (k->kind) {
+	case K_BOOL:
+		snprintf(buf, len, "%s", *(const bool *)field ? "true" : "false");
+		break;
+	case K_ENUM:
+		snprintf(buf, len, "%s", k->words[*(const int *)field]);
+		break;
+	case K_UINT:
+		snprintf(buf, len, "%u", *(const unsigned *)field);
+		break;
+	case K_SIZE:
+		snprintf(buf, len, "%zu", *(const size_t *)field);
+		break;
+	}
+	return 0;
 }

@@ -78,15 +78,19 @@ int rt_deque_push(struct rt_deque *dq, void *item)
 	return 0;
 }
 
-void *rt_deque_pop(struct rt_deque *dq)
+/* Take the oldest item: the owner's pop and a thief's steal_one differ only in how
+ * they may read tail. */
+static inline void *take_head(struct rt_deque *dq, bool owner)
 {
 	uint64_t head = __atomic_load_n(&dq->head, __ATOMIC_ACQUIRE);
 
 	for (;;) {
 		uint32_t steal = head_steal(head), real = head_real(head);
+		/* acquire for a thief: pairs with the release store in rt_deque_push() */
+		uint32_t tail = owner ? dq->tail : __atomic_load_n(&dq->tail, __ATOMIC_ACQUIRE);
 		uint64_t next;
 
-		if (real == dq->tail)
+		if (real == tail || tail - real > dq->mask + 1)
 			return NULL;
 		/* no steal in progress: both indices move; else only ours */
 		next = steal == real ? head_pack(real + 1, real + 1) : head_pack(steal, real + 1);
@@ -94,6 +98,16 @@ void *rt_deque_pop(struct rt_deque *dq)
 						__ATOMIC_ACQUIRE))
 			return slot_get(dq, real);
 	}
+}
+
+void *rt_deque_pop(struct rt_deque *dq)
+{
+	return take_head(dq, true);
+}
+
+void *rt_deque_steal_one(struct rt_deque *src)
+{
+	return take_head(src, false);
 }
 
 uint32_t rt_deque_take_half(struct rt_deque *dq, void **out)

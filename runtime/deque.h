@@ -45,6 +45,9 @@ uint32_t rt_deque_take_half(struct rt_deque *dq, void **out);
  * one included. */
 void *rt_deque_steal(struct rt_deque *src, struct rt_deque *dst, uint32_t *moved);
 
+/* Thief: take the single oldest item (ForkJoinPool's poll), or NULL. */
+void *rt_deque_steal_one(struct rt_deque *src);
+
 /* Any thread: items queued now (a snapshot; exact only for the owner). */
 uint32_t rt_deque_len(const struct rt_deque *dq);
 static inline bool rt_deque_empty(const struct rt_deque *dq)

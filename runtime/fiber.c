@@ -10,10 +10,19 @@
  * A new task's stack holds the frame rt__switch pops: zeroed callee-saved registers,
  * %r12 = the task, and rt__fiber_start as the return address. The zero %rbp ends every
  * frame-pointer walk at the fiber's entry.
+ *
+ * Compact mode keeps a parked task in the few hundred bytes its stack actually uses:
+ * every task of a worker runs on that worker's one shared stack, and when a task
+ * switches out the part it used, [sp, top), is copied to the heap and copied back
+ * before it next runs. The copy must come back at the same addresses (frames point
+ * into it: frame pointers, waiters, error handlers), so once a task has run it stays
+ * on that worker (its home); only tasks that never ran may be stolen.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "runtime/internal.h"
@@ -43,18 +52,64 @@ static struct rt_task *task_map(struct rt_sched *s)
 	t->map = map;
 	t->map_len = len;
 	t->sched = s;
+	t->tsan_fiber = RT_TSAN_CREATE();
 	return t;
 }
 
 static void task_unmap(struct rt_task *t)
 {
+	RT_TSAN_DESTROY(t->tsan_fiber);
+	if (!t->map) {
+		free(t->saved);
+		free(t);
+		return;
+	}
 	munmap(t->map, t->map_len);
 }
 
-/* Lay out the frame that rt__switch pops the first time it switches to t. */
-static void frame_init(struct rt_task *t)
+/* Compact mode: the task is a small heap object; its stack is its home's, later. */
+static struct rt_task *task_small(struct rt_sched *s)
 {
-	uint64_t *top = (uint64_t *)((uintptr_t)t & ~(uintptr_t)15);
+	struct rt_task *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->sched = s;
+	t->tsan_fiber = RT_TSAN_CREATE();
+	return t;
+}
+
+int rt__shared_stack_map(struct rt_sched *s, struct rt__worker *w)
+{
+	size_t len = s->page + ((s->cfg.stack_size + s->page - 1) & ~(s->page - 1));
+	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+
+	if (map == MAP_FAILED)
+		return -ENOMEM;
+	if (mprotect(map, s->page, PROT_NONE)) {
+		munmap(map, len);
+		return -ENOMEM;
+	}
+	w->shared_map = map;
+	w->shared_len = len;
+	w->shared_top = map + len;
+	return 0;
+}
+
+void rt__shared_stack_unmap(struct rt__worker *w)
+{
+	if (w->shared_map)
+		munmap(w->shared_map, w->shared_len);
+	w->shared_map = NULL;
+}
+
+/* Lay out, below top, the frame that rt__switch pops the first time it switches to t. */
+static void frame_init(struct rt_task *t, void *stack_top)
+{
+	uint64_t *top = (uint64_t *)((uintptr_t)stack_top & ~(uintptr_t)15);
 
 	top[-1] = (uint64_t)(uintptr_t)rt__fiber_start; /* return address; after ret, %rsp = top */
 	top[-2] = 0;                                    /* %rbp: ends frame-pointer walks */
@@ -85,7 +140,7 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 		pthread_mutex_unlock(&s->pool_lock);
 	}
 	if (!t) {
-		t = task_map(s);
+		t = s->cfg.stack_mode == RT_STACK_COMPACT ? task_small(s) : task_map(s);
 		if (!t)
 			return NULL;
 	}
@@ -97,6 +152,10 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 	t->state = 0;
 	t->waiter = NULL;
 	t->err_top = NULL;
+	t->own = NULL;
+	t->ready_ns = 0;
+	t->home = NULL;
+	t->saved_len = 0;
 	/* ids need only be unique: a per-worker sequence tagged with the worker keeps the
 	 * spawn path off any shared cache line */
 	if (w) {
@@ -106,8 +165,38 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 		seq = __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED);
 		t->id = seq << 9;
 	}
-	frame_init(t);
+	if (t->map)
+		frame_init(t, t);
 	return t;
+}
+
+void rt__compact_first_run(struct rt__worker *w, struct rt_task *t)
+{
+	t->home = w;
+	frame_init(t, w->shared_top);
+}
+
+int rt__compact_save(struct rt_task *t)
+{
+	char *top = (char *)((uintptr_t)t->home->shared_top & ~(uintptr_t)15);
+	uint32_t len = (uint32_t)(top - (char *)t->sp);
+
+	if (len > t->saved_cap) {
+		void *p = realloc(t->saved, len);
+
+		if (!p)
+			return -ENOMEM;
+		t->saved = p;
+		t->saved_cap = len;
+	}
+	memcpy(t->saved, t->sp, len);
+	t->saved_len = len;
+	return 0;
+}
+
+void rt__compact_restore(struct rt_task *t)
+{
+	memcpy(t->sp, t->saved, t->saved_len);
 }
 
 void rt__task_put(struct rt_sched *s, struct rt__worker *w, struct rt_task *t)

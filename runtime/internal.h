@@ -1,6 +1,12 @@
 /*
- * Internals shared by the runtime's files only: the task, worker and scheduler
- * structures, and the few functions one file calls in another (rt__ prefix).
+ * Internals shared by the runtime's files only: the task, thread, worker and
+ * scheduler structures, and the functions one file calls in another (rt__ prefix).
+ *
+ * Threads and workers are apart on purpose. A worker is a queue with its counters
+ * and its place in the parking protocol; a thread (struct rt__thread) is an OS thread
+ * that runs tasks, and drives at most one worker at a time. They part when a
+ * blocking section hands the worker's queue to another thread: the blocked thread
+ * keeps running its task, in place, with no worker, while the other drives the queue.
  */
 #ifndef SCHEDLAB_RT_INTERNAL_H
 #define SCHEDLAB_RT_INTERNAL_H
@@ -9,6 +15,7 @@
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "runtime/deque.h"
 #include "runtime/phase.h"
@@ -32,22 +39,33 @@ struct rt__waiter {
 	uint64_t value;
 };
 
+struct rt__thread;
+
 struct rt_task {
 	void *sp;                  /* saved stack pointer while switched out */
 	rt_fn fn;
 	void *arg;
 	uint64_t result;
-	struct rt_task *next;      /* intrusive link: global queue, free lists */
+	struct rt_task *next;      /* intrusive link: global queue, inboxes, free lists */
 	uint32_t state;            /* RT_TASK_* */
 	struct rt__waiter *waiter; /* valid once RT_TASK_WAITING is set */
 	uint64_t id;
+	uint64_t ready_ns;         /* when it became runnable, for sampled latency; 0: not sampled */
 	struct rt_sched *sched;
-	void *map;                 /* the mapping holding the guard page, stack and this struct */
+	struct rt__thread *own;    /* the threads executor: the OS thread that runs only this task */
+	void *map;                 /* the mapping holding the guard page, stack and this struct;
+				    * NULL in compact mode, where the struct is malloc'd */
 	size_t map_len;
+	/* compact mode: the worker whose shared stack it runs on once started, and its used
+	 * stack while it is switched out */
+	struct rt__worker *home;
+	void *saved;
+	uint32_t saved_len, saved_cap;
 	void *err_top;             /* the innermost error handler (error.c); NULL: none */
+	void *tsan_fiber;          /* ThreadSanitizer's handle for this fiber (SANITIZE=thread) */
 };
 
-/* What a task asked its worker to do when it switched out. */
+/* What a task asked its thread to do when it switched out. */
 enum rt__after_kind {
 	RT_AFTER_DONE,
 	RT_AFTER_YIELD,
@@ -56,42 +74,94 @@ enum rt__after_kind {
 
 struct rt__after {
 	enum rt__after_kind kind;
-	/* RT_AFTER_SUSPEND: run on the worker's stack once the task is fully switched out;
+	/* RT_AFTER_SUSPEND: run on the thread's stack once the task is fully switched out;
 	 * false means the wait is already over and the task runs again at once. */
 	bool (*commit)(struct rt_task *self, void *arg);
 	void *arg;
 };
 
+/* An OS thread that runs tasks: a worker thread, a spare that took over a worker, a
+ * thread blocked in a section after handing its worker off, or a task's own thread
+ * (the threads executor). Thread-local: only its thread touches it, except futex. */
+struct rt__thread {
+	struct rt_sched *sched;
+	struct rt__worker *w;      /* the worker driven now; NULL: none */
+	void *sched_sp;            /* the thread's own context while a task runs */
+	struct rt_task *current;
+	struct rt__after after;
+	uint64_t phase;            /* the phase word (runtime/phase.h), read by the probe */
+	bool blocking;             /* inside rt_blocking_begin .. end */
+	uint64_t block_start_ns;
+	struct rt__worker *block_w; /* the worker it had when the section began */
+	struct rt_task *own;       /* the threads executor: the one task it runs */
+	uint32_t futex;            /* a spare: 1 once handed a worker; a task's own: ready */
+	struct rt__thread *next;   /* the spare list */
+	pthread_t pthread;
+	clockid_t cpu_clock;       /* this thread's CPU-time clock, for the detector */
+	void *tsan_fiber;          /* ThreadSanitizer's handle for the thread's own context */
+};
+
+/* The blocking state of a worker, CASed by its thread and the monitor. */
+#define RT_W_RUNNING  0u /* driven by a thread that runs tasks or looks for them */
+#define RT_W_BLOCKING 1u /* its thread is in a blocking section and still owns it */
+#define RT_W_TAKEN    2u /* handed to another thread while its old thread blocks */
+
 struct rt__worker {
 	struct rt_deque dq; /* head and tail on their own cache lines */
 
-	/* owner-only state */
+	/* owner-only state (the thread driving the worker) */
 	alignas(RT_CACHELINE) struct rt_sched *sched;
 	unsigned index;
-	void *sched_sp;            /* the worker's own context while a task runs */
-	struct rt_task *current;
-	struct rt__after after;
+	struct rt_task *lifo;      /* the LIFO / runnext slot; CASed by thieves if stealable */
+	unsigned lifo_streak;      /* LIFO runs in a row */
 	uint32_t tick;
 	uint32_t rng;
-	uint64_t id_seq;            /* task ids handed out here */
+	uint64_t id_seq;           /* task ids handed out here */
 	bool searching;
 	struct rt_task *free_tasks; /* a small cache of finished tasks with their stacks */
 	unsigned nfree;
-	void **spill;               /* scratch for an overflowing queue: capacity / 2 */
-	uint64_t phase;             /* the phase word (runtime/phase.h); read by the probe */
+	void **spill;              /* scratch for an overflowing queue: capacity / 2 */
+	void *shared_map;          /* compact mode: the stack every task of this worker runs on */
+	size_t shared_len;
+	char *shared_top;
+	unsigned global_interval;  /* current; adapts when global_adaptive */
+	uint64_t poll_ewma_ns;     /* global_adaptive: mean task poll time */
+	uint64_t interval_mark_ns; /* global_adaptive: when the global queue was last checked */
+
+	/* seen by other threads */
+	alignas(RT_CACHELINE) struct rt__thread *thread; /* who drives it now */
+	clockid_t driver_clock;    /* that thread's CPU-time clock (0 until it starts) */
+	uint32_t bstate;           /* RT_W_*: what the scheduler knows of a blocking section */
+	uint32_t in_section;       /* its thread is in a blocking section (for the metrics only) */
+	uint64_t bstart_ns;        /* when its thread entered the blocking section */
+	uint32_t running;          /* 1 while a task runs on it (for the detector and loads) */
+	uint64_t cpu_seen_ns;      /* detector: the driving thread's CPU time at the last sample */
+	unsigned flat_samples;     /* detector: samples in a row with no CPU time used */
+	bool flagged;              /* detector: thinks it blocked; scans pass it over */
+	bool section_flagged;      /* the detector flagged it during the current section */
+
+	/* tasks other threads placed here (scans, flushes, drains): owner drains, thieves
+	 * may take from it too */
+	alignas(RT_CACHELINE) pthread_mutex_t inbox_lock;
+	struct rt_task *inbox_head, *inbox_tail;
+	uint32_t inbox_len;        /* read without the lock as a hint */
 
 	alignas(RT_CACHELINE) uint32_t futex; /* 0: parked or about to; 1: woken */
-	pthread_t thread;
+	bool parked;               /* on the sleepers list (under idle_lock) */
 
 	alignas(RT_CACHELINE) struct rt_worker_stats stats;
+	uint64_t *steals_from;     /* per victim; RT_MAX_WORKERS entries */
 };
 
 struct rt_sched {
 	struct rt_config cfg;
-	unsigned nworkers;
+	unsigned ncore;            /* core workers */
+	unsigned nmax;             /* workers that may exist, spares included */
+	unsigned nworkers;         /* workers started; grows by compensation (acquire/release) */
 	unsigned max_searchers;
-	struct rt__worker **workers;
+	struct rt__worker **workers; /* nmax slots */
 	size_t page;
+	uint64_t started_ns;
 
 	/* the global injection queue */
 	alignas(RT_CACHELINE) pthread_mutex_t inject_lock;
@@ -105,6 +175,19 @@ struct rt_sched {
 	unsigned nsleepers;
 	bool shutdown;
 
+	/* threads that lost their worker to a hand-off, and spares waiting for one */
+	alignas(RT_CACHELINE) pthread_mutex_t spare_lock;
+	struct rt__thread *spares;
+	unsigned nthreads_live;    /* spare, worker and blocked threads alive */
+	pthread_cond_t threads_gone;
+	uint64_t threads_created;
+	uint32_t blocking_now;     /* threads inside a blocking section */
+
+	/* the monitor: idle and stranded time, the CPU-time detector, retakes */
+	pthread_t monitor;
+	bool monitor_started;
+	uint32_t monitor_futex;
+
 	/* timers and the I/O reactor (io.c), started on first use */
 	struct rt__io *io;
 	pthread_mutex_t io_lock;
@@ -116,11 +199,57 @@ struct rt_sched {
 	uint64_t next_id;
 };
 
+/* The idle word: (unparked << 16) | searching. */
+#define IDLE_SEARCH_ONE    1u
+#define IDLE_UNPARK_ONE    (1u << 16)
+#define IDLE_SEARCHING(st) ((st) & 0xffffu)
+#define IDLE_UNPARKED(st)  ((st) >> 16)
+#define IDLE_UNPARKED_OF(s) IDLE_UNPARKED(__atomic_load_n(&(s)->idle_state, __ATOMIC_RELAXED))
+
 /* ---- switch_x86_64.S ---- */
 void rt__switch(void **save_sp, void *load_sp);
 void rt__fiber_start(void);
 
+/* ThreadSanitizer follows memory accesses per thread; fibers move between threads and
+ * threads between fibers, so every switch tells it which context runs next (and the
+ * switch itself orders what happened before it with what comes after). */
+#if defined(RT_SANITIZE_thread)
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#define RT_TSAN_SWITCH(fiber) __tsan_switch_to_fiber((fiber), 0)
+#define RT_TSAN_CREATE()      __tsan_create_fiber(0)
+#define RT_TSAN_DESTROY(f)    __tsan_destroy_fiber(f)
+#define RT_TSAN_CURRENT()     __tsan_get_current_fiber()
+#else
+#define RT_TSAN_SWITCH(fiber) ((void)0)
+#define RT_TSAN_CREATE()      NULL
+#define RT_TSAN_DESTROY(f)    ((void)(f))
+#define RT_TSAN_CURRENT()     NULL
+#endif
+
+/* From a thread's own context into task t, and from task t back to its thread. */
+static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
+{
+	RT_TSAN_SWITCH(t->tsan_fiber);
+	rt__switch(&th->sched_sp, t->sp);
+}
+
+static inline void rt__switch_out(struct rt__thread *th, struct rt_task *t)
+{
+	RT_TSAN_SWITCH(th->tsan_fiber);
+	rt__switch(&t->sp, th->sched_sp);
+}
+
 /* ---- fiber.c: tasks and their stacks ---- */
+/* Compact mode: map w's shared stack; lay out t's first frame on it; copy a switched-out
+ * task's used stack to the heap and back. 0 or -ENOMEM. */
+int rt__shared_stack_map(struct rt_sched *s, struct rt__worker *w);
+void rt__shared_stack_unmap(struct rt__worker *w);
+void rt__compact_first_run(struct rt__worker *w, struct rt_task *t);
+int rt__compact_save(struct rt_task *t);
+void rt__compact_restore(struct rt_task *t);
 struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn, void *arg);
 void rt__task_put(struct rt_sched *s, struct rt__worker *w, struct rt_task *t);
 void rt__task_cache_drain(struct rt_sched *s, struct rt__worker *w);
@@ -131,17 +260,56 @@ void rt__task_pool_free(struct rt_sched *s);
 void rt__io_stop(struct rt_sched *s);
 
 /* ---- sched.c ---- */
-/* The calling thread's worker, read fresh on every call: a task can move between
- * threads across a switch, so a cached thread-local address would be stale. */
+extern __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
+
+/* The calling thread's runtime context, read fresh on every call: a task can move
+ * between threads across a switch, and a compiler that kept the thread-local's value
+ * or address from before the switch would read another thread's. A volatile asm with
+ * a memory clobber is one %fs-relative load that is never merged with another or
+ * moved across the switch. (local-exec: the runtime is linked into the executable.) */
+static inline struct rt__thread *rt__thread(void)
+{
+	struct rt__thread *th;
+
+	__asm__ volatile("movq %%fs:rt__tls_thread@tpoff, %0" : "=r"(th) : : "memory");
+	return th;
+}
+/* The worker whose queue the calling thread may push to: NULL outside the pool and
+ * inside a blocking section (where the worker may already belong to another thread). */
 struct rt__worker *rt__self(void);
-/* Suspend the running task; commit runs on the worker once it is switched out. */
+/* Suspend the running task; commit runs on the thread once it is switched out. */
 void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg);
-/* Make a suspended task runnable again, from any thread. */
+/* A task's function returned: wake its joiner or free it. Its stack is not in use. */
+void rt__task_finished(struct rt__thread *th, struct rt_task *t);
+/* Make a suspended task runnable again, from any thread, by the wake policy. */
 void rt__ready(struct rt_task *t);
+/* The worker loop of a thread that drives a worker; returns when it no longer does
+ * (its worker was handed off during a blocking section) or at shutdown. */
+void rt__drive(struct rt__thread *th);
+/* Enter the run loop for a thread: sets the thread-local context. */
+void rt__thread_bind(struct rt__thread *th);
+/* Tokio's adaptive global-queue interval, called at each global-queue check. */
+void rt__adapt_interval(struct rt__worker *w);
+/* Park w's thread until notified. false: shutdown. */
+bool rt__park(struct rt__worker *w);
+/* Wake a parked worker to search, by the notify knob's rule (from: for counters):
+ * after a push to a shared queue, and (cheaper, no barrier) after one to the caller's
+ * own queue. */
+void rt__notify_parked(struct rt_sched *s, struct rt__worker *from);
+void rt__notify_local(struct rt_sched *s, struct rt__worker *from);
+/* Wake w itself if it is parked (work was placed on it). true if it was parked. */
+bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w);
+/* Wake some parked worker to search, whatever the notify knob says. */
+bool rt__wake_one_parked(struct rt_sched *s);
+/* A worker, not yet driven by any thread. NULL + errno. */
+struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index);
+uint64_t rt__now_ns(void);
+/* FUTEX_WAIT with a relative timeout (NULL: none); rt__futex_wait/wake are in sync.c. */
+long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec *timeout);
 
 /* Waiting, the same way from a task and from a plain thread. rt__wait() prepares w
  * (task = the running task or NULL) and calls commit(w, arg): from a task, on the
- * worker's stack once the task is switched out; from a thread, at once. commit
+ * thread's stack once the task is switched out; from a thread, at once. commit
  * returns true when it registered w (the caller then sleeps until rt__wake(w)) and
  * false when the condition already holds (the caller goes on at once). Whoever calls
  * rt__wake(w) must be done with w first: the waiter may return and reuse its stack
@@ -149,7 +317,50 @@ void rt__ready(struct rt_task *t);
 void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg);
 void rt__wake(struct rt__waiter *w);
 
-/* Counters: written by the owning worker only, read by anyone. */
+/* ---- place.c: placement and stealing ---- */
+/* Make t runnable from thread th (may be NULL: from outside) by `how`. */
+void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t, enum rt_place how);
+/* Push onto w's inbox from any thread, and wake w if it is parked. */
+void rt__inbox_push(struct rt__worker *w, struct rt_task *t);
+/* Owner: move up to the queue's room from the inbox into the queue; the first task. */
+struct rt_task *rt__inbox_take(struct rt__worker *w);
+/* The worker a scan picks, leaving out `exclude` (may be NULL); counts on `from`. */
+struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
+			    struct rt__worker *exclude, bool *fallback);
+/* A worker's load: queued tasks, plus one while a task runs on it. */
+unsigned rt__load(const struct rt__worker *w);
+/* Owner: the next task from the LIFO slot, the queue, the inbox or the global queue. */
+struct rt_task *rt__next_task(struct rt__worker *w);
+/* Steal for w; NULL when nothing was found. last_pass allows the LIFO slot (Go). */
+struct rt_task *rt__steal(struct rt__worker *w, bool last_pass);
+/* Take one task, and with batch a fair share more into w's queue, from the global queue. */
+struct rt_task *rt__inject_take(struct rt__worker *w, bool batch);
+void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *tail, size_t n);
+bool rt__work_pending(struct rt_sched *s);
+/* Re-place every task queued on w (owner) by a scan that leaves w out. */
+unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter);
+/* The same from another thread (the detector), taking as a thief does. */
+unsigned rt__drain_remote(struct rt__worker *w);
+
+/* ---- blocking.c: blocking sections, spare threads, the monitor ---- */
+int rt__monitor_start(struct rt_sched *s);
+void rt__monitor_stop(struct rt_sched *s);
+/* Give w to a spare thread (cached or new). 0 or -errno. */
+int rt__handoff(struct rt_sched *s, struct rt__worker *w);
+/* Wait until every thread the runtime made has exited (at shutdown). */
+void rt__threads_join(struct rt_sched *s);
+/* Add a worker beyond the core ones (compensation). NULL when at workers_max. */
+struct rt__worker *rt__worker_add(struct rt_sched *s);
+
+/* ---- threads.c: one OS thread per task ---- */
+int rt__task_thread_start(struct rt_sched *s, struct rt_task *t);
+void rt__task_thread_ready(struct rt_task *t);
+
+/* ---- stats ---- */
+void rt__latency_record(struct rt__worker *w, struct rt_task *t);
+
+/* Counters: written by one thread at a time (the worker's, or the monitor for its own
+ * fields), read by anyone. */
 #define RT_STAT_ADD(w, field, n)                                                               \
 	do {                                                                                   \
 		if ((w)->sched->cfg.metrics)                                                   \
@@ -158,11 +369,107 @@ void rt__wake(struct rt__waiter *w);
 					 __ATOMIC_RELAXED);                                            \
 	} while (0)
 #define RT_STAT_INC(w, field) RT_STAT_ADD(w, field, 1)
+/* For fields two threads may bump (a blocked thread and the worker's new driver). */
+#define RT_STAT_ATOMIC_ADD(w, field, n)                                                        \
+	do {                                                                                   \
+		if ((w)->sched->cfg.metrics)                                                   \
+			__atomic_fetch_add(&(w)->stats.field, (n), __ATOMIC_RELAXED);          \
+	} while (0)
 
-/* Publish what the worker does now: a plain store, read by the sampler. */
-static inline void rt__phase(struct rt__worker *w, unsigned kind, uint64_t task_id)
+/* Publish what the thread does now: a plain store, read by the sampler. */
+static inline void rt__phase(struct rt__thread *th, unsigned kind, uint64_t task_id)
 {
-	__atomic_store_n(&w->phase, RT_PHASE_WORD(kind, w->index, task_id), __ATOMIC_RELAXED);
+	__atomic_store_n(&th->phase,
+			 RT_PHASE_WORD(kind, th->w ? th->w->index : RT_PHASE_NO_WORKER, task_id),
+			 __ATOMIC_RELAXED);
 }
+
+/* Enter a phase on the calling thread (a no-op outside the runtime's threads) and
+ * return the word to restore with rt__phase_restore() when done; for code that runs
+ * inside a task: allocation, stack capture. */
+uint64_t rt__phase_enter(unsigned kind);
+void rt__phase_restore(uint64_t prev);
+
+/* ==== Added for sync.c, chan.c and io.c (the waiting primitives) ======================
+ * Kept apart from the scheduler's declarations above; nothing above depends on them. */
+
+/* ---- sync.c: the wait-list lock and futex calls ---- */
+
+/* A futex lock of one word (0 free, 1 held, 2 held with sleepers) for the primitives'
+ * wait lists. Only slow paths take it, for a few instructions, and never across a
+ * wait: a commit callback takes and releases it before returning. */
+void rt__lock_slow(uint32_t *l);
+void rt__unlock_slow(uint32_t *l);
+
+static inline void rt__lock(uint32_t *l)
+{
+	uint32_t free_ = 0;
+
+	/* acquire: pairs with the release in rt__unlock() */
+	if (!__atomic_compare_exchange_n(l, &free_, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		rt__lock_slow(l);
+}
+
+static inline void rt__unlock(uint32_t *l)
+{
+	/* release: pairs with the acquire in rt__lock(); 2 means someone sleeps on l */
+	if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
+		rt__unlock_slow(l);
+}
+
+/* futex(2) on a private word by the syscall instruction (no libc frame, as in sched.c). */
+long rt__futex_wait(uint32_t *addr, uint32_t val);
+long rt__futex_wake(uint32_t *addr, int n);
+
+static inline void rt__cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+/* FIFO wait lists through rt__waiter's next/prev; callers hold the list's lock. */
+static inline void rt__wlist_push(struct rt__wait_list *l, struct rt__waiter *w)
+{
+	w->next = NULL;
+	w->prev = l->tail;
+	if (l->tail)
+		l->tail->next = w;
+	else
+		l->head = w;
+	l->tail = w;
+}
+
+static inline struct rt__waiter *rt__wlist_pop(struct rt__wait_list *l)
+{
+	struct rt__waiter *w = l->head;
+
+	if (w) {
+		l->head = w->next;
+		if (l->head)
+			l->head->prev = NULL;
+		else
+			l->tail = NULL;
+	}
+	return w;
+}
+
+static inline void rt__wlist_remove(struct rt__wait_list *l, struct rt__waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		l->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		l->tail = w->prev;
+}
+
+/* Wake every waiter of a list already unlinked from its primitive: read each next
+ * pointer before the wake, since a woken waiter's stack may be reused at once. */
+void rt__wake_all(struct rt__waiter *head);
+
+/* ---- chan.c ---- */
+/* For tests of wrap-around: start both positions at `start`. */
+int rt__chan_init_at(struct rt_chan *c, void **slots, uint32_t cap, uint64_t start);
 
 #endif /* SCHEDLAB_RT_INTERNAL_H */

@@ -1,21 +1,23 @@
 /*
- * The scheduler: worker threads, their run loop, placement, searching and parking,
- * and the task operations built on them (spawn, submit, join, yield, suspend).
+ * The scheduler: runtime threads and their run loop, searching and parking, and the
+ * task operations built on them (spawn, submit, join, yield, suspend, wait).
  *
- * A worker looks for its next task in this order: every global_interval ticks the
- * global queue first (fairness for external submissions); its own queue; a batch
- * from the global queue; then, if idle workers may steal and fewer than
- * workers/searcher_frac are already searching, it searches other workers' queues for
- * up to search_spin_us before it parks. Parking follows Tokio's protocol: one atomic
- * word counts unparked and searching workers; a push wakes a parked worker only when
- * nobody is searching (RT_NOTIFY_IF_NO_SEARCHERS), a searcher that finds work wakes
- * the next one if it was the last, and the last searcher to park re-checks every
- * queue, so work is never left with every worker asleep.
+ * A thread that drives a worker looks for its next task (rt__next_task: the LIFO
+ * slot, the global queue every global_interval ticks, its own queue, its inbox, a
+ * batch from the global queue), then searches other workers' queues for up to
+ * search_spin_us if idle workers may steal and fewer than workers/searcher_frac are
+ * searching already, and then parks. Parking follows Tokio's protocol: one atomic
+ * word counts unparked and searching workers; a push wakes a parked worker by the
+ * notify knob's rule, a searcher that finds work wakes the next one if it was the
+ * last, and the last searcher to park re-checks every queue, so work is never left
+ * with every worker asleep. Work placed on one worker by another thread (a scan, a
+ * flush) wakes that worker itself.
  *
- * A task switches back to its worker's own context (never straight to another task);
- * what it wants done then (finish, requeue, or commit a wait) is in w->after, and runs
- * once the task's stack is no longer in use, so a waker can never resume a task that
- * is still switching out.
+ * A task switches back to its thread's own context (never straight to another task);
+ * what it wants done then (finish, requeue, or commit a wait) is in th->after, and
+ * runs once the task's stack is no longer in use, so a waker can never resume a task
+ * that is still switching out. After every switch the thread re-reads its worker: a
+ * blocking section may have handed it to another thread meanwhile.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -28,29 +30,51 @@
 #include <unistd.h>
 
 #include "runtime/internal.h"
+#include "runtime/usdt.h"
 
-#define IDLE_SEARCH_ONE    1u
-#define IDLE_UNPARK_ONE    (1u << 16)
-#define IDLE_SEARCHING(st) ((st) & 0xffffu)
-#define IDLE_UNPARKED(st)  ((st) >> 16)
-
-static __thread struct rt__worker *tls_worker;
+/* The calling thread's runtime context; read through rt__thread() only. */
+__thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
 /* The probe finds each runtime thread's phase word through this pointer; it must be
  * initial-exec TLS of the executable so that its offset from the thread pointer is
  * one constant for every thread. */
 __thread uint64_t *rt_phase_ptr __attribute__((tls_model("initial-exec"), used));
 
-/* noipa (GCC): not even the knowledge that it only reads memory may leave this
- * function; clang has no such analysis across noinline. */
-#if defined(__clang__)
-__attribute__((noinline))
-#else
-__attribute__((noipa))
-#endif
 struct rt__worker *rt__self(void)
 {
-	return tls_worker;
+	struct rt__thread *th = rt__thread();
+
+	return th && !th->blocking ? th->w : NULL;
+}
+
+void rt__thread_bind(struct rt__thread *th)
+{
+	rt__tls_thread = th;
+	rt_phase_ptr = th ? &th->phase : NULL;
+	if (th)
+		th->tsan_fiber = RT_TSAN_CURRENT();
+	if (th && pthread_getcpuclockid(pthread_self(), &th->cpu_clock))
+		th->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
+}
+
+uint64_t rt__phase_enter(unsigned kind)
+{
+	struct rt__thread *th = rt__thread();
+	uint64_t prev;
+
+	if (!th)
+		return 0;
+	prev = th->phase;
+	rt__phase(th, kind, RT_PHASE_TASK(prev));
+	return prev;
+}
+
+void rt__phase_restore(uint64_t prev)
+{
+	struct rt__thread *th = rt__thread();
+
+	if (th)
+		__atomic_store_n(&th->phase, prev, __ATOMIC_RELAXED);
 }
 
 int64_t rt_phase_tls_offset(void)
@@ -64,9 +88,9 @@ int64_t rt_phase_tls_offset(void)
 
 /* futex(2) by the syscall instruction itself, not libc's syscall(): Debian's libc has
  * no frame pointers, and a sample taken in the kernel would lose our caller's frame. */
-static long futex_op(uint32_t *addr, int op, uint32_t val)
+static long futex_op(uint32_t *addr, int op, uint32_t val, const struct timespec *timeout)
 {
-	register long r10 __asm__("r10") = 0; /* no timeout */
+	register long r10 __asm__("r10") = (long)timeout;
 	long ret;
 
 	__asm__ volatile("syscall"
@@ -76,22 +100,12 @@ static long futex_op(uint32_t *addr, int op, uint32_t val)
 	return ret;
 }
 
-static void futex_wait(uint32_t *addr, uint32_t val)
+long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec *timeout)
 {
-	futex_op(addr, FUTEX_WAIT_PRIVATE, val);
+	return futex_op(addr, FUTEX_WAIT_PRIVATE, val, timeout);
 }
 
-static void futex_wake(uint32_t *addr)
-{
-	futex_op(addr, FUTEX_WAKE_PRIVATE, 1);
-}
-
-static inline void cpu_relax(void)
-{
-	__builtin_ia32_pause();
-}
-
-static uint64_t now_ns(void)
+uint64_t rt__now_ns(void)
 {
 	struct timespec ts;
 
@@ -99,115 +113,113 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint32_t next_rand(struct rt__worker *w)
+static inline void cpu_relax(void)
 {
-	uint32_t x = w->rng; /* xorshift32 */
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return w->rng = x;
-}
-
-/* ---- the global injection queue --------------------------------------------------- */
-
-static void inject_push_list(struct rt_sched *s, struct rt_task *head, struct rt_task *tail,
-			     size_t n)
-{
-	tail->next = NULL;
-	pthread_mutex_lock(&s->inject_lock);
-	if (s->inject_tail)
-		s->inject_tail->next = head;
-	else
-		s->inject_head = head;
-	s->inject_tail = tail;
-	__atomic_store_n(&s->inject_len, s->inject_len + n, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&s->inject_lock);
-}
-
-static inline bool inject_empty(struct rt_sched *s)
-{
-	return __atomic_load_n(&s->inject_len, __ATOMIC_RELAXED) == 0;
-}
-
-/* Take one task, and when batch is set move up to a fair share more into w's queue. */
-static struct rt_task *inject_take(struct rt__worker *w, bool batch)
-{
-	struct rt_sched *s = w->sched;
-	struct rt_task *t;
-	size_t n = 1;
-
-	if (inject_empty(s))
-		return NULL;
-	pthread_mutex_lock(&s->inject_lock);
-	t = s->inject_head;
-	if (!t) {
-		pthread_mutex_unlock(&s->inject_lock);
-		return NULL;
-	}
-	if (batch) {
-		size_t want = s->inject_len / s->nworkers + 1;
-		size_t room = rt_deque_room(&w->dq);
-
-		if (want > room + 1)
-			want = room + 1;
-		if (want > rt_deque_capacity(&w->dq) / 2)
-			want = rt_deque_capacity(&w->dq) / 2;
-		for (struct rt_task *u = t->next; n < want && u; n++) {
-			struct rt_task *next = u->next;
-
-			rt_deque_push(&w->dq, u); /* cannot fail: room was counted */
-			u = next;
-		}
-	}
-	/* the n taken are t and the n - 1 after it */
-	{
-		struct rt_task *rest = t;
-
-		for (size_t i = 0; i < n; i++)
-			rest = rest->next;
-		s->inject_head = rest;
-		if (!rest)
-			s->inject_tail = NULL;
-	}
-	__atomic_store_n(&s->inject_len, s->inject_len - n, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&s->inject_lock);
-	RT_STAT_ADD(w, global_pops, n);
-	return t;
+	__builtin_ia32_pause();
 }
 
 /* ---- waking and parking ----------------------------------------------------------- */
 
 static void unpark(struct rt__worker *w)
 {
-	/* the store pairs with the load in park()'s wait loop; FUTEX_WAKE after it */
+	/* the store pairs with the acquire load in rt__park()'s wait loop */
 	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
-	futex_wake(&w->futex);
+	rt__futex_wake(&w->futex, 1);
 }
 
-/* Wake a parked worker to come and search, if nobody is searching already. The
- * read-modify-write is a full barrier: it orders our earlier push before the read of
- * the idle state, and pairs with the one in park(). */
-static void notify_parked(struct rt_sched *s, struct rt__worker *from)
+/* Under idle_lock: take w off the sleepers list and count it unparked (and searching). */
+static void sleeper_remove(struct rt_sched *s, struct rt__worker *w, bool searching)
 {
-	uint32_t st = __atomic_fetch_add(&s->idle_state, 0, __ATOMIC_SEQ_CST);
-	struct rt__worker *v;
+	for (unsigned i = 0; i < s->nsleepers; i++) {
+		if (s->sleepers[i] == w->index) {
+			s->sleepers[i] = s->sleepers[--s->nsleepers];
+			break;
+		}
+	}
+	__atomic_store_n(&w->parked, false, __ATOMIC_RELAXED);
+	w->searching = searching;
+	__atomic_fetch_add(&s->idle_state, IDLE_UNPARK_ONE | (searching ? IDLE_SEARCH_ONE : 0),
+			   __ATOMIC_SEQ_CST);
+}
 
-	if (IDLE_SEARCHING(st) || IDLE_UNPARKED(st) >= s->nworkers)
+static void notify_slow(struct rt_sched *s, struct rt__worker *from);
+
+/* Wake a parked worker to come and search, by the notify knob's rule. After a push to
+ * the global queue (shared) the read-modify-write is a full barrier: it orders the push
+ * before the read of the idle state and pairs with the one in rt__park(), so that the
+ * work is never left with everyone asleep. After a push to the caller's own queue a
+ * plain load is enough, as in Go's wakep(): if it misses a worker that is just
+ * parking, the caller still runs the task itself; only parallelism is lost. */
+static inline void notify_check(struct rt_sched *s, struct rt__worker *from, uint32_t st)
+{
+	bool any_searcher_ok = s->cfg.notify == RT_NOTIFY_ALWAYS;
+
+	if ((!any_searcher_ok && IDLE_SEARCHING(st)) ||
+	    IDLE_UNPARKED(st) >= __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED))
 		return;
+	notify_slow(s, from);
+}
+
+void rt__notify_parked(struct rt_sched *s, struct rt__worker *from)
+{
+	notify_check(s, from, __atomic_fetch_add(&s->idle_state, 0, __ATOMIC_SEQ_CST));
+}
+
+void rt__notify_local(struct rt_sched *s, struct rt__worker *from)
+{
+	notify_check(s, from, __atomic_load_n(&s->idle_state, __ATOMIC_RELAXED));
+}
+
+static void notify_slow(struct rt_sched *s, struct rt__worker *from)
+{
+	bool any_searcher_ok = s->cfg.notify == RT_NOTIFY_ALWAYS;
+	struct rt__worker *v;
+	uint32_t st;
+
 	pthread_mutex_lock(&s->idle_lock);
 	st = __atomic_load_n(&s->idle_state, __ATOMIC_SEQ_CST);
-	if (IDLE_SEARCHING(st) || IDLE_UNPARKED(st) >= s->nworkers || !s->nsleepers) {
+	if ((!any_searcher_ok && IDLE_SEARCHING(st)) || !s->nsleepers) {
 		pthread_mutex_unlock(&s->idle_lock);
 		return;
 	}
-	v = s->workers[s->sleepers[--s->nsleepers]];
-	/* the woken worker starts out searching */
-	__atomic_fetch_add(&s->idle_state, IDLE_UNPARK_ONE | IDLE_SEARCH_ONE, __ATOMIC_SEQ_CST);
+	v = s->workers[s->sleepers[s->nsleepers - 1]];
+	sleeper_remove(s, v, s->cfg.idle_steal);
 	pthread_mutex_unlock(&s->idle_lock);
 	if (from)
 		RT_STAT_INC(from, notifies);
 	unpark(v);
+}
+
+bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w)
+{
+	if (!__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&s->idle_lock);
+	if (!__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&s->idle_lock);
+		return false;
+	}
+	/* it has work of its own waiting: not a searcher */
+	sleeper_remove(s, w, false);
+	pthread_mutex_unlock(&s->idle_lock);
+	unpark(w);
+	return true;
+}
+
+bool rt__wake_one_parked(struct rt_sched *s)
+{
+	struct rt__worker *v;
+
+	pthread_mutex_lock(&s->idle_lock);
+	if (!s->nsleepers) {
+		pthread_mutex_unlock(&s->idle_lock);
+		return false;
+	}
+	v = s->workers[s->sleepers[s->nsleepers - 1]];
+	sleeper_remove(s, v, true);
+	pthread_mutex_unlock(&s->idle_lock);
+	unpark(v);
+	return true;
 }
 
 static bool enter_searching(struct rt__worker *w)
@@ -233,29 +245,19 @@ static void leave_searching(struct rt__worker *w)
 	uint32_t prev = __atomic_fetch_sub(&s->idle_state, IDLE_SEARCH_ONE, __ATOMIC_SEQ_CST);
 
 	w->searching = false;
-	if (IDLE_SEARCHING(prev) == 1)
-		notify_parked(s, w);
+	if (IDLE_SEARCHING(prev) == 1 && s->cfg.idle_steal)
+		rt__notify_parked(s, w);
 }
 
-static bool work_pending(struct rt_sched *s)
-{
-	if (!inject_empty(s))
-		return true;
-	for (unsigned i = 0; i < s->nworkers; i++)
-		if (!rt_deque_empty(&s->workers[i]->dq))
-			return true;
-	return false;
-}
-
-/* Sleep until notified. false: the scheduler is shutting down. */
-static bool park(struct rt__worker *w)
+bool rt__park(struct rt__worker *w)
 {
 	struct rt_sched *s = w->sched;
-	bool last_searcher = false;
+	struct rt__thread *th = w->thread;
+	bool last_searcher;
 	uint32_t prev;
 
 	pthread_mutex_lock(&s->idle_lock);
-	if (s->shutdown) {
+	if (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&s->idle_lock);
 		return false;
 	}
@@ -266,131 +268,63 @@ static bool park(struct rt__worker *w)
 	w->searching = false;
 	__atomic_store_n(&w->futex, 0, __ATOMIC_RELAXED);
 	s->sleepers[s->nsleepers++] = w->index;
+	/* seq_cst: a full barrier between saying we park and the look below; pairs with
+	 * the fence in rt__inbox_push() and the read-modify-write in rt__notify_parked() */
+	__atomic_store_n(&w->parked, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&s->idle_lock);
 
-	/* a push that saw a searcher (us) woke nobody: look once more before sleeping */
-	if (last_searcher && work_pending(s))
-		notify_parked(s, w);
+	/* Look once more before sleeping. A push to the global queue or to our inbox
+	 * either saw us parked (and wakes us) or is seen here; then we take ourselves
+	 * off the list, unless its waker already did. A push that saw a searcher (us)
+	 * woke nobody: as the last searcher we look at every queue and wake another. */
+	if (!rt_deque_empty(&w->dq) || __atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&s->inject_len, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&s->idle_lock);
+		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
+			sleeper_remove(s, w, false);
+			pthread_mutex_unlock(&s->idle_lock);
+			return true;
+		}
+		pthread_mutex_unlock(&s->idle_lock); /* a waker is on its way: wait for it */
+	} else if (last_searcher && rt__work_pending(s)) {
+		rt__notify_parked(s, w);
+	}
 
-	rt__phase(w, RT_PHASE_PARK, 0);
+	rt__phase(th, RT_PHASE_PARK, 0);
 	RT_STAT_INC(w, parks);
+	RT_USDT(park, w->index);
 	while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
-		futex_wait(&w->futex, 0);
-	rt__phase(w, RT_PHASE_SCHED, 0);
-	if (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE))
-		return false;
-	w->searching = true; /* notify_parked() counted us as searching */
-	return true;
+		rt__futex_wait_timeout(&w->futex, 0, NULL);
+	RT_USDT(unpark, w->index, (int)w->searching);
+	rt__phase(th, RT_PHASE_SCHED, 0);
+	return !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
 }
 
-/* ---- placement ---------------------------------------------------------------------- */
+/* ---- finding work --------------------------------------------------------------------- */
 
-/* Push t on w's own queue; a full queue spills its older half and t to the global
- * queue, as Tokio and Go do. */
-static void local_push(struct rt__worker *w, struct rt_task *t)
-{
-	struct rt_sched *s = w->sched;
-
-	while (rt_deque_push(&w->dq, t)) {
-		uint32_t n = rt_deque_take_half(&w->dq, w->spill);
-
-		if (n) {
-			for (uint32_t i = 0; i + 1 < n; i++)
-				((struct rt_task *)w->spill[i])->next = w->spill[i + 1];
-			((struct rt_task *)w->spill[n - 1])->next = t;
-			inject_push_list(s, w->spill[0], t, n + 1);
-			RT_STAT_INC(w, overflows);
-			RT_STAT_INC(w, place_external);
-			return;
-		}
-		cpu_relax(); /* a thief is copying out of our queue; it frees slots soon */
-	}
-	RT_STAT_INC(w, place_local);
-}
-
-/* Make t runnable from worker w (NULL: from outside the pool) by the spawn policy. */
-static void place(struct rt_sched *s, struct rt__worker *w, struct rt_task *t, bool spawn)
-{
-	if (w && w->sched == s && !(spawn && s->cfg.spawn == RT_SPAWN_EXTERNAL)) {
-		local_push(w, t);
-		if (s->cfg.notify == RT_NOTIFY_IF_NO_SEARCHERS)
-			notify_parked(s, w);
-		return;
-	}
-	inject_push_list(s, t, t, 1);
-	if (w && w->sched == s)
-		RT_STAT_INC(w, place_external);
-	notify_parked(s, w && w->sched == s ? w : NULL);
-}
-
-void rt__ready(struct rt_task *t)
-{
-	struct rt__worker *w = rt__self();
-	uint64_t phase = 0;
-
-	if (w) {
-		phase = w->phase;
-		rt__phase(w, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
-	}
-	place(t->sched, w, t, false);
-	if (w)
-		__atomic_store_n(&w->phase, phase, __ATOMIC_RELAXED);
-}
-
-/* ---- finding work ------------------------------------------------------------------- */
-
-static struct rt_task *next_task(struct rt__worker *w)
-{
-	struct rt_sched *s = w->sched;
-	struct rt_task *t;
-
-	if (++w->tick % s->cfg.global_interval == 0 && (t = inject_take(w, false)))
-		return t;
-	if ((t = rt_deque_pop(&w->dq)))
-		return t;
-	return inject_take(w, true);
-}
-
-static struct rt_task *steal_work(struct rt__worker *w)
-{
-	struct rt_sched *s = w->sched;
-	unsigned n = s->nworkers, start = next_rand(w) % n;
-
-	for (unsigned i = 0; i < n; i++) {
-		unsigned v = start + i < n ? start + i : start + i - n;
-		struct rt_task *t;
-		uint32_t moved;
-
-		if (v == w->index)
-			continue;
-		RT_STAT_INC(w, steal_attempts);
-		t = rt_deque_steal(&s->workers[v]->dq, &w->dq, &moved);
-		if (t) {
-			RT_STAT_INC(w, steals);
-			RT_STAT_ADD(w, stolen, moved);
-			return t;
-		}
-	}
-	return NULL;
-}
-
-/* Look in other workers' queues and the global queue for up to search_spin_us. */
+/* Look in other workers' queues and the global queue for up to search_spin_us. Where
+ * idle workers do not steal (Kyo), a worker whose queue ran dry takes one look. */
 static struct rt_task *search(struct rt__worker *w)
 {
 	struct rt_sched *s = w->sched;
 	uint64_t deadline = 0;
 
-	if (!s->cfg.idle_steal || s->nworkers < 2 || !enter_searching(w))
+	if (__atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE) < 2)
+		return NULL;
+	if (!s->cfg.idle_steal)
+		return rt__steal(w, false);
+	if (!enter_searching(w))
 		return NULL;
 	for (unsigned round = 0;; round++) {
-		struct rt_task *t = steal_work(w);
+		/* Go takes runnext slots only on the last of its four passes */
+		struct rt_task *t = rt__steal(w, (round & 3) == 3);
 
-		if (t || (t = inject_take(w, true)))
+		if (t || (t = rt__inject_take(w, true)))
 			return t;
 		if (__atomic_load_n(&s->shutdown, __ATOMIC_RELAXED))
 			return NULL;
 		if ((round & 7) == 0) {
-			uint64_t now = now_ns();
+			uint64_t now = rt__now_ns();
 
 			if (!deadline)
 				deadline = now + (uint64_t)s->cfg.search_spin_us * 1000;
@@ -404,38 +338,79 @@ static struct rt_task *search(struct rt__worker *w)
 
 /* ---- running tasks ------------------------------------------------------------------ */
 
-static void task_finished(struct rt__worker *w, struct rt_task *t)
+void rt__task_finished(struct rt__thread *th, struct rt_task *t)
 {
 	/* release: the result is visible to whoever sees DONE; acquire: the joiner's
 	 * waiter pointer is visible once we see WAITING */
 	uint32_t old = __atomic_fetch_or(&t->state, RT_TASK_DONE, __ATOMIC_ACQ_REL);
 
-	if (old & RT_TASK_WAITING) {
+	if (old & RT_TASK_WAITING)
 		rt__wake(t->waiter); /* the joiner frees t once woken: t is not touched after */
-	} else if (old & RT_TASK_DETACHED) {
-		rt__task_put(w->sched, w, t);
-	}
+	else if (old & RT_TASK_DETACHED)
+		rt__task_put(t->sched, th->w, t);
 }
 
-static void run_task(struct rt__worker *w, struct rt_task *t)
+/* Tokio's adaptive global-queue interval: about 200 us of polls between checks of the
+ * global queue. Measured once per interval (as Tokio measures once per batch): the
+ * mean poll is the time since the last check over the ticks since. */
+void rt__adapt_interval(struct rt__worker *w)
 {
-	for (;;) {
-		w->current = t;
-		RT_STAT_INC(w, tasks_run);
-		rt__phase(w, RT_PHASE_RUN, t->id);
-		rt__switch(&w->sched_sp, t->sp);
-		rt__phase(w, RT_PHASE_SCHED, 0);
-		w->current = NULL;
+	uint64_t now = rt__now_ns(), poll_ns, interval;
 
-		switch (w->after.kind) {
+	if (w->interval_mark_ns) {
+		poll_ns = (now - w->interval_mark_ns) / w->global_interval;
+		w->poll_ewma_ns = w->poll_ewma_ns ? (w->poll_ewma_ns * 7 + poll_ns) / 8 : poll_ns;
+		interval = w->poll_ewma_ns ? 200000 / w->poll_ewma_ns : 127;
+		w->global_interval = interval < 2 ? 2 : interval > 127 ? 127 : (unsigned)interval;
+	}
+	w->interval_mark_ns = now;
+}
+
+static void run_task(struct rt__thread *th, struct rt_task *t)
+{
+	struct rt_sched *s = th->sched;
+
+	for (;;) {
+		struct rt__worker *w = th->w;
+
+		th->current = t;
+		if (w) {
+			__atomic_store_n(&w->running, 1, __ATOMIC_RELAXED);
+			RT_STAT_INC(w, tasks_run);
+			if (t->ready_ns)
+				rt__latency_record(w, t);
+			if (w->shared_map) {
+				if (!t->home)
+					rt__compact_first_run(w, t);
+				else if (t->saved_len)
+					rt__compact_restore(t);
+			}
+		}
+		rt__phase(th, RT_PHASE_RUN, t->id);
+		RT_USDT(run_begin, t->id, w ? w->index : RT_NO_WORKER);
+		rt__switch_in(th, t);
+		th->current = NULL;
+		RT_USDT(run_end, t->id, th->w ? th->w->index : RT_NO_WORKER, (int)th->after.kind);
+		/* re-read: a blocking section may have handed the worker to another thread */
+		w = th->w;
+		if (w)
+			__atomic_store_n(&w->running, 0, __ATOMIC_RELAXED);
+		rt__phase(th, RT_PHASE_SCHED, 0);
+		/* compact mode: keep what it used of the shared stack before anyone else runs */
+		if (t->home && th->after.kind != RT_AFTER_DONE && rt__compact_save(t)) {
+			fprintf(stderr, "schedlab runtime: out of memory saving a parked task's stack\n");
+			abort();
+		}
+
+		switch (th->after.kind) {
 		case RT_AFTER_DONE:
-			task_finished(w, t);
+			rt__task_finished(th, t);
 			return;
 		case RT_AFTER_YIELD:
-			place(w->sched, w, t, false);
+			rt__place(s, th, t, w ? RT_PLACE_LOCAL : s->cfg.submit);
 			return;
 		case RT_AFTER_SUSPEND:
-			if (w->after.commit(t, w->after.arg))
+			if (th->after.commit(t, th->after.arg))
 				return;
 			break; /* the wait was already over: run it again */
 		}
@@ -445,96 +420,147 @@ static void run_task(struct rt__worker *w, struct rt_task *t)
 /* The body of every fiber, entered from rt__fiber_start on the task's own stack. */
 __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
 {
-	struct rt__worker *w;
+	struct rt__thread *th;
 
 	t->result = t->fn(t->arg);
-	w = rt__self();
-	w->after.kind = RT_AFTER_DONE;
-	rt__switch(&t->sp, w->sched_sp);
+	th = rt__thread();
+	th->after.kind = RT_AFTER_DONE;
+	rt__switch_out(th, t);
 	__builtin_unreachable();
 }
 
-static void *worker_main(void *arg)
+void rt__drive(struct rt__thread *th)
 {
-	struct rt__worker *w = arg;
 	bool woken = false;
-	char name[16];
 
-	tls_worker = w;
-	rt_phase_ptr = &w->phase;
-	snprintf(name, sizeof(name), "rt-worker");
-	pthread_setname_np(pthread_self(), name);
-	rt__phase(w, RT_PHASE_SCHED, 0);
-
-	for (;;) {
-		struct rt_task *t = next_task(w);
+	while (th->w) {
+		struct rt__worker *w = th->w;
+		struct rt_task *t = rt__next_task(w);
 
 		if (!t)
 			t = search(w);
 		if (!t) {
 			if (woken)
 				RT_STAT_INC(w, noop_wakeups);
-			if (!park(w))
-				break;
+			if (!rt__park(w))
+				return;
 			woken = true;
 			continue;
 		}
 		woken = false;
 		if (w->searching)
 			leave_searching(w);
-		run_task(w, t);
+		run_task(th, t);
 	}
-
-	rt__phase(w, RT_PHASE_NONE, 0);
-	rt_phase_ptr = NULL;
-	tls_worker = NULL;
-	return NULL;
 }
 
 /* ---- the task API ------------------------------------------------------------------- */
 
 void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
 {
-	struct rt__worker *w = rt__self();
-	struct rt_task *t = w->current;
+	struct rt__thread *th = rt__thread();
+	struct rt_task *t = th->current;
 
-	w->after.kind = RT_AFTER_SUSPEND;
-	w->after.commit = commit;
-	w->after.arg = arg;
-	rt__switch(&t->sp, w->sched_sp);
-	/* resumed, perhaps on another worker */
+	th->after.kind = RT_AFTER_SUSPEND;
+	th->after.commit = commit;
+	th->after.arg = arg;
+	rt__switch_out(th, t);
+	/* resumed, perhaps on another thread */
+}
+
+void rt__ready(struct rt_task *t)
+{
+	struct rt__thread *th;
+	uint64_t phase;
+
+	if (t->own) {
+		rt__task_thread_ready(t);
+		return;
+	}
+	th = rt__thread();
+	if (!th) {
+		rt__place(t->sched, NULL, t, t->sched->cfg.submit);
+		return;
+	}
+	phase = th->phase;
+	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
+	rt__place(t->sched, th, t, t->sched->cfg.wake);
+	__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
+}
+
+static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
+{
+	struct rt__thread *th = rt__thread();
+	struct rt_sched *s;
+	struct rt_task *t;
+	uint64_t phase;
+
+	if (!th || !th->current) {
+		errno = EPERM; /* outside a task: use rt_submit() */
+		return NULL;
+	}
+	s = th->sched;
+	if (s->cfg.executor == RT_EXEC_THREADS) {
+		t = rt__task_new(s, NULL, fn, arg);
+		if (t && rt__task_thread_start(s, t)) {
+			rt__task_put(s, NULL, t);
+			errno = EAGAIN;
+			return NULL;
+		}
+		return t;
+	}
+	phase = th->phase;
+	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
+	t = rt__task_new(s, rt__self(), fn, arg);
+	if (t) {
+		struct rt__worker *w = rt__self();
+
+		if (w)
+			RT_STAT_INC(w, spawned);
+		RT_USDT(spawn, t->id, w ? w->index : RT_NO_WORKER, (int)s->cfg.spawn);
+		if (elsewhere && w) {
+			bool fallback;
+			struct rt__worker *v = rt__scan(s, w, w, &fallback);
+
+			if (v && v != w)
+				rt__inbox_push(v, t);
+			else
+				rt__place(s, th, t, RT_PLACE_EXTERNAL);
+		} else {
+			rt__place(s, th, t, s->cfg.spawn);
+		}
+	}
+	__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
+	return t;
 }
 
 struct rt_task *rt_spawn(rt_fn fn, void *arg)
 {
-	struct rt__worker *w = rt__self();
-	struct rt_task *t;
-	uint64_t phase;
+	return spawn_placed(fn, arg, false);
+}
 
-	if (!w || !w->current) {
-		errno = EPERM; /* outside a task: use rt_submit() */
-		return NULL;
-	}
-	phase = w->phase;
-	rt__phase(w, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
-	t = rt__task_new(w->sched, w, fn, arg);
-	if (t) {
-		RT_STAT_INC(w, spawned);
-		place(w->sched, w, t, true);
-	}
-	__atomic_store_n(&w->phase, phase, __ATOMIC_RELAXED);
-	return t;
+struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg)
+{
+	return spawn_placed(fn, arg, true);
 }
 
 struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
 {
-	struct rt__worker *w = rt__self();
-	struct rt_task *t = rt__task_new(s, w && w->sched == s ? w : NULL, fn, arg);
+	struct rt__thread *th = rt__thread();
+	struct rt__worker *w = th && th->sched == s ? rt__self() : NULL;
+	struct rt_task *t = rt__task_new(s, w, fn, arg);
 
 	if (!t)
 		return NULL;
-	inject_push_list(s, t, t, 1);
-	notify_parked(s, w && w->sched == s ? w : NULL);
+	if (s->cfg.executor == RT_EXEC_THREADS) {
+		if (rt__task_thread_start(s, t)) {
+			rt__task_put(s, NULL, t);
+			errno = EAGAIN;
+			return NULL;
+		}
+		return t;
+	}
+	rt__place(s, th && th->sched == s ? th : NULL, t, s->cfg.submit);
 	return t;
 }
 
@@ -554,9 +580,10 @@ static bool wait_commit(struct rt_task *self, void *arg)
 
 void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg)
 {
-	struct rt__worker *self = rt__self();
+	struct rt__thread *th = rt__thread();
 
-	w->task = self ? self->current : NULL;
+	/* inside a blocking section the thread blocks, as the section says it will */
+	w->task = th && !th->blocking ? th->current : NULL;
 	w->futex = 0;
 	w->next = w->prev = NULL;
 	if (w->task) {
@@ -568,7 +595,7 @@ void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *a
 	if (!commit(w, arg))
 		return;
 	while (!__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE))
-		futex_wait(&w->futex, 0);
+		rt__futex_wait_timeout(&w->futex, 0, NULL);
 }
 
 void rt__wake(struct rt__waiter *w)
@@ -583,7 +610,7 @@ void rt__wake(struct rt__waiter *w)
 	 * call after the store may touch a word whose owner already returned, which at
 	 * worst wakes nobody */
 	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
-	futex_wake(&w->futex);
+	rt__futex_wake(&w->futex, 1);
 }
 
 static bool join_commit(struct rt__waiter *w, void *arg)
@@ -624,27 +651,38 @@ void rt_detach(struct rt_task *t)
 
 void rt_yield(void)
 {
-	struct rt__worker *w = rt__self();
-	struct rt_task *t = w ? w->current : NULL;
+	struct rt__thread *th = rt__thread();
+	struct rt_task *t = th && !th->blocking ? th->current : NULL;
 
 	if (!t)
 		return;
-	w->after.kind = RT_AFTER_YIELD;
-	rt__switch(&t->sp, w->sched_sp);
+	if (t->own) {
+		sched_yield(); /* a task with its own thread yields the CPU */
+		return;
+	}
+	th->after.kind = RT_AFTER_YIELD;
+	rt__switch_out(th, t);
+}
+
+unsigned rt_flush(void)
+{
+	struct rt__worker *w = rt__self();
+
+	return w ? rt__drain(w, w) : 0;
 }
 
 struct rt_task *rt_current(void)
 {
-	struct rt__worker *w = rt__self();
+	struct rt__thread *th = rt__thread();
 
-	return w ? w->current : NULL;
+	return th ? th->current : NULL;
 }
 
 unsigned rt_worker_index(void)
 {
-	struct rt__worker *w = rt__self();
+	struct rt__thread *th = rt__thread();
 
-	return w ? w->index : RT_NO_WORKER;
+	return th && th->w ? th->w->index : RT_NO_WORKER;
 }
 
 uint64_t rt_task_id(const struct rt_task *t)
@@ -654,32 +692,80 @@ uint64_t rt_task_id(const struct rt_task *t)
 
 /* ---- the scheduler's life ------------------------------------------------------------ */
 
-static void workers_free(struct rt_sched *s, unsigned n)
+static void worker_free(struct rt_sched *s, struct rt__worker *w)
 {
-	for (unsigned i = 0; i < n; i++) {
-		struct rt__worker *w = s->workers[i];
+	rt__task_cache_drain(s, w);
+	pthread_mutex_destroy(&w->inbox_lock);
+	free(w->dq.slots);
+	free(w->spill);
+	free(w->steals_from);
+	rt__shared_stack_unmap(w);
+	free(w);
+}
 
-		rt__task_cache_drain(s, w);
-		free(w->dq.slots);
-		free(w->spill);
-		free(w);
+struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index)
+{
+	struct rt__worker *w;
+	void **slots = calloc(s->cfg.capacity, sizeof(*slots));
+	void **spill = calloc(s->cfg.capacity / 2, sizeof(*spill));
+	uint64_t *from = calloc(RT_MAX_WORKERS, sizeof(*from));
+
+	if (!slots || !spill || !from || posix_memalign((void **)&w, RT_CACHELINE, sizeof(*w))) {
+		free(slots);
+		free(spill);
+		free(from);
+		errno = ENOMEM;
+		return NULL;
 	}
+	memset(w, 0, sizeof(*w));
+	rt_deque_init(&w->dq, slots, s->cfg.capacity);
+	pthread_mutex_init(&w->inbox_lock, NULL);
+	w->spill = spill;
+	w->steals_from = from;
+	w->sched = s;
+	w->index = index;
+	w->rng = 0x9e3779b9u * (index + 1);
+	w->global_interval = s->cfg.global_interval;
+	if (s->cfg.stack_mode == RT_STACK_COMPACT && rt__shared_stack_map(s, w)) {
+		pthread_mutex_destroy(&w->inbox_lock);
+		free(slots);
+		free(spill);
+		free(from);
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return w;
+}
+
+static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax)
+{
+	if (c->executor == RT_EXEC_POOL && (ncore < 1 || ncore > nmax || nmax > RT_MAX_WORKERS))
+		return -EINVAL;
+	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
+	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
+	    !c->latency_sample || !c->steal_min_load)
+		return -EINVAL;
+	return 0;
 }
 
 struct rt_sched *rt_sched_new(const struct rt_config *c)
 {
+	unsigned ncore = c->workers, nmax;
 	struct rt_sched *s;
-	unsigned n = c->workers, started = 0;
-	int err = 0;
+	int err;
 
-	if (!n) {
+	if (!ncore) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-		n = cpus > 0 ? (unsigned)cpus : 1;
+		ncore = cpus > 0 ? (unsigned)cpus : 1;
 	}
-	if (n > RT_MAX_WORKERS || c->stack_size < 16384 || c->local_capacity < 2 ||
-	    (c->local_capacity & (c->local_capacity - 1)) || !c->global_interval) {
-		errno = EINVAL;
+	nmax = c->workers_max > ncore ? c->workers_max : ncore;
+	if (c->executor == RT_EXEC_THREADS)
+		ncore = nmax = 0;
+	err = check_config(c, ncore, nmax);
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 
@@ -689,61 +775,56 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	}
 	memset(s, 0, sizeof(*s));
 	s->cfg = *c;
-	s->cfg.workers = n;
-	s->nworkers = n;
-	s->max_searchers = c->searcher_frac ? (n + c->searcher_frac - 1) / c->searcher_frac : 0;
+	s->cfg.workers = ncore;
+	s->cfg.workers_max = nmax;
+	s->ncore = ncore;
+	s->nmax = nmax;
+	s->max_searchers = c->searcher_frac ? (ncore + c->searcher_frac - 1) / c->searcher_frac : 0;
 	s->page = (size_t)sysconf(_SC_PAGESIZE);
-	s->idle_state = n * IDLE_UNPARK_ONE;
+	s->started_ns = rt__now_ns();
 	pthread_mutex_init(&s->inject_lock, NULL);
 	pthread_mutex_init(&s->idle_lock, NULL);
 	pthread_mutex_init(&s->pool_lock, NULL);
 	pthread_mutex_init(&s->io_lock, NULL);
+	pthread_mutex_init(&s->spare_lock, NULL);
+	pthread_cond_init(&s->threads_gone, NULL);
 
-	s->workers = calloc(n, sizeof(*s->workers));
-	s->sleepers = calloc(n, sizeof(*s->sleepers));
+	s->workers = calloc(nmax ? nmax : 1, sizeof(*s->workers));
+	s->sleepers = calloc(nmax ? nmax : 1, sizeof(*s->sleepers));
 	if (!s->workers || !s->sleepers) {
 		err = ENOMEM;
-		goto out_free_sched;
+		goto out_free;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct rt__worker *w;
-		void **slots = calloc(c->local_capacity, sizeof(*slots));
-		void **spill = calloc(c->local_capacity / 2, sizeof(*spill));
-
-		if (!slots || !spill || posix_memalign((void **)&w, RT_CACHELINE, sizeof(*w))) {
-			free(slots);
-			free(spill);
-			workers_free(s, i);
+	for (unsigned i = 0; i < ncore; i++) {
+		s->workers[i] = rt__worker_new(s, i);
+		if (!s->workers[i]) {
 			err = ENOMEM;
-			goto out_free_sched;
+			goto out_free;
 		}
-		memset(w, 0, sizeof(*w));
-		rt_deque_init(&w->dq, slots, c->local_capacity);
-		w->spill = spill;
-		w->sched = s;
-		w->index = i;
-		w->rng = 0x9e3779b9u * (i + 1);
-		s->workers[i] = w;
 	}
-	for (; started < n; started++) {
-		err = pthread_create(&s->workers[started]->thread, NULL, worker_main,
-				     s->workers[started]);
+	/* every core worker counts as unparked from the start; each parks on its own */
+	s->idle_state = ncore * IDLE_UNPARK_ONE;
+	s->nworkers = ncore;
+	for (unsigned i = 0; i < ncore; i++) {
+		err = -rt__handoff(s, s->workers[i]);
+		if (err)
+			goto out_stop;
+	}
+	if (c->executor == RT_EXEC_POOL) {
+		err = -rt__monitor_start(s);
 		if (err)
 			goto out_stop;
 	}
 	return s;
 
 out_stop:
-	pthread_mutex_lock(&s->idle_lock);
-	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&s->idle_lock);
-	for (unsigned i = 0; i < started; i++) {
-		/* a worker that had not parked yet will see shutdown when it tries */
-		unpark(s->workers[i]);
-		pthread_join(s->workers[i]->thread, NULL);
-	}
-	workers_free(s, n);
-out_free_sched:
+	rt_sched_free(s);
+	errno = err;
+	return NULL;
+out_free:
+	for (unsigned i = 0; i < nmax; i++)
+		if (s->workers && s->workers[i])
+			worker_free(s, s->workers[i]);
 	free(s->workers);
 	free(s->sleepers);
 	free(s);
@@ -753,23 +834,32 @@ out_free_sched:
 
 void rt_sched_free(struct rt_sched *s)
 {
+	unsigned n;
+
 	if (!s)
 		return;
 	rt__io_stop(s);
+	rt__monitor_stop(s);
 	pthread_mutex_lock(&s->idle_lock);
 	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < s->nsleepers; i++)
+	for (unsigned i = 0; i < s->nsleepers; i++) {
+		__atomic_store_n(&s->workers[s->sleepers[i]]->parked, false, __ATOMIC_RELAXED);
 		unpark(s->workers[s->sleepers[i]]);
+	}
 	s->nsleepers = 0;
 	pthread_mutex_unlock(&s->idle_lock);
-	for (unsigned i = 0; i < s->nworkers; i++)
-		pthread_join(s->workers[i]->thread, NULL);
-	workers_free(s, s->nworkers);
+	rt__threads_join(s);
+
+	n = __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		worker_free(s, s->workers[i]);
 	rt__task_pool_free(s);
 	pthread_mutex_destroy(&s->inject_lock);
 	pthread_mutex_destroy(&s->idle_lock);
 	pthread_mutex_destroy(&s->pool_lock);
 	pthread_mutex_destroy(&s->io_lock);
+	pthread_mutex_destroy(&s->spare_lock);
+	pthread_cond_destroy(&s->threads_gone);
 	free(s->workers);
 	free(s->sleepers);
 	free(s);
@@ -777,42 +867,20 @@ void rt_sched_free(struct rt_sched *s)
 
 unsigned rt_sched_workers(const struct rt_sched *s)
 {
-	return s->nworkers;
+	return s->ncore;
+}
+
+unsigned rt_sched_workers_started(struct rt_sched *s)
+{
+	return __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
+}
+
+uint64_t rt_sched_threads_created(struct rt_sched *s)
+{
+	return __atomic_load_n(&s->threads_created, __ATOMIC_RELAXED);
 }
 
 const struct rt_config *rt_sched_config(const struct rt_sched *s)
 {
 	return &s->cfg;
-}
-
-static void stats_copy(const struct rt__worker *w, struct rt_worker_stats *out)
-{
-	const uint64_t *src = (const uint64_t *)&w->stats;
-	uint64_t *dst = (uint64_t *)out;
-
-	for (size_t k = 0; k < sizeof(*out) / sizeof(uint64_t); k++)
-		dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
-}
-
-unsigned rt_sched_stats(struct rt_sched *s, struct rt_worker_stats *out, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n && i < s->nworkers; i++)
-		stats_copy(s->workers[i], &out[i]);
-	return i;
-}
-
-void rt_sched_stats_total(struct rt_sched *s, struct rt_worker_stats *total)
-{
-	memset(total, 0, sizeof(*total));
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		struct rt_worker_stats one;
-		const uint64_t *src = (const uint64_t *)&one;
-		uint64_t *dst = (uint64_t *)total;
-
-		stats_copy(s->workers[i], &one);
-		for (size_t k = 0; k < sizeof(one) / sizeof(uint64_t); k++)
-			dst[k] += src[k];
-	}
 }

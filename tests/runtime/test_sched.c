@@ -119,6 +119,55 @@ static void tree_under(unsigned workers)
 	rt_sched_free(s);
 }
 
+/* Every preset, at 2 and 8 workers: no lost or doubled task. A smaller tree for the
+ * threads preset, whose every task is an OS thread. */
+static uint64_t tree_root_depth; /* node ids at or past 2^depth are leaves */
+
+static uint64_t tree_node_d(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg;
+	struct rt_task *l, *r;
+
+	__atomic_fetch_add(&tree_seen[id], 1, __ATOMIC_RELAXED);
+	if (id >= (1u << tree_root_depth))
+		return 1;
+	l = rt_spawn(tree_node_d, (void *)(2 * id));
+	r = rt_spawn(tree_node_d, (void *)(2 * id + 1));
+	if (!l || !r)
+		return 0;
+	return rt_join(l) + rt_join(r) + 1;
+}
+
+Test(sched, every_preset_runs_every_task_once, .timeout = 120)
+{
+	const char *const *names = rt_preset_names();
+	unsigned counts[] = { 2, 8 };
+
+	for (size_t p = 0; names[p]; p++) {
+		for (size_t k = 0; k < 2; k++) {
+			struct rt_config c;
+			struct rt_sched *s;
+			uint64_t nodes;
+
+			rt_config_preset(&c, names[p]);
+			c.workers = counts[k];
+			if (c.workers_max && c.workers_max < c.workers)
+				c.workers_max = c.workers;
+			tree_root_depth = c.executor == RT_EXEC_THREADS ? 9 : 12;
+			nodes = (1u << (tree_root_depth + 1)) - 1;
+			s = rt_sched_new(&c);
+			cr_assert_not_null(s, "%s: %s", names[p], strerror(errno));
+			memset(tree_seen, 0, sizeof(tree_seen));
+			cr_assert_eq(rt_join(rt_submit(s, tree_node_d, (void *)1)), nodes, "%s/%u",
+				     names[p], counts[k]);
+			for (uintptr_t i = 1; i <= nodes; i++)
+				cr_assert_eq(tree_seen[i], 1, "%s/%u: task %lu ran %u times", names[p],
+					     counts[k], (unsigned long)i, tree_seen[i]);
+			rt_sched_free(s);
+		}
+	}
+}
+
 Test(sched, task_tree_runs_every_task_once_1_worker, .timeout = 60)
 {
 	tree_under(1);
@@ -384,7 +433,7 @@ Test(sched, bad_configuration_is_refused)
 	struct rt_config c;
 
 	rt_config_default(&c);
-	c.local_capacity = 100;
+	c.capacity = 100;
 	errno = 0;
 	cr_expect_null(rt_sched_new(&c));
 	cr_expect_eq(errno, EINVAL);

@@ -1,0 +1,463 @@
+/*
+ * Blocking sections, the threads that drive workers, and the monitor.
+ *
+ * Every thread that drives a worker runs thread_main(): it drives its worker until a
+ * blocking section hands the worker to another thread, then waits as a spare until it
+ * is handed one itself (or its keep-alive runs out). The blocking knob decides what a
+ * section does:
+ *   none        the worker stays blocked with its queue (the runtime does not know);
+ *   handoff     at once, the queue goes to a spare thread and the call runs in place
+ *               (cats-effect's IO.blocking, Tokio's block_in_place);
+ *   retake      the monitor takes the queue for a spare thread once the section has
+ *               lasted retake_us and work is waiting, or 10 ms (Go's sysmon);
+ *   detect      the runtime does not know either; the monitor samples each busy
+ *               worker's CPU time every detect_us, and a worker flat for
+ *               detect_samples samples is flagged blocked and drained (Kyo);
+ *   compensate  a parked worker is woken, or a new one added up to workers_max, to
+ *               keep the parallelism while the section lasts (ForkJoinPool).
+ * A section that ends on a thread that no longer has a worker moves its task back to
+ * the pool through the submit path, and the thread becomes a spare.
+ *
+ * The monitor also keeps two integrals the placement findings rest on: each worker's
+ * time idle while tasks waited elsewhere, and time blocked while its own queue held
+ * tasks (stranded work), sampled every monitor_us.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/internal.h"
+#include "runtime/usdt.h"
+
+#define SPARE_KEEPALIVE_S 10       /* an idle spare thread exits after this */
+#define RETAKE_ANYWAY_NS  10000000 /* Go retakes even with no work waiting after 10 ms */
+
+/* ---- threads -------------------------------------------------------------------------- */
+
+/* Wait as a spare until handed a worker. false: shutdown or keep-alive over; exit. */
+static bool spare_wait(struct rt__thread *th)
+{
+	struct rt_sched *s = th->sched;
+	struct timespec ts = { .tv_sec = SPARE_KEEPALIVE_S };
+
+	pthread_mutex_lock(&s->spare_lock);
+	if (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&s->spare_lock);
+		return false;
+	}
+	__atomic_store_n(&th->futex, 0, __ATOMIC_RELAXED);
+	th->next = s->spares;
+	s->spares = th;
+	pthread_mutex_unlock(&s->spare_lock);
+
+	rt__phase(th, RT_PHASE_PARK, 0);
+	while (!__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE)) {
+		rt__futex_wait_timeout(&th->futex, 0, &ts);
+		if (__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE))
+			break;
+		pthread_mutex_lock(&s->spare_lock);
+		for (struct rt__thread **p = &s->spares; *p; p = &(*p)->next) {
+			if (*p == th) {
+				/* nobody took us: leave the list and exit */
+				*p = th->next;
+				pthread_mutex_unlock(&s->spare_lock);
+				return false;
+			}
+		}
+		/* taken meanwhile: the futex store is on its way */
+		pthread_mutex_unlock(&s->spare_lock);
+	}
+	return th->w != NULL; /* NULL: woken for shutdown */
+}
+
+static void *thread_main(void *arg)
+{
+	struct rt__thread *th = arg;
+	struct rt_sched *s = th->sched;
+
+	pthread_setname_np(pthread_self(), "rt-worker");
+	rt__thread_bind(th);
+	for (;;) {
+		if (th->w) {
+			__atomic_store_n(&th->w->driver_clock, th->cpu_clock, __ATOMIC_RELAXED);
+			rt__phase(th, RT_PHASE_SCHED, 0);
+			rt__drive(th);
+			if (th->w)
+				break; /* shutdown */
+			continue;  /* lost the worker in a blocking section */
+		}
+		if (!spare_wait(th))
+			break;
+	}
+	rt__phase(th, RT_PHASE_NONE, 0);
+	rt__thread_bind(NULL);
+	pthread_mutex_lock(&s->spare_lock);
+	s->nthreads_live--;
+	pthread_cond_broadcast(&s->threads_gone);
+	pthread_mutex_unlock(&s->spare_lock);
+	free(th);
+	return NULL;
+}
+
+int rt__handoff(struct rt_sched *s, struct rt__worker *w)
+{
+	struct rt__thread *th;
+	pthread_attr_t attr;
+	pthread_t tid;
+	int err;
+
+	/* nothing runs on w until its new thread picks a task */
+	__atomic_store_n(&w->running, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&s->spare_lock);
+	th = s->spares;
+	if (th) {
+		s->spares = th->next;
+		pthread_mutex_unlock(&s->spare_lock);
+		th->w = w;
+		__atomic_store_n(&w->thread, th, __ATOMIC_RELEASE);
+		/* release: the worker's state written by its last driver is visible to the
+		 * new one; pairs with the acquire load in spare_wait() */
+		__atomic_store_n(&th->futex, 1, __ATOMIC_RELEASE);
+		rt__futex_wake(&th->futex, 1);
+		return 0;
+	}
+	th = calloc(1, sizeof(*th));
+	if (!th) {
+		pthread_mutex_unlock(&s->spare_lock);
+		return -ENOMEM;
+	}
+	th->sched = s;
+	th->w = w;
+	__atomic_store_n(&w->thread, th, __ATOMIC_RELEASE);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, thread_main, th);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		pthread_mutex_unlock(&s->spare_lock);
+		free(th);
+		return -err;
+	}
+	s->nthreads_live++;
+	__atomic_store_n(&s->threads_created, s->threads_created + 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&s->spare_lock);
+	return 0;
+}
+
+void rt__threads_join(struct rt_sched *s)
+{
+	pthread_mutex_lock(&s->spare_lock);
+	/* wake every spare; each sees no worker and shutdown, and exits */
+	for (struct rt__thread *th = s->spares; th; th = th->next) {
+		__atomic_store_n(&th->futex, 1, __ATOMIC_RELEASE);
+		rt__futex_wake(&th->futex, 1);
+	}
+	s->spares = NULL;
+	while (s->nthreads_live)
+		pthread_cond_wait(&s->threads_gone, &s->spare_lock);
+	pthread_mutex_unlock(&s->spare_lock);
+}
+
+struct rt__worker *rt__worker_add(struct rt_sched *s)
+{
+	struct rt__worker *w = NULL;
+	unsigned n;
+
+	pthread_mutex_lock(&s->spare_lock);
+	n = __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED);
+	if (n < s->nmax && !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE) &&
+	    (w = rt__worker_new(s, n))) {
+		s->workers[n] = w;
+		__atomic_fetch_add(&s->idle_state, IDLE_UNPARK_ONE, __ATOMIC_SEQ_CST);
+		/* release: pairs with the acquire loads of nworkers; w is whole first */
+		__atomic_store_n(&s->nworkers, n + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->spare_lock);
+	if (w && rt__handoff(s, w))
+		return NULL; /* counted as unparked but never runs: harmless, it holds nothing */
+	return w;
+}
+
+/* ---- blocking sections ------------------------------------------------------------------- */
+
+static void wake_monitor(struct rt_sched *s)
+{
+	__atomic_store_n(&s->monitor_futex, 1, __ATOMIC_RELEASE);
+	rt__futex_wake(&s->monitor_futex, 1);
+}
+
+/* Keep the parallelism while w's thread blocks: wake a parked worker to come and
+ * search (it will find w's queue), else add one. */
+static void compensate(struct rt_sched *s, struct rt__worker *w)
+{
+	if (rt__wake_one_parked(s) || rt__worker_add(s))
+		RT_STAT_ATOMIC_ADD(w, compensations, 1);
+}
+
+void rt_blocking_begin(void)
+{
+	struct rt__thread *th = rt__thread();
+	struct rt_sched *s;
+	struct rt__worker *w;
+	uint64_t now;
+
+	if (!th || !th->current || th->blocking)
+		return;
+	s = th->sched;
+	w = th->w;
+	if (w && s->cfg.blocking_flush)
+		rt__drain(w, w);
+	now = rt__now_ns();
+	th->blocking = true;
+	th->block_start_ns = now;
+	th->block_w = w;
+	__atomic_fetch_add(&s->blocking_now, 1, __ATOMIC_RELAXED);
+	RT_USDT(block_begin, w ? w->index : RT_NO_WORKER, th->current->id);
+	if (!w) {
+		rt__phase(th, RT_PHASE_BLOCK, RT_PHASE_TASK(th->phase));
+		return;
+	}
+	RT_STAT_ATOMIC_ADD(w, blocking_episodes, 1);
+	__atomic_store_n(&w->section_flagged, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->bstart_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->in_section, 1, __ATOMIC_RELEASE);
+	/* compact mode: the task runs on its worker's shared stack, which cannot be handed
+	 * to another thread while this one still runs on it; the section blocks in place */
+	switch (s->cfg.stack_mode == RT_STACK_COMPACT ? RT_BLOCK_NONE : s->cfg.blocking) {
+	case RT_BLOCK_HANDOFF:
+		__atomic_store_n(&w->bstate, RT_W_TAKEN, __ATOMIC_RELEASE);
+		th->w = NULL;
+		if (rt__handoff(s, w)) {
+			/* no thread to take it: keep it and block with it */
+			th->w = w;
+			__atomic_store_n(&w->bstate, RT_W_RUNNING, __ATOMIC_RELEASE);
+		} else {
+			RT_STAT_ATOMIC_ADD(w, handoffs, 1);
+		}
+		break;
+	case RT_BLOCK_RETAKE:
+		__atomic_store_n(&w->bstate, RT_W_BLOCKING, __ATOMIC_RELEASE);
+		wake_monitor(s); /* so that it ticks at retake_us while we block */
+		break;
+	case RT_BLOCK_COMPENSATE:
+		__atomic_store_n(&w->bstate, RT_W_BLOCKING, __ATOMIC_RELEASE);
+		compensate(s, w);
+		break;
+	case RT_BLOCK_NONE:
+	case RT_BLOCK_DETECT:
+		break; /* the runtime does not know; only a detector may find out */
+	}
+	rt__phase(th, RT_PHASE_BLOCK, RT_PHASE_TASK(th->phase));
+}
+
+/* rt__suspend's commit for a task whose thread lost its worker: back to the pool. */
+static bool back_to_pool(struct rt_task *self, void *arg)
+{
+	struct rt__thread *th = rt__thread();
+
+	rt__place(self->sched, th, self, self->sched->cfg.submit);
+	return true;
+}
+
+void rt_blocking_end(void)
+{
+	struct rt__thread *th = rt__thread();
+	struct rt_sched *s;
+	struct rt__worker *w;
+	uint64_t dt;
+
+	if (!th || !th->blocking)
+		return;
+	s = th->sched;
+	w = th->block_w;
+	dt = rt__now_ns() - th->block_start_ns;
+	__atomic_fetch_sub(&s->blocking_now, 1, __ATOMIC_RELAXED);
+	RT_USDT(block_end, w ? w->index : RT_NO_WORKER, th->current->id, dt);
+	if (w) {
+		RT_STAT_ATOMIC_ADD(w, blocking_ns, dt);
+		if (s->cfg.blocking == RT_BLOCK_DETECT &&
+		    !__atomic_load_n(&w->section_flagged, __ATOMIC_RELAXED))
+			RT_STAT_ATOMIC_ADD(w, detector_misses, 1);
+		__atomic_store_n(&w->in_section, 0, __ATOMIC_RELEASE);
+	}
+	if (th->w) {
+		uint32_t expect = RT_W_BLOCKING;
+
+		if ((s->cfg.blocking != RT_BLOCK_RETAKE && s->cfg.blocking != RT_BLOCK_COMPENSATE) ||
+		    s->cfg.stack_mode == RT_STACK_COMPACT) {
+			th->blocking = false;
+			th->block_w = NULL;
+			rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
+			return;
+		}
+		/* Go's exitsyscall fast path: keep the worker unless the monitor took it */
+		if (__atomic_compare_exchange_n(&w->bstate, &expect, RT_W_RUNNING, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			th->blocking = false;
+			th->block_w = NULL;
+			rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
+			return;
+		}
+		th->w = NULL; /* retaken: it belongs to another thread now */
+	}
+	/* no worker any more: go back to the pool, and this thread becomes a spare */
+	th->blocking = false;
+	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
+	rt__suspend(back_to_pool, NULL);
+	th = rt__thread(); /* resumed on some worker's thread */
+	th->block_w = NULL;
+}
+
+/* ---- the monitor --------------------------------------------------------------------------- */
+
+static unsigned queued(const struct rt__worker *w)
+{
+	return rt_deque_len(&w->dq) + __atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED) +
+	       (__atomic_load_n(&w->lifo, __ATOMIC_RELAXED) != NULL);
+}
+
+/* Idle-while-queued and stranded time over the last dt ns. */
+static void account(struct rt_sched *s, unsigned n, uint64_t dt)
+{
+	uint64_t total = __atomic_load_n(&s->inject_len, __ATOMIC_RELAXED);
+	unsigned q[RT_MAX_WORKERS];
+
+	for (unsigned i = 0; i < n; i++)
+		total += q[i] = queued(s->workers[i]);
+	for (unsigned i = 0; i < n; i++) {
+		struct rt__worker *w = s->workers[i];
+
+		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED) && total > q[i])
+			RT_STAT_ATOMIC_ADD(w, idle_while_queued_ns, dt);
+		if (q[i] && __atomic_load_n(&w->in_section, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&w->bstate, __ATOMIC_RELAXED) != RT_W_TAKEN) {
+			RT_STAT_ATOMIC_ADD(w, stranded_ns, dt);
+			RT_STAT_ATOMIC_ADD(w, stranded_task_ns, dt * q[i]);
+		}
+	}
+}
+
+/* Kyo's BlockingMonitor: a busy worker whose thread used no CPU time for
+ * detect_samples samples in a row is flagged blocked and drained. */
+static void detect(struct rt_sched *s, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct rt__worker *w = s->workers[i];
+		clockid_t clock = __atomic_load_n(&w->driver_clock, __ATOMIC_RELAXED);
+		struct timespec ts;
+		uint64_t cpu;
+
+		if (!__atomic_load_n(&w->running, __ATOMIC_RELAXED) || !clock ||
+		    clock_gettime(clock, &ts)) {
+			w->flat_samples = 0;
+			__atomic_store_n(&w->flagged, false, __ATOMIC_RELAXED);
+			continue;
+		}
+		cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (cpu != w->cpu_seen_ns) {
+			w->cpu_seen_ns = cpu;
+			w->flat_samples = 0;
+			__atomic_store_n(&w->flagged, false, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (++w->flat_samples < s->cfg.detect_samples)
+			continue;
+		if (!__atomic_load_n(&w->flagged, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&w->flagged, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->section_flagged, true, __ATOMIC_RELAXED);
+			RT_STAT_ATOMIC_ADD(w, detector_flags, 1);
+		}
+		/* drained on the edge and again while tasks keep arriving */
+		if (queued(w))
+			rt__drain_remote(w);
+	}
+}
+
+/* Go's retake: a worker blocked longer than retake_us with work waiting, or longer
+ * than 10 ms, goes to a spare thread. */
+static bool retake(struct rt_sched *s, unsigned n, uint64_t now)
+{
+	bool blocked = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct rt__worker *w = s->workers[i];
+		uint32_t expect = RT_W_BLOCKING;
+		uint64_t since;
+
+		if (__atomic_load_n(&w->bstate, __ATOMIC_ACQUIRE) != RT_W_BLOCKING)
+			continue;
+		blocked = true;
+		since = now - __atomic_load_n(&w->bstart_ns, __ATOMIC_RELAXED);
+		if (since < (uint64_t)s->cfg.retake_us * 1000 ||
+		    (!queued(w) && since < RETAKE_ANYWAY_NS))
+			continue;
+		if (__atomic_compare_exchange_n(&w->bstate, &expect, RT_W_TAKEN, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (rt__handoff(s, w))
+				__atomic_store_n(&w->bstate, RT_W_BLOCKING, __ATOMIC_RELEASE);
+			else
+				RT_STAT_ATOMIC_ADD(w, handoffs, 1);
+		}
+	}
+	return blocked;
+}
+
+static void *monitor_main(void *arg)
+{
+	struct rt_sched *s = arg;
+	uint64_t last = rt__now_ns(), last_detect = last;
+	bool retaking = false;
+
+	pthread_setname_np(pthread_self(), "rt-monitor");
+	while (!__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
+		unsigned tick_us = s->cfg.monitor_us, n;
+		struct timespec ts;
+		uint64_t now;
+
+		if (s->cfg.blocking == RT_BLOCK_DETECT && s->cfg.detect_us < tick_us)
+			tick_us = s->cfg.detect_us;
+		if (retaking && s->cfg.retake_us < tick_us)
+			tick_us = s->cfg.retake_us;
+		ts.tv_sec = tick_us / 1000000;
+		ts.tv_nsec = (long)(tick_us % 1000000) * 1000;
+		rt__futex_wait_timeout(&s->monitor_futex, 0, &ts);
+		__atomic_store_n(&s->monitor_futex, 0, __ATOMIC_RELAXED);
+
+		now = rt__now_ns();
+		n = __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
+		if (s->cfg.metrics)
+			account(s, n, now - last);
+		last = now;
+		if (s->cfg.blocking == RT_BLOCK_DETECT &&
+		    now - last_detect >= (uint64_t)s->cfg.detect_us * 1000) {
+			detect(s, n);
+			last_detect = now;
+		}
+		if (s->cfg.blocking == RT_BLOCK_RETAKE)
+			retaking = retake(s, n, now) ||
+				   __atomic_load_n(&s->blocking_now, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+int rt__monitor_start(struct rt_sched *s)
+{
+	int err = pthread_create(&s->monitor, NULL, monitor_main, s);
+
+	if (err)
+		return -err;
+	s->monitor_started = true;
+	return 0;
+}
+
+void rt__monitor_stop(struct rt_sched *s)
+{
+	if (!s->monitor_started)
+		return;
+	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
+	wake_monitor(s);
+	pthread_join(s->monitor, NULL);
+	s->monitor_started = false;
+}

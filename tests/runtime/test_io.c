@@ -1,0 +1,667 @@
+/*
+ * Timers and the reactor through the public API: sleeps that never end early, from
+ * tasks and threads; an earlier timer registered while the reactor sleeps toward a
+ * later one; a task woken by a pipe another task writes; timeouts; many descriptors at
+ * once; a timer and an event racing for one wait (each wait ends exactly once); argument
+ * errors; and the reactor's life: never started, started then freed, many times over.
+ * Sleep bounds are lower bounds, plus one generous upper bound (the reactor's kick).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/rt.h"
+
+#define MS 1000000ull
+
+static const unsigned worker_counts[] = { 2, 8 };
+
+static struct rt_sched *start_preset(const char *preset, unsigned workers)
+{
+	struct rt_config c;
+	struct rt_sched *s;
+
+	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
+	c.workers = workers;
+	s = rt_sched_new(&c);
+	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset, workers, strerror(errno));
+	return s;
+}
+
+/* Run fn under every preset (the list grows as presets are added) with 2 and 8 workers. */
+static void each_config(void (*fn)(struct rt_sched *s, const char *what))
+{
+	for (const char *const *p = rt_preset_names(); *p; p++) {
+		for (size_t i = 0; i < sizeof(worker_counts) / sizeof(worker_counts[0]); i++) {
+			struct rt_sched *s = start_preset(*p, worker_counts[i]);
+			char what[64];
+
+			snprintf(what, sizeof(what), "%s/%u workers", *p, worker_counts[i]);
+			fn(s, what);
+			rt_sched_free(s);
+		}
+	}
+}
+
+/* Failures seen inside tasks, where an assertion must not unwind: counted there,
+ * asserted by the test's thread. */
+static uint32_t failures;
+
+#define CHECK(cond)                                                                           \
+	do {                                                                                   \
+		if (!(cond))                                                                   \
+			__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                    \
+	} while (0)
+
+static void make_pipe(int fd[2])
+{
+	cr_assert_eq(pipe2(fd, O_NONBLOCK | O_CLOEXEC), 0, "pipe2: %s", strerror(errno));
+}
+
+/* ---- the clock and thread sleeps --------------------------------------------------------- */
+
+Test(timer, clock_is_monotonic)
+{
+	uint64_t a = rt_now_ns(), b = rt_now_ns();
+
+	cr_expect_gt(a, 0);
+	cr_expect_geq(b, a);
+}
+
+Test(timer, thread_sleep_never_ends_early)
+{
+	for (uint64_t ns = 0; ns <= 3 * MS; ns += MS / 2) {
+		uint64_t t0 = rt_now_ns();
+
+		rt_sleep_ns(ns);
+		cr_expect_geq(rt_now_ns() - t0, ns);
+	}
+}
+
+/* ---- task sleeps ----------------------------------------------------------------------------- */
+
+#define SLEEPERS 500
+
+static uint64_t sleep_task(void *arg)
+{
+	uint64_t ns = (uint64_t)(uintptr_t)arg, t0 = rt_now_ns(), slept;
+
+	rt_sleep_ns(ns);
+	slept = rt_now_ns() - t0;
+	CHECK(slept >= ns);
+	return slept >= ns ? 1 : 0;
+}
+
+/* Many tasks sleeping random short times, registered in random order: all wake, none
+ * early. */
+static void sleepers_run(struct rt_sched *s, const char *what)
+{
+	struct rt_task *t[SLEEPERS];
+	uint32_t seed = 12345;
+	uint64_t woke = 0;
+
+	failures = 0;
+	for (int i = 0; i < SLEEPERS; i++) {
+		seed = seed * 1103515245 + 12345;
+		/* 0 to 20 ms in 10 us steps; ties included */
+		t[i] = rt_submit(s, sleep_task, (void *)(uintptr_t)((seed >> 8) % 2000 * 10000));
+		cr_assert_not_null(t[i], "%s", what);
+	}
+	for (int i = 0; i < SLEEPERS; i++)
+		woke += rt_join(t[i]);
+	cr_expect_eq(woke, SLEEPERS, "%s: %lu woke on time", what, (unsigned long)woke);
+	cr_expect_eq(failures, 0, "%s: early wake-ups", what);
+}
+
+Test(timer, many_tasks_sleep_random_times_and_none_wakes_early, .timeout = 120)
+{
+	each_config(sleepers_run);
+}
+
+static uint64_t sleep_zero_task(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		rt_sleep_ns(0); /* a yield */
+	return 7;
+}
+
+Test(timer, zero_sleep_in_a_task_returns, .timeout = 30)
+{
+	struct rt_sched *s = start_preset("ce", 2);
+
+	cr_expect_eq(rt_join(rt_submit(s, sleep_zero_task, NULL)), 7);
+	rt_sched_free(s);
+}
+
+/* A task waits on a pipe with a 10 s timeout, so the reactor sleeps toward a deadline
+ * 10 s away; a 20 ms sleep registered after it must fire in time (the eventfd kick),
+ * then the pipe releases the first task. */
+struct early {
+	int fd[2];
+	uint32_t waiting; /* atomic: the long wait is (about to be) registered */
+};
+
+static struct early *early_arg;
+
+static uint64_t long_wait_task(void *arg)
+{
+	__atomic_store_n(&early_arg->waiting, 1, __ATOMIC_RELEASE);
+	return (uint64_t)(int64_t)rt_io_wait(early_arg->fd[0], EPOLLIN, 10000 * (int64_t)MS);
+}
+
+static uint64_t short_sleep_task(void *arg)
+{
+	uint64_t t0 = rt_now_ns();
+
+	rt_sleep_ns(20 * MS);
+	return rt_now_ns() - t0;
+}
+
+static void earlier_timer_run(struct rt_sched *s, const char *what)
+{
+	struct early e = { 0 };
+	struct rt_task *lw, *sl;
+	uint64_t slept;
+	char c = 'x';
+
+	make_pipe(e.fd);
+	early_arg = &e;
+	cr_assert_not_null(lw = rt_submit(s, long_wait_task, NULL));
+	while (!__atomic_load_n(&e.waiting, __ATOMIC_ACQUIRE))
+		usleep(100);
+	usleep(5000); /* let the reactor settle into its 10 s sleep */
+	cr_assert_not_null(sl = rt_submit(s, short_sleep_task, NULL));
+	slept = rt_join(sl);
+	cr_expect_geq(slept, 20 * MS, "%s: early", what);
+	cr_expect_lt(slept, 200 * MS, "%s: the earlier timer fired after %lu ms", what,
+		     (unsigned long)(slept / MS));
+	cr_assert_eq(write(e.fd[1], &c, 1), 1);
+	cr_expect_eq((int64_t)rt_join(lw), 0, "%s: the pipe wait", what);
+	close(e.fd[0]);
+	close(e.fd[1]);
+}
+
+Test(timer, earlier_timer_fires_while_the_reactor_sleeps_on_a_later_one, .timeout = 120)
+{
+	each_config(earlier_timer_run);
+}
+
+/* ---- the reactor: readiness ------------------------------------------------------------------ */
+
+struct pingpong {
+	int fd[2];
+	uint32_t parked; /* atomic */
+	char got;
+};
+
+static struct pingpong *pp_arg;
+
+static uint64_t reader_task(void *arg)
+{
+	char c;
+	ssize_t n = read(pp_arg->fd[0], &c, 1);
+	int err;
+
+	CHECK(n < 0 && errno == EAGAIN); /* nothing yet */
+	__atomic_store_n(&pp_arg->parked, 1, __ATOMIC_RELEASE);
+	err = rt_io_wait(pp_arg->fd[0], EPOLLIN, -1);
+	CHECK(err == 0);
+	CHECK(read(pp_arg->fd[0], &c, 1) == 1);
+	pp_arg->got = c;
+	return (uint64_t)(int64_t)err;
+}
+
+static uint64_t writer_task(void *arg)
+{
+	char c = 'k';
+
+	while (!__atomic_load_n(&pp_arg->parked, __ATOMIC_ACQUIRE))
+		rt_sleep_ns(100000);
+	rt_sleep_ns(2 * MS); /* the reader is most likely suspended in rt_io_wait by now */
+	CHECK(write(pp_arg->fd[1], &c, 1) == 1);
+	return 0;
+}
+
+static void pingpong_run(struct rt_sched *s, const char *what)
+{
+	struct pingpong p = { 0 };
+	struct rt_task *r, *w;
+
+	make_pipe(p.fd);
+	pp_arg = &p;
+	failures = 0;
+	cr_assert_not_null(r = rt_submit(s, reader_task, NULL));
+	cr_assert_not_null(w = rt_submit(s, writer_task, NULL));
+	rt_join(w);
+	cr_expect_eq((int64_t)rt_join(r), 0, "%s", what);
+	cr_expect_eq(p.got, 'k', "%s", what);
+	cr_expect_eq(failures, 0, "%s", what);
+	close(p.fd[0]);
+	close(p.fd[1]);
+}
+
+Test(reactor, task_waits_for_a_pipe_another_task_writes, .timeout = 120)
+{
+	each_config(pingpong_run);
+}
+
+static uint64_t timeout_task(void *arg)
+{
+	int fd = (int)(uintptr_t)arg;
+	uint64_t t0 = rt_now_ns();
+	int err = rt_io_wait(fd, EPOLLIN, 10 * (int64_t)MS);
+
+	CHECK(rt_now_ns() - t0 >= 10 * MS);
+	return (uint64_t)(int64_t)err;
+}
+
+static void timeout_run(struct rt_sched *s, const char *what)
+{
+	int fd[2];
+
+	make_pipe(fd);
+	failures = 0;
+	cr_expect_eq((int64_t)rt_join(rt_submit(s, timeout_task, (void *)(uintptr_t)fd[0])),
+		     -ETIMEDOUT, "%s", what);
+	cr_expect_eq(failures, 0, "%s: timed out early", what);
+	/* and the same descriptor can be waited on again after a timeout */
+	cr_expect_eq((int64_t)rt_join(rt_submit(s, timeout_task, (void *)(uintptr_t)fd[0])),
+		     -ETIMEDOUT, "%s", what);
+	close(fd[0]);
+	close(fd[1]);
+}
+
+Test(reactor, wait_times_out, .timeout = 120)
+{
+	each_config(timeout_run);
+}
+
+static uint64_t writable_task(void *arg)
+{
+	return (uint64_t)(int64_t)rt_io_wait((int)(uintptr_t)arg, EPOLLOUT, 10000 * (int64_t)MS);
+}
+
+Test(reactor, writable_socket_is_ready_at_once, .timeout = 60)
+{
+	struct rt_sched *s = start_preset("ce", 2);
+	int sv[2];
+	uint64_t t0 = rt_now_ns();
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	cr_expect_eq((int64_t)rt_join(rt_submit(s, writable_task, (void *)(uintptr_t)sv[0])), 0);
+	cr_expect_lt(rt_now_ns() - t0, 5000 * MS, "waited for the timeout");
+	close(sv[0]);
+	close(sv[1]);
+	rt_sched_free(s);
+}
+
+/* 64 socket pairs, a task parked on each; written in a scrambled order. Each reader gets
+ * its own byte. */
+#define NFDS 64
+
+struct many {
+	int sv[NFDS][2];
+	uint32_t parked; /* atomic */
+};
+
+static struct many *many_arg;
+
+static uint64_t many_reader(void *arg)
+{
+	unsigned i = (unsigned)(uintptr_t)arg;
+	unsigned char c = 0;
+	int err;
+
+	__atomic_fetch_add(&many_arg->parked, 1, __ATOMIC_RELEASE);
+	err = rt_io_wait(many_arg->sv[i][0], EPOLLIN, 30000 * (int64_t)MS);
+	CHECK(err == 0);
+	CHECK(read(many_arg->sv[i][0], &c, 1) == 1);
+	return c;
+}
+
+static void many_run(struct rt_sched *s, const char *what)
+{
+	struct many m = { 0 };
+	struct rt_task *t[NFDS];
+
+	many_arg = &m;
+	failures = 0;
+	for (unsigned i = 0; i < NFDS; i++)
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, m.sv[i]), 0);
+	for (uintptr_t i = 0; i < NFDS; i++)
+		cr_assert_not_null(t[i] = rt_submit(s, many_reader, (void *)i));
+	while (__atomic_load_n(&m.parked, __ATOMIC_ACQUIRE) < NFDS)
+		usleep(100);
+	for (unsigned k = 0; k < NFDS; k++) {
+		unsigned i = (k * 37) % NFDS; /* 37 is coprime to 64: every pair once */
+		unsigned char c = (unsigned char)(i + 1);
+
+		cr_assert_eq(write(m.sv[i][1], &c, 1), 1);
+	}
+	for (unsigned i = 0; i < NFDS; i++)
+		cr_expect_eq(rt_join(t[i]), i + 1, "%s: reader %u", what, i);
+	cr_expect_eq(failures, 0, "%s", what);
+	for (unsigned i = 0; i < NFDS; i++) {
+		close(m.sv[i][0]);
+		close(m.sv[i][1]);
+	}
+}
+
+Test(reactor, many_descriptors_at_once, .timeout = 120)
+{
+	each_config(many_run);
+}
+
+/* A timer and an event race for each wait: 2,000 waits with timeouts of 0-200 us on
+ * pipes written at about the same moment. Each wait must end exactly once, with 0 or
+ * -ETIMEDOUT (a second wake-up of the task would run it twice and corrupt the run). */
+#define RACES 2000
+
+struct race {
+	int fd[2];
+	uint32_t ok, timedout; /* atomic */
+};
+
+static struct race *race_arg;
+
+static uint64_t race_waiter(void *arg)
+{
+	unsigned i = (unsigned)(uintptr_t)arg;
+	struct race *r = &race_arg[i % 8];
+	int err = rt_io_wait(r->fd[0], EPOLLIN, (int64_t)(i % 20) * 10000);
+	char c;
+
+	if (err == 0) {
+		__atomic_fetch_add(&r->ok, 1, __ATOMIC_RELAXED);
+		while (read(r->fd[0], &c, 1) == 1) {
+		}
+	} else {
+		CHECK(err == -ETIMEDOUT);
+		__atomic_fetch_add(&r->timedout, 1, __ATOMIC_RELAXED);
+	}
+	return 1;
+}
+
+static uint64_t race_driver(void *arg)
+{
+	unsigned base = (unsigned)(uintptr_t)arg;
+	uint64_t done = 0;
+
+	/* one waiter per pipe at a time: a second would get -EBUSY by design */
+	for (unsigned i = base; i < RACES; i += 8) {
+		struct rt_task *t = rt_spawn(race_waiter, (void *)(uintptr_t)i);
+		char c = 'r';
+
+		if (!t)
+			return 0;
+		if (i % 3)
+			rt_sleep_ns((i % 7) * 20000);
+		CHECK(write(race_arg[base].fd[1], &c, 1) == 1);
+		done += rt_join(t);
+	}
+	return done;
+}
+
+static void race_run(struct rt_sched *s, const char *what)
+{
+	struct race r[8] = { 0 };
+	struct rt_task *d[8];
+	uint64_t done = 0, ok = 0, timedout = 0;
+
+	race_arg = r;
+	failures = 0;
+	for (int i = 0; i < 8; i++)
+		make_pipe(r[i].fd);
+	for (uintptr_t i = 0; i < 8; i++)
+		cr_assert_not_null(d[i] = rt_submit(s, race_driver, (void *)i));
+	for (int i = 0; i < 8; i++)
+		done += rt_join(d[i]);
+	for (int i = 0; i < 8; i++) {
+		ok += r[i].ok;
+		timedout += r[i].timedout;
+		close(r[i].fd[0]);
+		close(r[i].fd[1]);
+	}
+	cr_expect_eq(done, RACES, "%s", what);
+	cr_expect_eq(ok + timedout, RACES, "%s: %lu ready + %lu timed out", what,
+		     (unsigned long)ok, (unsigned long)timedout);
+	cr_expect_eq(failures, 0, "%s", what);
+}
+
+Test(reactor, timer_and_event_racing_end_each_wait_once, .timeout = 120)
+{
+	each_config(race_run);
+}
+
+/* The timer heap under arbitrary removals: 300 tasks each wait on their own pipe,
+ * registered in scrambled order; this thread writes to every other pipe at scattered
+ * moments. The written ones have long timeouts (100-200 ms), so their events pull nodes
+ * out of the middle of the heap, while the short deadlines (1-30 ms) of the others pop
+ * from its top. Every wait must end, and none by timeout early. */
+#define HEAP_WAITS 300
+
+struct heap_wait {
+	int fd[2];
+	int64_t timeout;
+	int result;
+	uint64_t took;
+};
+
+static struct heap_wait *heap_arg;
+
+static uint64_t heap_waiter(void *arg)
+{
+	struct heap_wait *h = &heap_arg[(uintptr_t)arg];
+	uint64_t t0 = rt_now_ns();
+
+	h->result = rt_io_wait(h->fd[0], EPOLLIN, h->timeout);
+	h->took = rt_now_ns() - t0;
+	return 1;
+}
+
+static void heap_run(struct rt_sched *s, const char *what)
+{
+	struct heap_wait *h = calloc(HEAP_WAITS, sizeof(*h));
+	struct rt_task *t[HEAP_WAITS];
+	uint32_t seed = 777;
+	uint64_t done = 0;
+	unsigned ok = 0, timedout = 0;
+
+	cr_assert_not_null(h);
+	heap_arg = h;
+	for (unsigned i = 0; i < HEAP_WAITS; i++) {
+		make_pipe(h[i].fd);
+		seed = seed * 1103515245 + 12345;
+		if (i % 2 == 0)
+			h[i].timeout = (int64_t)(100 + (seed >> 8) % 100) * (int64_t)MS;
+		else
+			h[i].timeout = (int64_t)(1 + (seed >> 8) % 30) * (int64_t)MS;
+		h[i].result = 1;
+	}
+	for (unsigned k = 0; k < HEAP_WAITS; k++) {
+		uintptr_t i = (k * 101) % HEAP_WAITS; /* 101 is coprime to 300 */
+
+		cr_assert_not_null(t[i] = rt_submit(s, heap_waiter, (void *)i), "%s", what);
+	}
+	for (unsigned i = 0; i < HEAP_WAITS; i += 2) {
+		char c = 'h';
+
+		if (i % 10 == 0)
+			usleep(500);
+		cr_assert_eq(write(h[i].fd[1], &c, 1), 1);
+	}
+	for (unsigned i = 0; i < HEAP_WAITS; i++)
+		done += rt_join(t[i]);
+	cr_expect_eq(done, HEAP_WAITS, "%s", what);
+	for (unsigned i = 0; i < HEAP_WAITS; i++) {
+		if (h[i].result == 0) {
+			ok++;
+			cr_expect(i % 2 == 0, "%s: wait %u ready on a pipe nobody wrote", what, i);
+		} else {
+			timedout++;
+			cr_expect_eq(h[i].result, -ETIMEDOUT, "%s: wait %u", what, i);
+			cr_expect_geq(h[i].took, (uint64_t)h[i].timeout, "%s: wait %u early", what,
+				      i);
+		}
+		close(h[i].fd[0]);
+		close(h[i].fd[1]);
+	}
+	/* the writes come within ~15 ms, far inside the written pipes' timeouts */
+	cr_expect_geq(ok, HEAP_WAITS / 4, "%s: %u ready, %u timed out", what, ok, timedout);
+	cr_expect_geq(timedout, HEAP_WAITS / 2, "%s: %u ready, %u timed out", what, ok, timedout);
+	free(h);
+}
+
+Test(reactor, timer_heap_survives_removals_from_the_middle, .timeout = 120)
+{
+	each_config(heap_run);
+}
+
+/* ---- errors and the thread path ---------------------------------------------------------------- */
+
+static uint64_t bad_args_task(void *arg)
+{
+	int *fd = arg;
+
+	CHECK(rt_io_wait(-1, EPOLLIN, -1) == -EBADF);
+	CHECK(rt_io_wait(fd[0], 0, -1) == -EINVAL);
+	CHECK(rt_io_wait(fd[0], EPOLLET, -1) == -EINVAL);
+	CHECK(rt_io_wait(1000000, EPOLLIN, 10 * (int64_t)MS) == -EBADF);
+	CHECK(rt_io_wait(fd[0], EPOLLIN, 0) == -ETIMEDOUT); /* just look */
+	CHECK(rt_io_wait(fd[1], EPOLLOUT, 0) == 0);
+	return 0;
+}
+
+Test(reactor, bad_arguments_are_refused, .timeout = 60)
+{
+	struct rt_sched *s = start_preset("ce", 2);
+	int fd[2];
+
+	make_pipe(fd);
+	failures = 0;
+	rt_join(rt_submit(s, bad_args_task, fd));
+	cr_expect_eq(failures, 0);
+	/* from a thread */
+	cr_expect_eq(rt_io_wait(-1, EPOLLIN, -1), -EBADF);
+	cr_expect_eq(rt_io_wait(fd[0], 0, -1), -EINVAL);
+	cr_expect_eq(rt_io_wait(1000000, EPOLLIN, 0), -EBADF);
+	close(fd[0]);
+	close(fd[1]);
+	rt_sched_free(s);
+}
+
+static int busy_fd[2];
+
+static uint64_t busy_first(void *arg)
+{
+	return (uint64_t)(int64_t)rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
+}
+
+static uint64_t busy_second(void *arg)
+{
+	return (uint64_t)(int64_t)rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
+}
+
+Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
+{
+	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_task *a;
+	char c = 'b';
+
+	make_pipe(busy_fd);
+	cr_assert_not_null(a = rt_submit(s, busy_first, NULL));
+	usleep(20000); /* a is registered by now, or b's refusal below cannot happen */
+	cr_expect_eq((int64_t)rt_join(rt_submit(s, busy_second, NULL)), -EBUSY);
+	cr_assert_eq(write(busy_fd[1], &c, 1), 1);
+	cr_expect_eq((int64_t)rt_join(a), 0);
+	close(busy_fd[0]);
+	close(busy_fd[1]);
+	rt_sched_free(s);
+}
+
+struct thread_wait {
+	int fd[2];
+	int err;
+};
+
+static void *thread_waiter(void *arg)
+{
+	struct thread_wait *tw = arg;
+
+	tw->err = rt_io_wait(tw->fd[0], EPOLLIN, 10000 * (int64_t)MS);
+	return NULL;
+}
+
+Test(reactor, thread_waits_with_poll, .timeout = 60)
+{
+	struct thread_wait tw = { .err = 1 };
+	uint64_t t0;
+	pthread_t th;
+	char c = 't';
+
+	make_pipe(tw.fd);
+	t0 = rt_now_ns();
+	cr_expect_eq(rt_io_wait(tw.fd[0], EPOLLIN, 5 * (int64_t)MS), -ETIMEDOUT);
+	cr_expect_geq(rt_now_ns() - t0, 5 * MS);
+	pthread_create(&th, NULL, thread_waiter, &tw);
+	usleep(10000);
+	cr_assert_eq(write(tw.fd[1], &c, 1), 1);
+	pthread_join(th, NULL);
+	cr_expect_eq(tw.err, 0);
+	close(tw.fd[0]);
+	close(tw.fd[1]);
+}
+
+/* ---- the reactor's life --------------------------------------------------------------------- */
+
+Test(reactor, scheduler_that_never_used_it_stops_cleanly, .timeout = 60)
+{
+	for (int i = 0; i < 20; i++)
+		rt_sched_free(start_preset("ce", 1 + i % 3));
+}
+
+static uint64_t nap_task(void *arg)
+{
+	rt_sleep_ns((uint64_t)(uintptr_t)arg);
+	return 1;
+}
+
+static uint64_t parked_on_pipe(void *arg)
+{
+	return (uint64_t)(int64_t)rt_io_wait((int)(uintptr_t)arg, EPOLLIN, -1);
+}
+
+/* Start the reactor (a timer, then a descriptor), finish every task, free: repeatedly. */
+static void restart_run(struct rt_sched *s, const char *what)
+{
+	for (int i = 0; i < 10; i++) {
+		struct rt_sched *t = start_preset(rt_sched_config(s)->preset, rt_sched_workers(s));
+		int fd[2];
+		char c = 'z';
+		struct rt_task *p;
+
+		make_pipe(fd);
+		cr_assert_eq(rt_join(rt_submit(t, nap_task, (void *)(uintptr_t)(100000 * i))), 1,
+			     "%s", what);
+		cr_assert_not_null(p = rt_submit(t, parked_on_pipe, (void *)(uintptr_t)fd[0]));
+		usleep(1000);
+		cr_assert_eq(write(fd[1], &c, 1), 1);
+		cr_expect_eq((int64_t)rt_join(p), 0, "%s", what);
+		rt_sched_free(t);
+		close(fd[0]);
+		close(fd[1]);
+	}
+}
+
+Test(reactor, scheduler_freed_after_the_reactor_ran, .timeout = 120)
+{
+	each_config(restart_run);
+}

@@ -1,0 +1,396 @@
+/*
+ * Each preset's defining behaviour, checked through the counters and through what
+ * tasks observe, so that a preset that stops behaving like its runtime fails here:
+ * kyo wakes nobody on a local push, its idle workers never steal and its detector
+ * misses 1 ms blocks; rt_flush() re-places a worker's queue; tokio's LIFO slot shows
+ * in the placement counters; loom spawns to the external queue; threads runs an OS
+ * thread per task; ce, go and loom keep a blocked worker's queue running (hand-off,
+ * retake, compensation), kyo does not.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/rt.h"
+
+static struct rt_sched *start(const char *preset, unsigned workers)
+{
+	struct rt_config c;
+	struct rt_sched *s;
+
+	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
+	if (workers)
+		c.workers = workers;
+	s = rt_sched_new(&c);
+	cr_assert_not_null(s, "%s: %s", preset, strerror(errno));
+	return s;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- placement ---------------------------------------------------------------------- */
+
+static uint64_t where(void *arg)
+{
+	return rt_worker_index();
+}
+
+#define FAN 200
+
+/* Spawn FAN children without yielding in between, join them; each returns the worker
+ * it ran on. Returns a bitmask of the workers seen. */
+static uint64_t fan_where(void *arg)
+{
+	struct rt_task *t[FAN];
+	uint64_t seen = 0;
+
+	for (int i = 0; i < FAN; i++)
+		t[i] = rt_spawn(where, NULL);
+	for (int i = 0; i < FAN; i++)
+		seen |= 1ull << rt_join(t[i]);
+	return seen;
+}
+
+Test(presets, kyo_wakes_nobody_on_a_local_push_and_idle_workers_never_steal)
+{
+	struct rt_sched *s = start("kyo", 2);
+	struct rt_worker_stats st;
+	uint64_t seen;
+
+	/* let both workers park first */
+	sleep_ns(20000000);
+	seen = rt_join(rt_submit(s, fan_where, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect(seen == 1 || seen == 2, "every child ran on the spawner's worker (mask %lx)",
+		  (unsigned long)seen);
+	cr_expect_eq(st.notifies, 0, "nobody was woken");
+	cr_expect_eq(st.stolen, 0, "the parked worker never stole");
+	cr_expect_geq(st.place_local, FAN);
+	cr_expect_gt(st.missed_idle, 0, "placements passed over a parked worker");
+	rt_sched_free(s);
+}
+
+/* A child with 100 us of work: a fan of them outlasts any scheduling delay of the
+ * sibling, which has time to come and steal. */
+static uint64_t busy_where(void *arg)
+{
+	uint64_t until = now_ns() + 100000;
+
+	while (now_ns() < until)
+		;
+	return rt_worker_index();
+}
+
+static uint64_t fan_busy(void *arg)
+{
+	struct rt_task *t[FAN];
+	uint64_t seen = 0;
+
+	for (int i = 0; i < FAN; i++)
+		t[i] = rt_spawn(busy_where, NULL);
+	for (int i = 0; i < FAN; i++)
+		seen |= 1ull << rt_join(t[i]);
+	return seen;
+}
+
+Test(presets, ce_wakes_a_sibling_that_steals)
+{
+	struct rt_sched *s = start("ce", 2);
+	struct rt_worker_stats st;
+	uint64_t seen;
+
+	sleep_ns(20000000);
+	seen = rt_join(rt_submit(s, fan_busy, NULL));
+	rt_sched_stats_total(s, &st);
+	/* woken by a notify or already searching, the sibling takes a share */
+	cr_expect_eq(seen, 3, "children ran on both workers (mask %lx)", (unsigned long)seen);
+	cr_expect_gt(st.stolen, 0);
+	rt_sched_free(s);
+}
+
+/* 100 children spawned and joined in turn; how many came back. */
+static uint64_t spawn_join_100(void *arg)
+{
+	uint64_t joined = 0;
+
+	for (uintptr_t i = 0; i < 100; i++) {
+		struct rt_task *t = rt_spawn(where, NULL);
+
+		if (t) {
+			rt_join(t);
+			joined++;
+		}
+	}
+	return joined;
+}
+
+Test(presets, tokio_lifo_slot_shows_in_the_placement_counters)
+{
+	struct rt_sched *s = start("tokio", 2);
+	struct rt_worker_stats st;
+
+	rt_join(rt_submit(s, spawn_join_100, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.spawned, 100);
+	cr_expect_geq(st.place_lifo, 100, "every spawn took the LIFO slot (%lu)",
+		      (unsigned long)st.place_lifo);
+	cr_expect_gt(st.lifo_runs, 0);
+	rt_sched_free(s);
+}
+
+Test(presets, loom_spawns_to_the_external_queue)
+{
+	struct rt_sched *s = start("loom", 2);
+	struct rt_worker_stats st;
+
+	rt_join(rt_submit(s, spawn_join_100, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.spawned, 100);
+	cr_expect_geq(st.place_external, 100, "%lu", (unsigned long)st.place_external);
+	cr_expect_eq(st.place_lifo, 0);
+	rt_sched_free(s);
+}
+
+Test(presets, global_uses_one_shared_queue_and_never_steals)
+{
+	struct rt_sched *s = start("global", 2);
+	struct rt_worker_stats st;
+
+	for (int i = 0; i < 10; i++)
+		rt_join(rt_submit(s, fan_where, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.stolen, 0);
+	cr_expect_eq(st.place_local, 0);
+	cr_expect_geq(st.place_external, 10 * FAN);
+	rt_sched_free(s);
+}
+
+Test(presets, threads_runs_one_os_thread_per_task)
+{
+	struct rt_sched *s = start("threads", 0);
+
+	cr_expect_eq(rt_join(rt_submit(s, spawn_join_100, NULL)), 100);
+	cr_expect_eq(rt_sched_threads_created(s), 101, "the root and its 100 children");
+	rt_sched_free(s);
+}
+
+/* Children spawned and then flushed run elsewhere. */
+static uint64_t spawn_then_flush(void *arg)
+{
+	unsigned self = rt_worker_index(), moved;
+	struct rt_task *t[10];
+	uint64_t elsewhere = 0;
+
+	for (int i = 0; i < 10; i++)
+		t[i] = rt_spawn(where, NULL);
+	moved = rt_flush();
+	for (int i = 0; i < 10; i++)
+		elsewhere += rt_join(t[i]) != self;
+	return moved * 100 + elsewhere;
+}
+
+Test(presets, flush_replaces_the_queue_on_other_workers)
+{
+	struct rt_sched *s = start("kyo", 2);
+	uint64_t v;
+	struct rt_worker_stats st;
+
+	/* all 10 moved; the first lands on the other worker for sure, the rest may be
+	 * stolen back once the flusher's queue runs dry, as Kyo's would. Both workers park
+	 * first, so that nobody steals before the flush. */
+	sleep_ns(20000000);
+	v = rt_join(rt_submit(s, spawn_then_flush, NULL));
+	cr_expect_eq(v / 100, 10, "moved %lu", (unsigned long)(v / 100));
+	cr_expect_geq(v % 100, 1, "ran elsewhere: %lu", (unsigned long)(v % 100));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.place_flush, 10);
+	rt_sched_free(s);
+}
+
+/* ---- blocking ---------------------------------------------------------------------------- */
+
+struct block_probe {
+	uint64_t block_ns;   /* how long the blocking section lasts at most */
+	int ran;             /* set by the child */
+	int ran_during;      /* the child ran while the parent was blocked */
+};
+
+static uint64_t set_ran(void *arg)
+{
+	struct block_probe *p = arg;
+
+	__atomic_store_n(&p->ran, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Spawn a child (queued on this worker), then block: with hand-off, retake or
+ * compensation the child runs meanwhile; with nothing, it waits for the section. */
+static uint64_t block_with_child_queued(void *arg)
+{
+	struct block_probe *p = arg;
+	struct rt_task *t = rt_spawn(set_ran, p);
+	uint64_t until;
+
+	rt_blocking_begin();
+	until = now_ns() + p->block_ns;
+	while (now_ns() < until && !__atomic_load_n(&p->ran, __ATOMIC_ACQUIRE))
+		sleep_ns(200000);
+	p->ran_during = __atomic_load_n(&p->ran, __ATOMIC_ACQUIRE);
+	rt_blocking_end();
+	rt_join(t);
+	return 0;
+}
+
+static void blocked_child(const char *preset, unsigned workers, uint64_t block_ns,
+			  struct block_probe *p, struct rt_worker_stats *st, struct rt_sched **sp)
+{
+	struct rt_sched *s = start(preset, workers);
+
+	memset(p, 0, sizeof(*p));
+	p->block_ns = block_ns;
+	rt_join(rt_submit(s, block_with_child_queued, p));
+	rt_sched_stats_total(s, st);
+	*sp = s;
+}
+
+Test(presets, ce_blocking_section_hands_the_queue_off)
+{
+	struct block_probe p;
+	struct rt_worker_stats st;
+	struct rt_sched *s;
+
+	blocked_child("ce", 1, 5000000000ull, &p, &st, &s);
+	cr_expect(p.ran_during, "the queued child ran while its worker's thread blocked");
+	cr_expect_eq(st.handoffs, 1);
+	cr_expect_eq(st.blocking_episodes, 1);
+	cr_expect_geq(rt_sched_threads_created(s), 2, "a second thread took the queue");
+	rt_sched_free(s);
+}
+
+Test(presets, go_monitor_retakes_a_blocked_workers_queue)
+{
+	struct block_probe p;
+	struct rt_worker_stats st;
+	struct rt_sched *s;
+
+	blocked_child("go", 1, 5000000000ull, &p, &st, &s);
+	cr_expect(p.ran_during, "the queue was retaken while the thread blocked");
+	cr_expect_geq(st.handoffs, 1);
+	rt_sched_free(s);
+}
+
+Test(presets, loom_compensates_with_a_spare_worker)
+{
+	struct block_probe p;
+	struct rt_worker_stats st;
+	struct rt_sched *s;
+
+	blocked_child("loom", 1, 5000000000ull, &p, &st, &s);
+	cr_expect(p.ran_during, "a spare worker ran the child");
+	cr_expect_geq(st.compensations, 1);
+	cr_expect_geq(rt_sched_workers_started(s), 2);
+	rt_sched_free(s);
+}
+
+Test(presets, kyo_strands_the_queue_of_a_blocked_worker)
+{
+	struct block_probe p;
+	struct rt_worker_stats st;
+	struct rt_sched *s;
+
+	/* 1 ms blocks go unseen: the child waits for the whole 1 ms section */
+	blocked_child("kyo", 2, 1000000, &p, &st, &s);
+	cr_expect_not(p.ran_during, "nobody took the blocked worker's queue");
+	cr_expect_eq(st.handoffs, 0);
+	cr_expect_eq(st.detector_misses, 1);
+	rt_sched_free(s);
+}
+
+Test(presets, kyo_flush_moves_the_queue_before_it_blocks)
+{
+	struct block_probe p;
+	struct rt_worker_stats st;
+	struct rt_sched *s;
+
+	blocked_child("kyo-flush", 2, 5000000000ull, &p, &st, &s);
+	cr_expect(p.ran_during, "the flushed child ran on the other worker");
+	cr_expect_geq(st.place_flush, 1);
+	rt_sched_free(s);
+}
+
+/* Repeated 1 ms blocks: Kyo's detector (2 ms x 2 samples) never sees them. */
+static uint64_t short_blocks(void *arg)
+{
+	for (int i = 0; i < 20; i++) {
+		rt_blocking_begin();
+		sleep_ns(1000000);
+		rt_blocking_end();
+	}
+	return 0;
+}
+
+Test(presets, kyo_detector_misses_1ms_blocks)
+{
+	struct rt_sched *s = start("kyo", 2);
+	struct rt_worker_stats st;
+
+	rt_join(rt_submit(s, short_blocks, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.blocking_episodes, 20);
+	cr_expect_eq(st.detector_misses, 20);
+	cr_expect_eq(st.detector_flags, 0);
+	rt_sched_free(s);
+}
+
+/* A long block is seen: 60 ms is 30 samples of 2 ms. */
+static uint64_t long_block(void *arg)
+{
+	rt_blocking_begin();
+	sleep_ns(60000000);
+	rt_blocking_end();
+	return 0;
+}
+
+Test(presets, kyo_detector_flags_a_long_block)
+{
+	struct rt_sched *s = start("kyo", 2);
+	struct rt_worker_stats st;
+
+	rt_join(rt_submit(s, long_block, NULL));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.detector_flags, 1);
+	cr_expect_eq(st.detector_misses, 0);
+	rt_sched_free(s);
+}
+
+/* ---- every preset ---------------------------------------------------------------------- */
+
+Test(presets, every_preset_starts_runs_and_stops)
+{
+	const char *const *names = rt_preset_names();
+
+	for (size_t i = 0; names[i]; i++) {
+		struct rt_sched *s = start(names[i], 0);
+
+		cr_expect_eq(rt_join(rt_submit(s, spawn_join_100, NULL)), 100, "%s", names[i]);
+		rt_sched_free(s);
+	}
+}
