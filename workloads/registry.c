@@ -12,12 +12,14 @@
 
 #include "workloads/workload.h"
 
+extern const struct wl_desc wl_bind_chain;
 extern const struct wl_desc wl_spawn_join;
 extern const struct wl_desc wl_workers;
 
 static const struct wl_desc *const all[] = {
 	&wl_workers,
 	&wl_spawn_join,
+	&wl_bind_chain,
 	NULL,
 };
 

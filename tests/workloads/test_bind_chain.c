@@ -1,0 +1,120 @@
+/*
+ * The bind-chain workload: its descriptor, and one op and its check under each
+ * interpreter on the real runtime, with every byte the op allocated freed.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+#include "workloads/workload.h"
+
+struct bc_run {
+	struct wl_ctx ctx;
+	struct rt_worker_stats before, after;
+	uint64_t result;
+};
+
+static void bc_init(struct bc_run *r, const char *interpreter, const char *depth)
+{
+	struct rt_config c;
+	char err[256];
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->ctx.desc = wl_find("bind-chain");
+	cr_assert_not_null(r->ctx.desc);
+	wl_params_default(r->ctx.desc, r->ctx.values);
+	i = wl_param_index(r->ctx.desc, "interpreter");
+	cr_assert_geq(i, 0);
+	cr_assert_eq(wl_param_parse(r->ctx.desc, i, interpreter, &r->ctx.values[i], err,
+				    sizeof(err)),
+		     0, "%s", err);
+	if (depth) {
+		i = wl_param_index(r->ctx.desc, "depth");
+		cr_assert_eq(wl_param_parse(r->ctx.desc, i, depth, &r->ctx.values[i], err,
+					    sizeof(err)),
+			     0, "%s", err);
+	}
+	rt_config_default(&c);
+	c.workers = 1;
+	r->ctx.sched = rt_sched_new(&c);
+	cr_assert_not_null(r->ctx.sched, "rt_sched_new: %s", strerror(errno));
+}
+
+static uint64_t bc_op_task(void *arg)
+{
+	struct bc_run *r = arg;
+
+	rt_sched_stats_total(r->ctx.sched, &r->before);
+	r->result = r->ctx.desc->op(&r->ctx);
+	rt_sched_stats_total(r->ctx.sched, &r->after);
+	return 0;
+}
+
+/* One op as the harness runs it (a submitted task), then its check. */
+static void op_and_check(const char *interpreter)
+{
+	struct bc_run r;
+	char err[256] = "";
+
+	bc_init(&r, interpreter, NULL);
+	cr_expect_eq(wl_int(&r.ctx, "depth"), 10000, "the studies' depth is the default");
+	rt_join(rt_submit(r.ctx.sched, bc_op_task, &r));
+	cr_expect_eq(r.result, 10000, "%s: %lu", interpreter, (unsigned long)r.result);
+	cr_expect(r.ctx.desc->check(&r.ctx, r.result, err, sizeof(err)), "%s", err);
+	cr_expect_eq(r.after.alloc_calls - r.before.alloc_calls, r.after.frees - r.before.frees,
+		     "%s: every allocation of the op freed", interpreter);
+	rt_sched_free(r.ctx.sched);
+}
+
+Test(bind_chain, op_and_check_under_the_stack_interpreter, .timeout = 60)
+{
+	op_and_check("stack");
+}
+
+Test(bind_chain, op_and_check_under_the_naive_interpreter, .timeout = 60)
+{
+	op_and_check("naive");
+}
+
+Test(bind_chain, naive_allocates_far_more_than_stack_per_op, .timeout = 60)
+{
+	struct bc_run stack, naive;
+
+	bc_init(&stack, "stack", "3000");
+	rt_join(rt_submit(stack.ctx.sched, bc_op_task, &stack));
+	bc_init(&naive, "naive", "3000");
+	rt_join(rt_submit(naive.ctx.sched, bc_op_task, &naive));
+	cr_expect_eq(stack.result, 3000);
+	cr_expect_eq(naive.result, 3000);
+	/* the naive run copies n^2/2 pending continuations: 36 MB against a few hundred KB */
+	cr_expect_gt(naive.after.alloc_bytes - naive.before.alloc_bytes,
+		     10 * (stack.after.alloc_bytes - stack.before.alloc_bytes));
+	rt_sched_free(stack.ctx.sched);
+	rt_sched_free(naive.ctx.sched);
+}
+
+Test(bind_chain, check_reports_a_wrong_value_and_parameters_are_validated)
+{
+	struct bc_run r;
+	char err[256];
+	int i;
+
+	bc_init(&r, "stack", "10");
+	cr_expect(r.ctx.desc->check(&r.ctx, 10, err, sizeof(err)));
+	cr_expect_not(r.ctx.desc->check(&r.ctx, 9, err, sizeof(err)));
+	cr_expect(strstr(err, "9") && strstr(err, "10"), "%s", err);
+	cr_expect_not(r.ctx.desc->check(&r.ctx, UINT64_MAX, err, sizeof(err)));
+	cr_expect(strstr(err, "failed"), "%s", err);
+	i = wl_param_index(r.ctx.desc, "interpreter");
+	cr_expect_eq(wl_param_parse(r.ctx.desc, i, "naive", &r.ctx.values[i], err, sizeof(err)), 0);
+	cr_expect_eq(wl_choice(&r.ctx, "interpreter"), 1);
+	cr_expect_eq(wl_param_parse(r.ctx.desc, i, "fast", &r.ctx.values[i], err, sizeof(err)),
+		     -EINVAL);
+	cr_expect(strstr(err, "stack,naive"), "%s", err);
+	i = wl_param_index(r.ctx.desc, "depth");
+	cr_expect_eq(wl_param_parse(r.ctx.desc, i, "0", &r.ctx.values[i], err, sizeof(err)),
+		     -EINVAL);
+	rt_sched_free(r.ctx.sched);
+}

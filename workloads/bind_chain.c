@@ -1,0 +1,79 @@
+/*
+ * bind-chain: build and run a left-associated chain of `depth` suspended binds.
+ *
+ * The studies' "left-associated suspended binds, depth 10,000" (cats-effect's
+ * foldLeft(IO(0))((acc, _) => acc.flatMap(i => IO(i + 1)))): the chain is built as
+ * flat_map(flat_map(... delay(0) ..., k), k) with k(i) = delay(i + 1), so every step is
+ * a suspended side effect, and run by the chosen interpreter. With `stack` time and
+ * bytes per op grow linearly with depth; with `naive` they grow quadratically, as Kyo's
+ * did (a sweep over depth shows the exponent). The op returns the chain's value, depth.
+ */
+#include <stdio.h>
+
+#include "runtime/effect/effect.h"
+#include "workloads/workload.h"
+
+#define BIND_CHAIN_FAILED UINT64_MAX
+
+static uint64_t zero(void *env)
+{
+	return 0;
+}
+
+static uint64_t succ(void *env)
+{
+	return (uint64_t)(uintptr_t)env + 1;
+}
+
+static struct fx_io *step(uint64_t i, void *env)
+{
+	return fx_delay(succ, (void *)(uintptr_t)i);
+}
+
+static uint64_t bind_chain_op(struct wl_ctx *ctx)
+{
+	long depth = wl_int(ctx, "depth");
+	struct fx_io *io = fx_delay(zero, NULL);
+	struct rt_result r;
+
+	/* a failed constructor leaves NULL, which the next consumes and fx_run reports */
+	for (long i = 0; i < depth; i++)
+		io = fx_flat_map(io, step, NULL);
+	r = fx_run(io, (enum fx_interp)wl_choice(ctx, "interpreter"));
+	if (!r.ok) {
+		rt_error_free(r.err);
+		return BIND_CHAIN_FAILED;
+	}
+	return r.value;
+}
+
+static bool bind_chain_check(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen)
+{
+	uint64_t depth = (uint64_t)wl_int(ctx, "depth");
+
+	if (result == depth)
+		return true;
+	if (result == BIND_CHAIN_FAILED)
+		snprintf(err, errlen, "bind-chain: the chain failed to run (out of memory?)");
+	else
+		snprintf(err, errlen, "bind-chain: the chain returned %llu, expected depth %llu",
+			 (unsigned long long)result, (unsigned long long)depth);
+	return false;
+}
+
+static const struct wl_param params[] = {
+	{ "depth", WL_INT, "10000", 1, 10000000, NULL, "binds in the left-associated chain" },
+	/* the order of enum fx_interp */
+	{ "interpreter", WL_CHOICE, "stack", 0, 0, "stack,naive",
+	  "stack: a continuation stack (linear); naive: copies it on every bind (quadratic)" },
+	{ 0 },
+};
+
+const struct wl_desc wl_bind_chain = {
+	.name = "bind-chain",
+	.summary = "build and run a left-associated chain of depth suspended binds",
+	.unit = "ops/s",
+	.params = params,
+	.op = bind_chain_op,
+	.check = bind_chain_check,
+};
