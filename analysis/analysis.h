@@ -131,6 +131,19 @@ struct an_kv {
 	double value;
 };
 
+struct an_sv {
+	const char *name;
+	const char *value;
+};
+
+/* Rows of numbers under named columns, row-major: cells[row * ncols + col]. */
+struct an_table {
+	const char *const *cols;
+	size_t ncols;
+	const double *cells;
+	size_t nrows;
+};
+
 struct an_probe_summary {
 	const char *name;       /* "oncpu" */
 	bool attached;
@@ -165,6 +178,14 @@ struct an_run {
 	struct an_summary score;
 	const struct an_kv *metrics; /* the runtime's counters over the measurement */
 	size_t nmetrics;
+	const struct an_sv *knobs;   /* the runtime's whole configuration */
+	size_t nknobs;
+	const char *overrides;       /* the -c settings over the preset, as typed; "" none */
+	struct an_table per_iteration; /* the counters of each measured iteration */
+	struct an_table per_worker;  /* the counters of each worker, summed over forks */
+	const uint64_t *steals;      /* per_worker.nrows squared: [thief * n + victim] */
+	const uint64_t *latency_hist; /* bucket k: schedule latencies in [2^k, 2^(k+1)) ns */
+	size_t latency_buckets;
 	const struct an_probe_summary *probes;
 	size_t nprobes;
 	const char *error;      /* why the run failed; NULL when it did not */

@@ -131,6 +131,25 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	fputc('}', out);
 }
 
+static void json_table(FILE *out, const struct an_table *t)
+{
+	fputs("{\"columns\": [", out);
+	for (size_t c = 0; c < t->ncols; c++) {
+		fputs(c ? ", " : "", out);
+		json_str(out, t->cols[c]);
+	}
+	fputs("], \"rows\": [", out);
+	for (size_t r = 0; r < t->nrows; r++) {
+		fputs(r ? ",\n      [" : "\n      [", out);
+		for (size_t c = 0; c < t->ncols; c++) {
+			fputs(c ? ", " : "", out);
+			json_num(out, t->cells[r * t->ncols + c]);
+		}
+		fputc(']', out);
+	}
+	fputs(t->nrows ? "\n    ]}" : "]}", out);
+}
+
 int an_report_json(const struct an_run *r, FILE *out)
 {
 	fputs("{\n  \"schema\": \"schedlab-result/1\",\n  \"id\": ", out);
@@ -175,7 +194,36 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs(": ", out);
 		json_num(out, r->metrics[i].value);
 	}
-	fputs("},\n  \"probes\": [", out);
+	fputs("},\n  \"knobs\": {", out);
+	for (size_t i = 0; i < r->nknobs; i++) {
+		fputs(i ? ", " : "", out);
+		json_str(out, r->knobs[i].name);
+		fputs(": ", out);
+		json_str(out, r->knobs[i].value);
+	}
+	fputs("},\n  \"overrides\": ", out);
+	json_str(out, r->overrides ? r->overrides : "");
+	fputs(",\n  \"per_iteration\": ", out);
+	json_table(out, &r->per_iteration);
+	fputs(",\n  \"per_worker\": ", out);
+	json_table(out, &r->per_worker);
+	fputs(",\n  \"steals\": [", out);
+	for (size_t t = 0; r->steals && t < r->per_worker.nrows; t++) {
+		fputs(t ? ", [" : "[", out);
+		for (size_t v = 0; v < r->per_worker.nrows; v++)
+			fprintf(out, "%s%llu", v ? ", " : "",
+				(unsigned long long)r->steals[t * r->per_worker.nrows + v]);
+		fputc(']', out);
+	}
+	fputs("],\n  \"latency_hist_ns\": [", out);
+	for (size_t k = 0, first = 1; r->latency_hist && k < r->latency_buckets; k++) {
+		if (!r->latency_hist[k])
+			continue;
+		fprintf(out, "%s{\"from\": %.0f, \"count\": %llu}", first ? "" : ", ",
+			ldexp(1.0, (int)k), (unsigned long long)r->latency_hist[k]);
+		first = 0;
+	}
+	fputs("],\n  \"probes\": [", out);
 	for (size_t i = 0; i < r->nprobes; i++) {
 		fputs(i ? ",\n    " : "\n    ", out);
 		json_probe(out, &r->probes[i]);
@@ -231,6 +279,61 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			p->folded, p->folded);
 }
 
+/* The per-worker counters that show placement, and the steal matrix when anyone stole. */
+static void md_workers(FILE *out, const struct an_run *r)
+{
+	static const char *const show[] = { "tasks_run",   "spawned",          "stolen",
+					     "parks",       "place_remote",     "idle_while_queued_ns",
+					     "stranded_ns", "blocking_episodes", "handoffs" };
+	const struct an_table *t = &r->per_worker;
+	size_t idx[sizeof(show) / sizeof(show[0])], nshow = 0;
+	uint64_t any = 0;
+	char n[64];
+
+	if (!t->nrows)
+		return;
+	for (size_t k = 0; k < sizeof(show) / sizeof(show[0]); k++)
+		for (size_t c = 0; c < t->ncols; c++)
+			if (!strcmp(t->cols[c], show[k]))
+				idx[nshow++] = c;
+	fputs("Per worker:\n\n| worker |", out);
+	for (size_t k = 0; k < nshow; k++)
+		fprintf(out, " %s |", t->cols[idx[k]]);
+	fputs("\n| ---: |", out);
+	for (size_t k = 0; k < nshow; k++)
+		fputs(" ---: |", out);
+	fputs("\n", out);
+	for (size_t row = 0; row < t->nrows; row++) {
+		fprintf(out, "| %zu |", row);
+		for (size_t k = 0; k < nshow; k++) {
+			an_format_number(t->cells[row * t->ncols + idx[k]], 0, n, sizeof(n));
+			fprintf(out, " %s |", n);
+		}
+		fputs("\n", out);
+	}
+	fputs("\n", out);
+	for (size_t i = 0; r->steals && i < t->nrows * t->nrows; i++)
+		any |= r->steals[i];
+	if (!any)
+		return;
+	fputs("Tasks stolen (row: thief, column: victim):\n\n| thief |", out);
+	for (size_t v = 0; v < t->nrows; v++)
+		fprintf(out, " %zu |", v);
+	fputs("\n| ---: |", out);
+	for (size_t v = 0; v < t->nrows; v++)
+		fputs(" ---: |", out);
+	fputs("\n", out);
+	for (size_t th = 0; th < t->nrows; th++) {
+		fprintf(out, "| %zu |", th);
+		for (size_t v = 0; v < t->nrows; v++) {
+			an_format_number((double)r->steals[th * t->nrows + v], 0, n, sizeof(n));
+			fprintf(out, " %s |", n);
+		}
+		fputs("\n", out);
+	}
+	fputs("\n", out);
+}
+
 int an_report_markdown(const struct an_run *r, FILE *out)
 {
 	int dec = an_score_decimals(r->score.mean, r->score.ci_half);
@@ -267,9 +370,18 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 			md_probe(out, &r->probes[i]);
 		fputs("\n", out);
 	}
+	if (r->nknobs) {
+		fprintf(out, "## Runtime\n\nPreset %s%s%s. ", r->preset,
+			r->overrides && *r->overrides ? " with " : "",
+			r->overrides && *r->overrides ? r->overrides : "");
+		fputs("Knobs:", out);
+		for (size_t i = 0; i < r->nknobs; i++)
+			fprintf(out, "%s %s=%s", i ? "," : "", r->knobs[i].name, r->knobs[i].value);
+		fputs(".\n\n", out);
+	}
 	if (r->nmetrics) {
-		fputs("## Runtime counters (measured iterations, all forks)\n\n| counter | value |\n"
-		      "| --- | ---: |\n",
+		fputs("Counters over the measured iterations of all forks (times in ns):\n\n"
+		      "| counter | value |\n| --- | ---: |\n",
 		      out);
 		for (size_t i = 0; i < r->nmetrics; i++) {
 			an_format_number(r->metrics[i].value,
@@ -279,6 +391,7 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fputs("\n", out);
 	}
+	md_workers(out, r);
 	fprintf(out, "Reproduce: `%s`  \nRun %s, started %s on %s.\n", r->command, r->id,
 		r->started, r->host);
 	return ferror(out) ? -EIO : 0;

@@ -23,15 +23,15 @@ int cmd_fork(int argc, char **argv)
 		{ "time", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *preset = NULL, *params[WL_MAX_PARAMS];
+	const char *preset = NULL, *params[WL_MAX_PARAMS], *knobs[HX_MAX_ASSIGN];
 	long fd = -1, warmup = -1, iterations = -1;
 	double time_s = -1;
 	struct hx_spec spec;
-	size_t nparams = 0;
+	size_t nparams = 0, nknobs = 0;
 	char err[512];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "P:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "P:c:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (!cli_parse_long(optarg, 0, 1 << 20, &fd))
@@ -52,6 +52,11 @@ int cmd_fork(int argc, char **argv)
 			if (!cli_parse_double(optarg, 1e-6, 1e6, &time_s))
 				return cli_usage_error("__fork: bad --time %s", optarg);
 			break;
+		case 'c':
+			if (nknobs == HX_MAX_ASSIGN)
+				return cli_usage_error("__fork: too many knobs");
+			knobs[nknobs++] = optarg;
+			break;
 		case 'P':
 			if (nparams == WL_MAX_PARAMS)
 				return cli_usage_error("__fork: too many parameters");
@@ -67,6 +72,9 @@ int cmd_fork(int argc, char **argv)
 		return cli_usage_error("__fork: %s", err);
 	for (size_t i = 0; i < nparams; i++)
 		if (hx_spec_param(&spec, params[i], err, sizeof(err)))
+			return cli_usage_error("__fork: %s", err);
+	for (size_t i = 0; i < nknobs; i++)
+		if (hx_spec_knob(&spec, knobs[i], err, sizeof(err)))
 			return cli_usage_error("__fork: %s", err);
 	spec.opt.warmup = (unsigned)warmup;
 	spec.opt.iterations = (unsigned)iterations;

@@ -11,19 +11,23 @@
 #include "runtime/rt.h"
 #include "workloads/workload.h"
 
-enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4 };
+enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4, SHOW_KNOBS = 8 };
 
 static const char doc[] =
 	"List what schedlab can run: workloads (with their parameters, set with -P), runtime "
-	"presets (set with --preset) and probes (with whether they can attach here).\v"
+	"presets (set with --preset; --presets shows each one's every knob), the knobs "
+	"(set with -c over a preset) and probes (with whether they can attach here).\v"
 	"Examples:\n"
 	"  schedlab list\n"
 	"  schedlab list --workloads\n"
+	"  schedlab list --presets\n"
+	"  schedlab list --knobs\n"
 	"  schedlab list --probes";
 
 static const struct argp_option options[] = {
 	{ "workloads", 'w', NULL, 0, "only the workloads and their parameters", 0 },
-	{ "presets", 'p', NULL, 0, "only the runtime presets", 0 },
+	{ "presets", 'p', NULL, 0, "only the runtime presets, each with its whole knob vector", 0 },
+	{ "knobs", 'k', NULL, 0, "only the runtime knobs: what each means and takes", 0 },
 	{ "probes", 'e', NULL, 0, "only the probes, and whether they can attach", 0 },
 	{ 0 },
 };
@@ -41,6 +45,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'e':
 		*show |= SHOW_PROBES;
+		return 0;
+	case 'k':
+		*show |= SHOW_KNOBS;
 		return 0;
 	case ARGP_KEY_ARG:
 		cli_usage_error("list takes no argument, got '%s'; choose a section with "
@@ -69,19 +76,52 @@ static void list_workloads(void)
 			else
 				snprintf(range, sizeof(range), p->type == WL_INT ? "%.0f..%.0f" : "%g..%g",
 					 p->min, p->max);
-			printf("      %-10s default %-8s %-18s %s\n", p->name, p->def, range, p->help);
+			printf("      %-12s default %-8s %-18s %s\n", p->name, p->def, range, p->help);
 		}
 	}
 }
 
-static void list_presets(void)
+/* With vectors, each preset's every knob, so two presets can be compared line by line. */
+static void list_presets(bool vectors)
 {
-	const char *const *names = rt_preset_names();
+	const char *const *names = rt_preset_names(), *const *knobs = rt_knob_names();
 
 	printf("Presets (schedlab run WORKLOAD --preset NAME):\n");
-	for (size_t i = 0; names[i]; i++)
+	for (size_t i = 0; names[i]; i++) {
+		struct rt_config c;
+		size_t col = 6;
+
 		printf("  %-12s %s%s\n", names[i], rt_preset_describe(names[i]),
 		       i == 0 ? " (default)" : "");
+		if (!vectors)
+			continue;
+		rt_config_preset(&c, names[i]);
+		printf("     ");
+		for (size_t k = 0; knobs[k]; k++) {
+			char v[64], item[128];
+			int n;
+
+			rt_config_get(&c, knobs[k], v, sizeof(v));
+			n = snprintf(item, sizeof(item), " %s=%s", knobs[k], v);
+			if (col + (size_t)n > 100) {
+				printf("\n     ");
+				col = 5;
+			}
+			fputs(item, stdout);
+			col += (size_t)n;
+		}
+		printf("\n");
+	}
+}
+
+static void list_knobs(void)
+{
+	const char *const *knobs = rt_knob_names();
+
+	printf("Knobs (schedlab run WORKLOAD --preset P -c KNOB=VALUE):\n");
+	for (size_t k = 0; knobs[k]; k++)
+		printf("  %-26s %s\n  %-26s   takes %s\n", knobs[k], rt_knob_describe(knobs[k]), "",
+		       rt_knob_accepts(knobs[k]));
 }
 
 static void list_probes(void)
@@ -106,18 +146,27 @@ int cmd_list(int argc, char **argv)
 
 	if (cli_argp_parse(&argp, "list", argc, argv, &show))
 		return CLI_EXIT_USAGE;
+	bool only_presets = show == SHOW_PRESETS;
+	bool first = true;
+
 	if (!show)
 		show = SHOW_WORKLOADS | SHOW_PRESETS | SHOW_PROBES;
-	if (show & SHOW_WORKLOADS)
+	if (show & SHOW_WORKLOADS) {
 		list_workloads();
+		first = false;
+	}
 	if (show & SHOW_PRESETS) {
-		if (show & SHOW_WORKLOADS)
-			printf("\n");
-		list_presets();
+		printf(first ? "" : "\n");
+		list_presets(only_presets || (show & SHOW_KNOBS));
+		first = false;
+	}
+	if (show & SHOW_KNOBS) {
+		printf(first ? "" : "\n");
+		list_knobs();
+		first = false;
 	}
 	if (show & SHOW_PROBES) {
-		if (show & (SHOW_WORKLOADS | SHOW_PRESETS))
-			printf("\n");
+		printf(first ? "" : "\n");
 		list_probes();
 	}
 	return CLI_EXIT_OK;

@@ -37,6 +37,7 @@ static const char doc[] =
 	"  schedlab run spawn-join workers           the default job ('make run')\n"
 	"  schedlab run spawn-join --quick           a first look in about two seconds\n"
 	"  schedlab run workers -P rounds=256 --freq 499\n"
+	"  schedlab run spawn-join --preset kyo -c workers=4\n"
 	"  schedlab run spawn-join --probes none --json\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
 	"Workloads, their parameters and the presets: 'schedlab list'. Exit status: 0 when "
@@ -56,6 +57,10 @@ enum {
 static const struct argp_option options[] = {
 	{ "preset", 'p', "NAME", 0, "runtime preset (default ce; see 'schedlab list --presets')", 0 },
 	{ "param", 'P', "NAME=VALUE", 0, "a workload parameter; repeatable (e.g. -P n=1000)", 0 },
+	{ "knob", 'c', "KNOB=VALUE", 0,
+	  "a runtime knob over the preset; repeatable (e.g. -c workers=4; see 'schedlab list "
+	  "--knobs')",
+	  0 },
 	{ "forks", OPT_FORKS, "N", 0, "fresh processes per workload (default 3)", 1 },
 	{ "warmup", OPT_WARMUP, "N", 0, "warm-up iterations per fork, discarded (default 3)", 1 },
 	{ "iterations", OPT_ITERATIONS, "N", 0, "measured iterations per fork (default 3)", 1 },
@@ -74,6 +79,8 @@ struct run_args {
 	const char *preset;
 	const char *params[MAX_PARAMS];
 	size_t nparams;
+	const char *knobs[HX_MAX_ASSIGN];
+	size_t nknobs;
 	long forks, warmup, iterations; /* -1: not given */
 	double time_s;                  /* < 0: not given */
 	bool quick, json, oncpu;
@@ -96,6 +103,13 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->params[a->nparams++] = arg;
+		return 0;
+	case 'c':
+		if (a->nknobs == HX_MAX_ASSIGN) {
+			a->bad = cli_usage_error("at most %d -c settings", HX_MAX_ASSIGN);
+			return EINVAL;
+		}
+		a->knobs[a->nknobs++] = arg;
 		return 0;
 	case OPT_FORKS:
 		if (!cli_parse_long(arg, 1, 1000, &a->forks)) {
@@ -192,6 +206,9 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 			s->opt.iterations = (unsigned)a->iterations;
 		if (a->time_s > 0)
 			s->opt.time_s = a->time_s;
+		for (size_t k = 0; k < a->nknobs; k++)
+			if (hx_spec_knob(s, a->knobs[k], err, sizeof(err)))
+				return cli_usage_error("%s", err);
 	}
 	for (size_t p = 0; p < a->nparams; p++) {
 		const char *eq = strchr(a->params[p], '=');
@@ -338,9 +355,77 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 			       s->opt.iterations, s->opt.time_s, a->oncpu ? "oncpu" : "none");
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --freq %ld", a->freq);
+	for (unsigned k = 0; k < s->nknobs && off < len; k++)
+		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
 	for (char *p = strtok(params, " "); p && off < len; p = strtok(NULL, " "))
 		off += (size_t)snprintf(buf + off, len - off, " -P %s", p);
+}
+
+/* What the run report needs from a result that is not already in it: the knob vector,
+ * counters as tables. Owned here, freed by report_parts_free(). */
+struct report_parts {
+	struct an_sv knobs[64];
+	char knob_values[64][48];
+	size_t nknobs;
+	char overrides[HX_MAX_ASSIGN * 100];
+	struct an_kv metrics[64];
+	size_t nmetrics;
+	double *iter_cells, *worker_cells;
+};
+
+static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
+			     const struct hx_result *res)
+{
+	const char *const *knobs = rt_knob_names(), *const *cols;
+	size_t ncols, off = 0;
+	double total[64];
+
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; knobs[i] && i < 64; i++) {
+		rt_config_get(&s->rt, knobs[i], p->knob_values[i], sizeof(p->knob_values[i]));
+		p->knobs[i] = (struct an_sv){ knobs[i], p->knob_values[i] };
+		p->nknobs++;
+	}
+	for (unsigned k = 0; k < s->nknobs; k++)
+		off += (size_t)snprintf(p->overrides + off, sizeof(p->overrides) - off, "%s-c %s",
+					k ? " " : "", s->knobs[k]);
+
+	cols = hx_stat_columns(&ncols);
+	hx_stat_row(&res->rt, total);
+	p->metrics[p->nmetrics++] = (struct an_kv){ "ops", (double)res->ops };
+	for (size_t c = 0; c < ncols && p->nmetrics < 56; c++)
+		p->metrics[p->nmetrics++] = (struct an_kv){ cols[c], total[c] };
+	if (res->ops) {
+		p->metrics[p->nmetrics++] =
+			(struct an_kv){ "bytes_per_op", (double)res->rt.alloc_bytes / (double)res->ops };
+		p->metrics[p->nmetrics++] =
+			(struct an_kv){ "spawned_per_op", (double)res->rt.spawned / (double)res->ops };
+	}
+	p->metrics[p->nmetrics++] =
+		(struct an_kv){ "latency_p50_ns", hx_latency_quantile(&res->rt, 0.5) };
+	p->metrics[p->nmetrics++] =
+		(struct an_kv){ "latency_p99_ns", hx_latency_quantile(&res->rt, 0.99) };
+	p->metrics[p->nmetrics++] =
+		(struct an_kv){ "workers_started", (double)res->workers_started };
+	p->metrics[p->nmetrics++] =
+		(struct an_kv){ "threads_created", (double)res->threads_created };
+
+	p->iter_cells = calloc(res->nsamples * ncols + 1, sizeof(double));
+	p->worker_cells = calloc((size_t)res->nper * ncols + 1, sizeof(double));
+	if (!p->iter_cells || !p->worker_cells)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->nsamples; i++)
+		hx_stat_row(&res->iter_rt[i], &p->iter_cells[i * ncols]);
+	for (size_t w = 0; w < res->nper; w++)
+		hx_stat_row(&res->per_worker[w], &p->worker_cells[w * ncols]);
+	return 0;
+}
+
+static void report_parts_free(struct report_parts *p)
+{
+	free(p->iter_cells);
+	free(p->worker_cells);
 }
 
 #define METRIC(field) { #field, (double)res->rt.field }
@@ -351,6 +436,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
 	struct an_probe_summary probe = { .name = "oncpu" };
 	struct hx_result res_store, *res = &res_store;
+	struct report_parts *parts;
+	const char *const *cols;
+	size_t ncols;
 	struct hx_hooks hooks;
 	struct an_run run;
 	time_t now = time(NULL);
@@ -373,29 +461,19 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	hx_spec_params_text(s, params, sizeof(params));
 	reproduce_command(s, a, command, sizeof(command));
 
-	fprintf(stderr, "# %s · preset %s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
-		s->wl->name, s->rt.preset, params, s->opt.forks, s->opt.warmup, s->opt.iterations,
-		s->opt.time_s);
+	fprintf(stderr, "# %s · preset %s%s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
+		s->wl->name, s->rt.preset, s->nknobs ? " (with -c)" : "", params, s->opt.forks,
+		s->opt.warmup, s->opt.iterations, s->opt.time_s);
 	if (hx_profile_reset(prof))
 		return CLI_EXIT_FAIL;
 	hx_profile_hooks(prof, &hooks);
 	err = hx_run(s, self, &hooks, res, stderr);
-
-	struct an_kv metrics[] = {
-		{ "ops", (double)res->ops },
-		METRIC(tasks_run),
-		METRIC(spawned),
-		METRIC(stolen),
-		METRIC(steals),
-		METRIC(steal_attempts),
-		METRIC(parks),
-		METRIC(noop_wakeups),
-		METRIC(notifies),
-		METRIC(place_local),
-		METRIC(place_external),
-		METRIC(overflows),
-		METRIC(global_pops),
-	};
+	parts = malloc(sizeof(*parts));
+	if (!parts) {
+		hx_result_free(res);
+		cli_usage_error("out of memory");
+		return CLI_EXIT_FAIL;
+	}
 
 	probe.attached = prof->attached;
 	probe.status = prof->status;
@@ -462,8 +540,24 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.samples = res->samples;
 	run.nsamples = err ? 0 : res->nsamples;
 	run.score = res->summary;
-	run.metrics = metrics;
-	run.nmetrics = sizeof(metrics) / sizeof(metrics[0]);
+	if (report_parts_make(parts, s, res)) {
+		cli_usage_error("out of memory");
+		report_parts_free(parts);
+		free(parts);
+		hx_result_free(res);
+		return CLI_EXIT_FAIL;
+	}
+	cols = hx_stat_columns(&ncols);
+	run.metrics = parts->metrics;
+	run.nmetrics = err ? 0 : parts->nmetrics;
+	run.knobs = parts->knobs;
+	run.nknobs = parts->nknobs;
+	run.overrides = parts->overrides;
+	run.per_iteration = (struct an_table){ cols, ncols, parts->iter_cells, err ? 0 : res->nsamples };
+	run.per_worker = (struct an_table){ cols, ncols, parts->worker_cells, err ? 0 : res->nper };
+	run.steals = res->steals;
+	run.latency_hist = res->rt.latency_hist;
+	run.latency_buckets = RT_LATENCY_BUCKETS;
 	run.probes = &probe;
 	run.nprobes = 1;
 	run.error = err ? res->error : prof->error ? note : NULL;
@@ -487,6 +581,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	row->failed = err != 0;
 	if (err)
 		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
+	report_parts_free(parts);
+	free(parts);
 	hx_result_free(res);
 	return err ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -7,7 +7,8 @@
  *
  *   fork -> HELLO (pid, phase TLS offset, workers), WARMUP x warmup, MEASURE
  *   ctrl -> GO       (after the probes started on the fork's pid)
- *   fork -> ITER x iterations, RTSTATS, END
+ *   fork -> ITER x iterations (each with its runtime counters), RTSTATS, WORKER x
+ *           workers (each worker's counters and steal row), END
  *   ctrl -> BYE      (after the probes were drained and the fork's maps read)
  *   fork -> ERROR at any point, with a one-line reason, then exits 1
  *
@@ -35,6 +36,7 @@ enum msg_type {
 	MSG_GO,
 	MSG_ITER,
 	MSG_RTSTATS,
+	MSG_WORKER,
 	MSG_END,
 	MSG_BYE,
 	MSG_ERROR,
@@ -50,6 +52,7 @@ struct msg {
 	uint32_t workers;
 	uint32_t pad;
 	struct rt_worker_stats rt;
+	uint64_t row[RT_MAX_WORKERS]; /* MSG_WORKER: tasks this worker stole from each */
 	char text[400];
 };
 
@@ -144,6 +147,30 @@ int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t e
 	return 0;
 }
 
+int hx_spec_knob(struct hx_spec *s, const char *assignment, char *err, size_t errlen)
+{
+	const char *eq = strchr(assignment, '=');
+	char name[64];
+	int ret;
+
+	if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof(name)) {
+		snprintf(err, errlen, "-c %s: expected knob=value, e.g. -c workers=4 (see 'schedlab "
+			 "list --knobs')", assignment);
+		return -EINVAL;
+	}
+	if (s->nknobs == HX_MAX_ASSIGN || strlen(assignment) >= sizeof(s->knobs[0])) {
+		snprintf(err, errlen, "-c %s: too many or too long knob settings", assignment);
+		return -EINVAL;
+	}
+	memcpy(name, assignment, (size_t)(eq - assignment));
+	name[eq - assignment] = '\0';
+	ret = rt_config_set(&s->rt, name, eq + 1, err, errlen);
+	if (ret)
+		return ret;
+	strcpy(s->knobs[s->nknobs++], assignment);
+	return 0;
+}
+
 void hx_spec_params_text(const struct hx_spec *s, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -173,7 +200,7 @@ static char *xasprintf(const char *fmt, ...)
 
 int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out)
 {
-	size_t cap = 16 + 2 * WL_MAX_PARAMS, n = 0;
+	size_t cap = 16 + WL_MAX_PARAMS + HX_MAX_ASSIGN, n = 0;
 	char **argv = calloc(cap, sizeof(*argv));
 	char v[64];
 
@@ -196,6 +223,8 @@ int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out)
 		wl_param_format(spec->wl, i, &spec->values[i], v, sizeof(v));
 		PUSH(xasprintf("-P%s=%s", spec->wl->params[i].name, v));
 	}
+	for (unsigned i = 0; i < spec->nknobs; i++)
+		PUSH(xasprintf("-c%s", spec->knobs[i]));
 	PUSH(strdup(spec->wl->name));
 #undef PUSH
 	argv[n] = NULL;
@@ -269,6 +298,33 @@ static void fmt_rate(char *buf, size_t len, double v)
 }
 
 /* ---- the controller ----------------------------------------------------------------- */
+
+static void stats_add(struct rt_worker_stats *dst, const struct rt_worker_stats *src)
+{
+	uint64_t *d = (uint64_t *)dst;
+	const uint64_t *s = (const uint64_t *)src;
+
+	for (size_t i = 0; i < sizeof(*dst) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
+static void stats_sub(struct rt_worker_stats *out, const struct rt_worker_stats *a,
+		      const struct rt_worker_stats *b)
+{
+	uint64_t *o = (uint64_t *)out;
+	const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = x[i] - y[i];
+}
+
+/* The steal matrix travels as full rows; squeeze it to nper x nper at the end. */
+static void steals_compact(struct hx_result *res)
+{
+	for (unsigned t = 0; t < res->nper; t++)
+		for (unsigned v = 0; v < res->nper; v++)
+			res->steals[t * res->nper + v] = res->steals[t * RT_MAX_WORKERS + v];
+}
 
 static int run_fork(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
 		    struct hx_result *res, unsigned k, FILE *progress)
@@ -344,6 +400,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		case MSG_ITER: {
 			double v = m.ops / (m.ns / 1e9);
 
+			res->iter_rt[res->nsamples] = m.rt;
 			res->samples[res->nsamples++] = v;
 			res->ops += m.ops;
 			fmt_rate(rate, sizeof(rate), v);
@@ -353,14 +410,21 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 					spec->wl->unit);
 			break;
 		}
-		case MSG_RTSTATS: {
-			uint64_t *dst = (uint64_t *)&res->rt;
-			const uint64_t *src = (const uint64_t *)&m.rt;
-
-			for (size_t i = 0; i < sizeof(m.rt) / sizeof(uint64_t); i++)
-				dst[i] += src[i];
+		case MSG_RTSTATS:
+			stats_add(&res->rt, &m.rt);
+			res->threads_created += m.ops;
+			if (m.workers > res->workers_started)
+				res->workers_started = m.workers;
 			break;
-		}
+		case MSG_WORKER:
+			if (m.index < RT_MAX_WORKERS) {
+				stats_add(&res->per_worker[m.index], &m.rt);
+				for (unsigned v = 0; v < RT_MAX_WORKERS; v++)
+					res->steals[m.index * RT_MAX_WORKERS + v] += m.row[v];
+				if (m.index + 1 > res->nper)
+					res->nper = m.index + 1;
+			}
+			break;
 		case MSG_END:
 			if (hooks && hooks->measure_end &&
 			    (err = hooks->measure_end(hooks->ctx, pid))) {
@@ -422,7 +486,11 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 		return -EINVAL;
 	}
 	res->samples = calloc(total, sizeof(*res->samples));
-	if (!res->samples) {
+	res->iter_rt = calloc(total, sizeof(*res->iter_rt));
+	res->per_worker = calloc(RT_MAX_WORKERS, sizeof(*res->per_worker));
+	res->steals = calloc((size_t)RT_MAX_WORKERS * RT_MAX_WORKERS, sizeof(*res->steals));
+	if (!res->samples || !res->iter_rt || !res->per_worker || !res->steals) {
+		hx_result_free(res);
 		snprintf(res->error, sizeof(res->error), "out of memory");
 		return -ENOMEM;
 	}
@@ -431,6 +499,7 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 		if (err)
 			return err;
 	}
+	steals_compact(res);
 	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
 	if (err)
 		snprintf(res->error, sizeof(res->error), "no measured iterations");
@@ -442,7 +511,13 @@ void hx_result_free(struct hx_result *res)
 	if (!res)
 		return;
 	free(res->samples);
+	free(res->iter_rt);
+	free(res->per_worker);
+	free(res->steals);
 	res->samples = NULL;
+	res->iter_rt = NULL;
+	res->per_worker = NULL;
+	res->steals = NULL;
 }
 
 /* ---- the fork ------------------------------------------------------------------------- */
@@ -508,10 +583,59 @@ static int await(int fd, uint32_t type)
 	return m.type == type ? 0 : -EPROTO;
 }
 
+/* Each worker's counters and steal row at the start of measurement, to send the
+ * differences at the end. */
+struct worker_marks {
+	struct rt_worker_stats stats[RT_MAX_WORKERS];
+	uint64_t steals[RT_MAX_WORKERS][RT_MAX_WORKERS];
+	unsigned n;
+};
+
+static void marks_take(struct rt_sched *s, struct worker_marks *wm)
+{
+	wm->n = rt_sched_stats(s, wm->stats, RT_MAX_WORKERS);
+	for (unsigned t = 0; t < wm->n; t++)
+		for (unsigned v = 0; v < wm->n; v++)
+			wm->steals[t][v] = rt_sched_steals_from(s, t, v);
+}
+
+/* One MSG_WORKER per worker: what it did since marks_take(). */
+static int send_workers(int fd, struct rt_sched *s, const struct worker_marks *before)
+{
+	struct worker_marks *now = malloc(sizeof(*now));
+	struct msg *m = malloc(sizeof(*m));
+	int err = 0;
+
+	if (!now || !m) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	marks_take(s, now);
+	for (unsigned i = 0; i < now->n && !err; i++) {
+		memset(m, 0, sizeof(*m));
+		m->type = MSG_WORKER;
+		m->index = i;
+		/* a worker added during measurement counts from zero */
+		if (i < before->n)
+			stats_sub(&m->rt, &now->stats[i], &before->stats[i]);
+		else
+			m->rt = now->stats[i];
+		for (unsigned v = 0; v < now->n; v++)
+			m->row[v] = now->steals[i][v] -
+				    (i < before->n && v < before->n ? before->steals[i][v] : 0);
+		err = msg_send(fd, m);
+	}
+out_free:
+	free(now);
+	free(m);
+	return err;
+}
+
 int hx_fork_main(const struct hx_spec *spec, int fd)
 {
 	struct wl_ctx ctx = { .desc = spec->wl };
-	struct rt_worker_stats before, after;
+	struct rt_worker_stats before, after, iter_before;
+	struct worker_marks *marks = NULL;
 	char err[sizeof(((struct msg *)0)->text)];
 	struct msg m;
 	int status = 1;
@@ -555,13 +679,22 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	if (msg_send(fd, &m) || await(fd, MSG_GO))
 		goto out_teardown;
 
+	marks = malloc(sizeof(*marks));
+	if (!marks) {
+		fork_error(fd, "out of memory");
+		goto out_teardown;
+	}
+	marks_take(ctx.sched, marks);
 	rt_sched_stats_total(ctx.sched, &before);
 	for (unsigned i = 0; i < spec->opt.iterations; i++) {
 		memset(&m, 0, sizeof(m));
+		rt_sched_stats_total(ctx.sched, &iter_before);
 		if (iteration(&ctx, spec->opt.time_s, &m.ops, &m.ns, err, sizeof(err))) {
 			fork_error(fd, "iteration %u: %s", i + 1, err);
 			goto out_teardown;
 		}
+		rt_sched_stats_total(ctx.sched, &after);
+		stats_sub(&m.rt, &after, &iter_before);
 		m.type = MSG_ITER;
 		m.index = i;
 		if (msg_send(fd, &m))
@@ -571,14 +704,10 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_RTSTATS;
-	{
-		const uint64_t *a = (const uint64_t *)&after, *b = (const uint64_t *)&before;
-		uint64_t *d = (uint64_t *)&m.rt;
-
-		for (size_t i = 0; i < sizeof(m.rt) / sizeof(uint64_t); i++)
-			d[i] = a[i] - b[i];
-	}
-	if (msg_send(fd, &m))
+	stats_sub(&m.rt, &after, &before);
+	m.ops = rt_sched_threads_created(ctx.sched);
+	m.workers = rt_sched_workers_started(ctx.sched);
+	if (msg_send(fd, &m) || send_workers(fd, ctx.sched, marks))
 		goto out_teardown;
 	m.type = MSG_END;
 	if (msg_send(fd, &m) || await(fd, MSG_BYE))
@@ -586,6 +715,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	status = 0;
 
 out_teardown:
+	free(marks);
 	if (spec->wl->teardown)
 		spec->wl->teardown(&ctx);
 out_sched:

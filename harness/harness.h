@@ -44,6 +44,8 @@ struct hx_spec {
 	union wl_value values[WL_MAX_PARAMS];
 	bool value_set[WL_MAX_PARAMS];
 	struct rt_config rt;
+	char knobs[HX_MAX_ASSIGN][96]; /* the -c overrides, as typed ("name=value") */
+	unsigned nknobs;
 	struct hx_options opt;
 };
 
@@ -54,6 +56,8 @@ int hx_spec_init(struct hx_spec *s, const char *workload, const char *preset, ch
 		 size_t errlen);
 /* Apply "-P name=value". 0 or -EINVAL with the reason in err. */
 int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t errlen);
+/* Apply "-c knob=value" over the preset. 0 or -EINVAL / -ENOENT with the reason. */
+int hx_spec_knob(struct hx_spec *s, const char *assignment, char *err, size_t errlen);
 /* The parameters as "name=value name=value" (every parameter, defaults included). */
 void hx_spec_params_text(const struct hx_spec *s, char *buf, size_t len);
 
@@ -70,8 +74,14 @@ struct hx_result {
 	double *samples;   /* throughput of each measured iteration, all forks, in order */
 	size_t nsamples;
 	struct an_summary summary;
-	unsigned workers;  /* worker threads the runtime started */
+	unsigned workers;  /* core worker threads the runtime started */
+	unsigned workers_started; /* the most workers a fork ever had, spares included */
+	uint64_t threads_created; /* OS threads made, summed over forks */
 	struct rt_worker_stats rt; /* summed over the measured iterations of all forks */
+	struct rt_worker_stats *iter_rt; /* each measured iteration's counters, as samples */
+	struct rt_worker_stats *per_worker; /* by worker index, summed over forks */
+	uint64_t *steals;  /* per_worker x per_worker: steals[thief * nper + victim] */
+	unsigned nper;     /* workers in per_worker */
 	uint64_t ops;      /* operations in the measured iterations */
 	char error[512];   /* why the run failed, when hx_run() returns non-zero */
 };
@@ -89,6 +99,14 @@ int hx_fork_main(const struct hx_spec *spec, int fd);
 /* The argument vector that makes `schedlab __fork` rebuild spec (after "__fork"). */
 int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out);
 void hx_fork_argv_free(char **argv);
+
+/* The runtime's counters as named columns (the latency histogram left out): the names,
+ * and one row of values for a struct rt_worker_stats. */
+const char *const *hx_stat_columns(size_t *n);
+void hx_stat_row(const struct rt_worker_stats *st, double *out);
+/* The q-quantile of the sampled schedule latency, in ns (a bucket's upper edge);
+ * NAN when none was sampled. */
+double hx_latency_quantile(const struct rt_worker_stats *st, double q);
 
 /* ---- profiling a benchmark -------------------------------------------------------------- */
 
