@@ -56,7 +56,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -I$(dir $(VMLINUX_H)) -I. -I/usr/include/$(MULTIARCH) -MMD -MP
 
 # Debian packages, by name. `make run` and `make test` install any that are missing.
-DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	    libpfm4-dev libcriterion-dev systemtap-sdt-dev
 BENCH_PKGS := golang-go
 
@@ -207,8 +207,18 @@ $(BUILD)/bench/%: bench/%.c $(LIB) | $(DEPS_OK)
 	$(Q)mkdir -p $(@D) $(dir $(BUILD)/obj/$<)
 	$(Q)$(CC) $(CFLAGS) -MF $(BUILD)/obj/bench/$*.d -o $@ $< $(LIB) $(LDLIBS)
 
+# The Go peers: the standard library only, with the toolchain, its cache and GOPATH kept
+# under $(BUILD) so that nothing is written outside it.
+GO_ENV := GOCACHE=$(abspath $(BUILD))/go/cache GOPATH=$(abspath $(BUILD))/go/path \
+	  GOTOOLCHAIN=local GOENV=off GOFLAGS=
+$(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd bench/go && $(GO_ENV) go build -buildvcs=false -o $(abspath $@) .
+
 bench: $(BIN) $(BENCH_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
 	$(Q)BUILD=$(BUILD) bench/run.sh > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
 

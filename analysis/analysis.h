@@ -186,6 +186,9 @@ struct an_run {
 	const uint64_t *steals;      /* per_worker.nrows squared: [thief * n + victim] */
 	const uint64_t *latency_hist; /* bucket k: schedule latencies in [2^k, 2^(k+1)) ns */
 	size_t latency_buckets;
+	const struct an_kv *workload_metrics; /* the workload's own figures (medians over forks) */
+	const char *const *workload_units;
+	size_t nworkload_metrics;
 	const struct an_probe_summary *probes;
 	size_t nprobes;
 	const char *error;      /* why the run failed; NULL when it did not */

@@ -194,6 +194,16 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs(": ", out);
 		json_num(out, r->metrics[i].value);
 	}
+	fputs("},\n  \"workload_metrics\": {", out);
+	for (size_t i = 0; i < r->nworkload_metrics; i++) {
+		fputs(i ? ", " : "", out);
+		json_str(out, r->workload_metrics[i].name);
+		fputs(": {\"value\": ", out);
+		json_num(out, r->workload_metrics[i].value);
+		fputs(", \"unit\": ", out);
+		json_str(out, r->workload_units[i]);
+		fputc('}', out);
+	}
 	fputs("},\n  \"knobs\": {", out);
 	for (size_t i = 0; i < r->nknobs; i++) {
 		fputs(i ? ", " : "", out);
@@ -363,6 +373,17 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 			fprintf(out, "%s %s", i ? "," : "", score);
 		}
 		fprintf(out, " %s\n\n", r->unit);
+	}
+	if (r->nworkload_metrics) {
+		fputs("| measured by the workload (median over forks) | value | unit |\n"
+		      "| --- | ---: | --- |\n",
+		      out);
+		for (size_t i = 0; i < r->nworkload_metrics; i++) {
+			an_format_number(r->workload_metrics[i].value, 1, score, sizeof(score));
+			fprintf(out, "| %s | %s | %s |\n", r->workload_metrics[i].name, score,
+				r->workload_units[i]);
+		}
+		fputs("\n", out);
 	}
 	if (r->nprobes) {
 		fputs("## Probes\n\n", out);

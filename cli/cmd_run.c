@@ -371,6 +371,8 @@ struct report_parts {
 	char overrides[HX_MAX_ASSIGN * 100];
 	struct an_kv metrics[64];
 	size_t nmetrics;
+	struct an_kv wl[WL_MAX_METRICS];
+	const char *wl_units[WL_MAX_METRICS];
 	double *iter_cells, *worker_cells;
 };
 
@@ -411,6 +413,10 @@ static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 	p->metrics[p->nmetrics++] =
 		(struct an_kv){ "threads_created", (double)res->threads_created };
 
+	for (size_t i = 0; i < res->nwl_metrics; i++) {
+		p->wl[i] = (struct an_kv){ res->wl_metrics[i].name, res->wl_metrics[i].value };
+		p->wl_units[i] = res->wl_metrics[i].unit;
+	}
 	p->iter_cells = calloc(res->nsamples * ncols + 1, sizeof(double));
 	p->worker_cells = calloc((size_t)res->nper * ncols + 1, sizeof(double));
 	if (!p->iter_cells || !p->worker_cells)
@@ -558,6 +564,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.steals = res->steals;
 	run.latency_hist = res->rt.latency_hist;
 	run.latency_buckets = RT_LATENCY_BUCKETS;
+	run.workload_metrics = parts->wl;
+	run.workload_units = parts->wl_units;
+	run.nworkload_metrics = err ? 0 : res->nwl_metrics;
 	run.probes = &probe;
 	run.nprobes = 1;
 	run.error = err ? res->error : prof->error ? note : NULL;

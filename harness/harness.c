@@ -8,7 +8,8 @@
  *   fork -> HELLO (pid, phase TLS offset, workers), WARMUP x warmup, MEASURE
  *   ctrl -> GO       (after the probes started on the fork's pid)
  *   fork -> ITER x iterations (each with its runtime counters), RTSTATS, WORKER x
- *           workers (each worker's counters and steal row), END
+ *           workers (each worker's counters and steal row), METRIC x the workload's
+ *           own figures, END
  *   ctrl -> BYE      (after the probes were drained and the fork's maps read)
  *   fork -> ERROR at any point, with a one-line reason, then exits 1
  *
@@ -37,6 +38,7 @@ enum msg_type {
 	MSG_ITER,
 	MSG_RTSTATS,
 	MSG_WORKER,
+	MSG_METRIC,
 	MSG_END,
 	MSG_BYE,
 	MSG_ERROR,
@@ -318,6 +320,42 @@ static void stats_sub(struct rt_worker_stats *out, const struct rt_worker_stats 
 		o[i] = x[i] - y[i];
 }
 
+/* A workload figure from fork k: kept per fork until all are in, then the median. */
+static void metric_add(struct hx_result *res, const struct msg *m, unsigned fork, unsigned forks)
+{
+	size_t i;
+
+	for (i = 0; i < res->nwl_metrics; i++)
+		if (!strcmp(res->wl_metrics[i].name, m->text))
+			break;
+	if (i == res->nwl_metrics) {
+		if (i == WL_MAX_METRICS)
+			return;
+		snprintf(res->wl_metrics[i].name, sizeof(res->wl_metrics[i].name), "%s", m->text);
+		snprintf(res->wl_metrics[i].unit, sizeof(res->wl_metrics[i].unit), "%s",
+			 m->text + sizeof(res->wl_metrics[i].name));
+		res->nwl_metrics++;
+	}
+	res->wl_per_fork[i * forks + fork] = (double)m->ns / 1e6; /* sent in millionths */
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void metric_medians(struct hx_result *res, unsigned n)
+{
+	for (size_t i = 0; i < res->nwl_metrics; i++) {
+		double *v = &res->wl_per_fork[i * n];
+
+		qsort(v, n, sizeof(double), cmp_double);
+		res->wl_metrics[i].value = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	}
+}
+
 /* The steal matrix travels as full rows; squeeze it to nper x nper at the end. */
 static void steals_compact(struct hx_result *res)
 {
@@ -416,6 +454,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			if (m.workers > res->workers_started)
 				res->workers_started = m.workers;
 			break;
+		case MSG_METRIC:
+			metric_add(res, &m, k - 1, spec->opt.forks);
+			break;
 		case MSG_WORKER:
 			if (m.index < RT_MAX_WORKERS) {
 				stats_add(&res->per_worker[m.index], &m.rt);
@@ -489,7 +530,9 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 	res->iter_rt = calloc(total, sizeof(*res->iter_rt));
 	res->per_worker = calloc(RT_MAX_WORKERS, sizeof(*res->per_worker));
 	res->steals = calloc((size_t)RT_MAX_WORKERS * RT_MAX_WORKERS, sizeof(*res->steals));
-	if (!res->samples || !res->iter_rt || !res->per_worker || !res->steals) {
+	res->wl_per_fork = calloc((size_t)WL_MAX_METRICS * spec->opt.forks, sizeof(double));
+	if (!res->samples || !res->iter_rt || !res->per_worker || !res->steals ||
+	    !res->wl_per_fork) {
 		hx_result_free(res);
 		snprintf(res->error, sizeof(res->error), "out of memory");
 		return -ENOMEM;
@@ -500,6 +543,7 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 			return err;
 	}
 	steals_compact(res);
+	metric_medians(res, spec->opt.forks);
 	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
 	if (err)
 		snprintf(res->error, sizeof(res->error), "no measured iterations");
@@ -514,6 +558,8 @@ void hx_result_free(struct hx_result *res)
 	free(res->iter_rt);
 	free(res->per_worker);
 	free(res->steals);
+	free(res->wl_per_fork);
+	res->wl_per_fork = NULL;
 	res->samples = NULL;
 	res->iter_rt = NULL;
 	res->per_worker = NULL;
@@ -709,6 +755,21 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	m.workers = rt_sched_workers_started(ctx.sched);
 	if (msg_send(fd, &m) || send_workers(fd, ctx.sched, marks))
 		goto out_teardown;
+	if (spec->wl->report) {
+		struct wl_metric wm[WL_MAX_METRICS];
+		size_t n = spec->wl->report(&ctx, wm, WL_MAX_METRICS);
+
+		for (size_t i = 0; i < n && i < WL_MAX_METRICS; i++) {
+			memset(&m, 0, sizeof(m));
+			m.type = MSG_METRIC;
+			/* name, then unit, in the text; the value in millionths */
+			snprintf(m.text, sizeof(wm[i].name), "%s", wm[i].name);
+			snprintf(m.text + sizeof(wm[i].name), sizeof(wm[i].unit), "%s", wm[i].unit);
+			m.ns = (uint64_t)(wm[i].value * 1e6 + 0.5);
+			if (msg_send(fd, &m))
+				goto out_teardown;
+		}
+	}
 	m.type = MSG_END;
 	if (msg_send(fd, &m) || await(fd, MSG_BYE))
 		goto out_teardown;

@@ -83,6 +83,9 @@ struct hx_result {
 	uint64_t *steals;  /* per_worker x per_worker: steals[thief * nper + victim] */
 	unsigned nper;     /* workers in per_worker */
 	uint64_t ops;      /* operations in the measured iterations */
+	struct wl_metric wl_metrics[WL_MAX_METRICS]; /* the workload's own figures: medians */
+	size_t nwl_metrics;
+	double *wl_per_fork; /* [metric * forks + fork]: each fork's figure, for the median */
 	char error[512];   /* why the run failed, when hx_run() returns non-zero */
 };
 

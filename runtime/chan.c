@@ -90,8 +90,9 @@ static int chan_push(struct rt_chan *c, void *v)
 		 * the old value is done before we overwrite it */
 		dif = (int64_t)(__atomic_load_n(&cell->seq, __ATOMIC_ACQUIRE) - pos);
 		if (dif == 0) {
-			/* seq_cst: the claim is the sender's half of the sleep protocol (see the top
-			 * of the file); a failed CAS reloads pos, closed bit included */
+			/* seq_cst: the claim is the sender's half of the sleep protocol, paired
+			 * with a receiver's registration in chan_commit(); a failed CAS reloads
+			 * pos, closed bit included */
 			if (__atomic_compare_exchange_n(&c->tail, &pos, pos + 1, true,
 							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 				cell->val = v;
@@ -119,7 +120,8 @@ static int chan_pop(struct rt_chan *c, void **out)
 		int64_t dif = (int64_t)(__atomic_load_n(&cell->seq, __ATOMIC_ACQUIRE) - (pos + 1));
 
 		if (dif == 0) {
-			/* seq_cst: the receiver's half of the protocol against sleeping senders */
+			/* seq_cst: the receiver's half of the protocol against sleeping senders,
+			 * paired with a sender's registration in chan_commit() */
 			if (__atomic_compare_exchange_n(&c->head, &pos, pos + 1, true,
 							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 				*out = cell->val;
@@ -241,7 +243,7 @@ static bool chan_slipped(const struct rt_chan *c, bool recv)
  * away now and then in case that side's thread was preempted. */
 static void chan_backoff(struct rt_chan *c, unsigned *round, bool recv)
 {
-	struct rt__waiter w;
+	struct rt__waiter local, *w;
 
 	if (*round < CHAN_SPIN_ROUNDS) {
 		if ((*round)++ == 0 && rt_current()) {
@@ -252,9 +254,10 @@ static void chan_backoff(struct rt_chan *c, unsigned *round, bool recv)
 			rt__cpu_relax();
 		return;
 	}
-	w.value = 0;
-	rt__wait(&w, recv ? recv_commit : send_commit, c);
-	if (!w.value && ++*round % 16 == 0)
+	w = rt__park_area(sizeof(*w)) ?: &local;
+	w->value = 0;
+	rt__wait(w, recv ? recv_commit : send_commit, c);
+	if (!w->value && ++*round % 16 == 0)
 		sched_yield();
 }
 

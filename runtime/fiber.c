@@ -135,7 +135,7 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 		t = s->pool;
 		if (t) {
 			s->pool = t->next;
-			s->npool--;
+			__atomic_store_n(&s->npool, s->npool - 1, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&s->pool_lock);
 	}

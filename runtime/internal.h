@@ -41,6 +41,9 @@ struct rt__waiter {
 
 struct rt__thread;
 
+/* Bytes in a task for the record of its current wait (see rt__park_area()). */
+#define RT_PARK_BYTES 192
+
 struct rt_task {
 	void *sp;                  /* saved stack pointer while switched out */
 	rt_fn fn;
@@ -63,6 +66,9 @@ struct rt_task {
 	uint32_t saved_len, saved_cap;
 	void *err_top;             /* the innermost error handler (error.c); NULL: none */
 	void *tsan_fiber;          /* ThreadSanitizer's handle for this fiber (SANITIZE=thread) */
+	/* the record of the one wait the task is in: waiters, timer nodes — whatever
+	 * other threads touch while it waits, which must not be on its stack */
+	alignas(16) unsigned char park[RT_PARK_BYTES];
 };
 
 /* What a task asked its thread to do when it switched out. */
@@ -316,6 +322,14 @@ long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec 
  * as soon as it is woken. */
 void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg);
 void rt__wake(struct rt__waiter *w);
+
+/* Where a wait's record goes: anything another thread reads or links while a task
+ * waits (its waiter, a timer node) must not be on the task's stack, which the compact
+ * stack mode copies to the heap while the task is parked. In a task this returns its
+ * park area (size <= RT_PARK_BYTES; one wait at a time); on a plain thread, NULL, and
+ * the record stays on the thread's stack. Usage:
+ *   struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local; */
+void *rt__park_area(size_t size);
 
 /* ---- place.c: placement and stealing ---- */
 /* Make t runnable from thread th (may be NULL: from outside) by `how`. */

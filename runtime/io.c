@@ -3,11 +3,12 @@
  * under s->io_lock, sleeps in epoll_wait until the earliest timer or a watched file
  * descriptor is ready, and makes the waiting tasks runnable with rt__ready().
  *
- * A task's wait is a struct io_wait on its own stack: a node of an intrusive binary
+ * A task's wait is a struct io_wait in the task's park area (never on its stack, which
+ * compact mode copies away while the task waits): a node of an intrusive binary
  * min-heap of deadlines (as in libuv's heap-inl.h: inserting never allocates) and/or an
  * EPOLLONESHOT registration of its fd that points at it. Key invariant: only the
  * reactor thread ends a wait, under io->lock, and ending it removes both sources (see
- * io_end()), so each wait ends exactly once and nothing points at a stack afterwards.
+ * io_end()), so each wait ends exactly once and nothing points at it afterwards.
  * Threads do not use the reactor: they sleep and poll(2) directly.
  */
 #include <errno.h>
@@ -58,7 +59,7 @@ struct rt__io {
 	uint64_t seq;          /* registration order: ties between equal deadlines */
 };
 
-/* One task's wait, on its own stack. */
+/* One task's wait, in its park area (never on its stack: see rt__park_area()). */
 struct io_wait {
 	struct rt__waiter w;
 	struct heap_node node; /* in io->timers while timed */
@@ -431,10 +432,12 @@ static void thread_sleep_until(uint64_t deadline)
 	}
 }
 
+_Static_assert(sizeof(struct io_wait) <= RT_PARK_BYTES, "a wait fits a task's park area");
+
 void rt_sleep_ns(uint64_t ns)
 {
 	struct rt_task *t = rt_current();
-	struct io_wait iw;
+	struct io_wait *iw;
 	int err;
 
 	if (!t) {
@@ -445,18 +448,23 @@ void rt_sleep_ns(uint64_t ns)
 		rt_yield();
 		return;
 	}
-	memset(&iw, 0, sizeof(iw));
-	iw.deadline = deadline_after(ns);
-	iw.fd = -1;
-	iw.timed = true;
-	iw.io = io_get(t->sched, &err);
-	if (!iw.io) {
-		/* no reactor (no memory, no thread): block the worker rather than return
-		 * early, which would break every caller's lower bound */
-		thread_sleep_until(iw.deadline);
+	iw = rt__park_area(sizeof(*iw));
+	if (!iw) { /* inside a blocking section: the thread sleeps */
+		thread_sleep_until(deadline_after(ns));
 		return;
 	}
-	rt__wait(&iw.w, io_commit, &iw);
+	memset(iw, 0, sizeof(*iw));
+	iw->deadline = deadline_after(ns);
+	iw->fd = -1;
+	iw->timed = true;
+	iw->io = io_get(t->sched, &err);
+	if (!iw->io) {
+		/* no reactor (no memory, no thread): block the worker rather than return
+		 * early, which would break every caller's lower bound */
+		thread_sleep_until(iw->deadline);
+		return;
+	}
+	rt__wait(&iw->w, io_commit, iw);
 }
 
 /* A thread's wait, and anyone's zero-timeout look: poll(2). */
@@ -488,24 +496,25 @@ static int io_poll(int fd, uint32_t events, int64_t timeout_ns)
 int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns)
 {
 	struct rt_task *t = rt_current();
-	struct io_wait iw;
+	struct io_wait *iw;
 	int err;
 
 	if (fd < 0)
 		return -EBADF;
 	if (!events || (events & ~(uint32_t)IO_EVENTS))
 		return -EINVAL;
-	if (!t || timeout_ns == 0)
+	iw = t && timeout_ns ? rt__park_area(sizeof(*iw)) : NULL;
+	if (!iw) /* a thread, a blocking section, or a zero-timeout look */
 		return io_poll(fd, events, timeout_ns);
-	memset(&iw, 0, sizeof(iw));
-	iw.fd = fd;
-	iw.events = events;
-	iw.timed = timeout_ns > 0;
-	if (iw.timed)
-		iw.deadline = deadline_after((uint64_t)timeout_ns);
-	iw.io = io_get(t->sched, &err);
-	if (!iw.io)
+	memset(iw, 0, sizeof(*iw));
+	iw->fd = fd;
+	iw->events = events;
+	iw->timed = timeout_ns > 0;
+	if (iw->timed)
+		iw->deadline = deadline_after((uint64_t)timeout_ns);
+	iw->io = io_get(t->sched, &err);
+	if (!iw->io)
 		return err;
-	rt__wait(&iw.w, io_commit, &iw);
-	return iw.result;
+	rt__wait(&iw->w, io_commit, iw);
+	return iw->result;
 }

@@ -211,7 +211,9 @@ struct rt_task *rt__inbox_take(struct rt__worker *w)
 {
 	uint32_t moved;
 
-	return inbox_take_into(w, w, 0, &moved);
+	/* compact mode: one at a time, since what moves into the queue may be stolen, and
+	 * an inbox holds tasks bound to this worker's stack */
+	return inbox_take_into(w, w, w->sched->cfg.stack_mode == RT_STACK_COMPACT ? 1 : 0, &moved);
 }
 
 /* ---- placing ---------------------------------------------------------------------------- */

@@ -613,6 +613,15 @@ void rt__wake(struct rt__waiter *w)
 	rt__futex_wake(&w->futex, 1);
 }
 
+void *rt__park_area(size_t size)
+{
+	struct rt__thread *th = rt__thread();
+
+	if (!th || !th->current || th->blocking)
+		return NULL;
+	return size <= RT_PARK_BYTES ? th->current->park : NULL;
+}
+
 static bool join_commit(struct rt__waiter *w, void *arg)
 {
 	struct rt_task *t = arg;
@@ -630,9 +639,9 @@ uint64_t rt_join(struct rt_task *t)
 	uint64_t result;
 
 	if (!(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) & RT_TASK_DONE)) {
-		struct rt__waiter w;
+		struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local;
 
-		rt__wait(&w, join_commit, t);
+		rt__wait(w, join_commit, t);
 	}
 	/* the acquire above, or the hand-off that woke us, orders the result */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);

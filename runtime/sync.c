@@ -129,7 +129,7 @@ static bool sem_commit(struct rt__waiter *w, void *arg)
 
 void rt_sem_acquire(struct rt_sem *s)
 {
-	struct rt__waiter w;
+	struct rt__waiter local, *w;
 
 	/* acquire: pairs with the release fetch_add in rt_sem_release(), so what the last
 	 * holder did is visible to us */
@@ -137,7 +137,8 @@ void rt_sem_acquire(struct rt_sem *s)
 		return;
 	/* woken (or finding handoff) means the permit was handed to us; the releaser's
 	 * unlock or rt__wake() orders its writes before our return */
-	rt__wait(&w, sem_commit, s);
+	w = rt__park_area(sizeof(*w)) ?: &local;
+	rt__wait(w, sem_commit, s);
 }
 
 bool rt_sem_try_acquire(struct rt_sem *s)
@@ -242,12 +243,13 @@ static bool latch_commit(struct rt__waiter *w, void *arg)
 
 void rt_latch_wait(struct rt_latch *l)
 {
-	struct rt__waiter w;
+	struct rt__waiter local, *w;
 
 	/* acquire: pairs with the acq_rel CAS in rt_latch_count_down() */
 	if (__atomic_load_n(&l->count, __ATOMIC_ACQUIRE) == 0)
 		return;
-	rt__wait(&w, latch_commit, l);
+	w = rt__park_area(sizeof(*w)) ?: &local;
+	rt__wait(w, latch_commit, l);
 }
 
 uint64_t rt_latch_count(const struct rt_latch *l)

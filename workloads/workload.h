@@ -46,6 +46,16 @@ struct wl_ctx {
 	void *state;                          /* the workload's own, from setup */
 };
 
+/* A figure a workload reports about itself (memory in MiB, a mode), once per fork after
+ * the measured iterations; the run reports each one's median over the forks. */
+struct wl_metric {
+	char name[40];
+	char unit[16];
+	double value;
+};
+
+#define WL_MAX_METRICS 16
+
 struct wl_desc {
 	const char *name;
 	const char *summary; /* what one op does */
@@ -58,6 +68,9 @@ struct wl_desc {
 	/* true when result is right; else a one-line reason in err. */
 	bool (*check)(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen);
 	void (*teardown)(struct wl_ctx *ctx);
+	/* Optional: fill out[0..max) with figures about the fork (its memory, the stack
+	 * mode that ran); the count. Runs after the measured iterations, before teardown. */
+	size_t (*report)(struct wl_ctx *ctx, struct wl_metric *out, size_t max);
 };
 
 /* Every workload, NULL-terminated, in the order `schedlab list` shows them. */

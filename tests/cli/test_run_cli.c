@@ -222,3 +222,49 @@ Test(run_cli, without_privileges_the_run_goes_on_and_says_why, .timeout = 60)
 	cr_expect_eq(json_u64(json, NULL, "n"), 3);
 	free(json);
 }
+
+/* ---- knobs ---------------------------------------------------------------------------- */
+
+Test(run_cli, bad_knobs_are_refused_naming_the_valid_ones)
+{
+	cr_expect_eq(run_args("run", "spawn-join", "-c", "wrokers=2", NULL), 2);
+	expect_one_error_line("'wrokers'");
+	cr_expect_not_null(strstr(err_text, "workers"), "%s", err_text);
+	cr_expect_eq(run_args("run", "spawn-join", "-c", "spawn=sideways", NULL), 2);
+	expect_one_error_line("spawn=sideways");
+	cr_expect_not_null(strstr(err_text, "lifo"), "%s", err_text);
+	cr_expect_eq(run_args("run", "spawn-join", "-c", "workers", NULL), 2);
+	expect_one_error_line("knob=value");
+}
+
+Test(run_cli, list_shows_every_presets_knob_vector_and_the_knobs)
+{
+	cr_expect_eq(run_args("list", "--presets", NULL, NULL, NULL), 0);
+	cr_expect_not_null(strstr(out_text, "kyo-tuned"));
+	cr_expect_not_null(strstr(out_text, "notify=never"), "kyo's vector: %s", out_text);
+	cr_expect_not_null(strstr(out_text, "spawn=lifo"), "tokio's vector");
+	cr_expect_eq(run_args("list", "--knobs", NULL, NULL, NULL), 0);
+	cr_expect_not_null(strstr(out_text, "blocking"));
+	cr_expect_not_null(strstr(out_text, "none, handoff, retake, detect, compensate"));
+}
+
+Test(run_cli, knobs_reach_the_forks_and_the_report, .timeout = 60)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes", "none",
+			       "--preset", "kyo", "-c", "workers=3", "-P", "n=50", "--out",
+			       in_dir("results"), NULL };
+	char path[1024], *json;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json);
+	cr_expect_not_null(strstr(json, "\"preset\": \"kyo\""));
+	cr_expect_not_null(strstr(json, "\"workers\": \"3\""), "the knob vector");
+	cr_expect_not_null(strstr(json, "\"overrides\": \"-c workers=3\""));
+	cr_expect_not_null(strstr(json, "\"workers\": 3,"), "the forks started 3 workers");
+	cr_expect_not_null(strstr(json, "\"per_worker\": {\"columns\""));
+	cr_expect_not_null(strstr(json, "\"steals\": ["));
+	cr_expect_not_null(strstr(json, "-c workers=3"), "the command reproduces it");
+	free(json);
+}

@@ -18,6 +18,7 @@
 
 #include "runtime/internal.h"
 #include "runtime/rt.h"
+#include "tests/runtime/rt_test.h"
 
 static const unsigned worker_counts[] = { 2, 8 };
 
@@ -50,7 +51,7 @@ static void each_config(void (*fn)(struct rt_sched *s, const char *what))
 
 static void await_u32(const uint32_t *word, uint32_t want, const char *what)
 {
-	for (int i = 0; i < 100000; i++) {
+	for (int i = 0; i < RT_TEST_N(100000); i++) {
 		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want)
 			return;
 		usleep(100);
@@ -195,7 +196,7 @@ Test(chan, close_drains_then_reports_epipe)
 
 /* ---- blocking: tasks and threads on both sides --------------------------------------------- */
 
-#define PINGS 10000
+#define PINGS RT_TEST_N(10000)
 
 struct pipe_job {
 	struct rt_chan c;

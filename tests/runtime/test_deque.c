@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/deque.h"
+#include "tests/runtime/rt_test.h"
 
 #define CAP 256
 
@@ -171,7 +172,7 @@ Test(deque, indices_wrap_around)
 
 /* ---- races ------------------------------------------------------------------------------ */
 
-#define ITEMS   400000
+#define ITEMS   RT_TEST_N(400000)
 #define THIEVES 3
 
 static struct rt_deque owner_q, thief_q[THIEVES];

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/rt.h"
+#include "tests/runtime/rt_test.h"
 
 #define MS 1000000ull
 
@@ -363,7 +364,7 @@ Test(reactor, many_descriptors_at_once, .timeout = 120)
 /* A timer and an event race for each wait: 2,000 waits with timeouts of 0-200 us on
  * pipes written at about the same moment. Each wait must end exactly once, with 0 or
  * -ETIMEDOUT (a second wake-up of the task would run it twice and corrupt the run). */
-#define RACES 2000
+#define RACES RT_TEST_N(2000)
 
 struct race {
 	int fd[2];

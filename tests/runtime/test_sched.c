@@ -14,6 +14,7 @@
 #include <sched.h>
 
 #include "runtime/rt.h"
+#include "tests/runtime/rt_test.h"
 
 static struct rt_sched *start_sched(unsigned workers)
 {
@@ -52,7 +53,7 @@ static uint64_t spawn_join_loop(void *arg)
 static void spawn_join_under(unsigned workers)
 {
 	struct rt_sched *s = start_sched(workers);
-	const uint64_t n = 20000;
+	const uint64_t n = RT_TEST_N(20000);
 
 	for (int rep = 0; rep < 5; rep++) {
 		struct rt_task *t = rt_submit(s, spawn_join_loop, (void *)(uintptr_t)n);
@@ -87,7 +88,11 @@ Test(sched, spawn_join_8_workers, .timeout = 60)
 
 /* A tree of tasks: each node spawns two children and joins both. Every node marks its
  * own slot, so a lost or doubled task shows. */
+#if defined(RT_SANITIZE_thread)
+#define TREE_DEPTH 9
+#else
 #define TREE_DEPTH 14
+#endif
 static uint8_t tree_seen[1u << (TREE_DEPTH + 1)];
 
 static uint64_t tree_node(void *arg)
@@ -154,6 +159,10 @@ Test(sched, every_preset_runs_every_task_once, .timeout = 120)
 			if (c.workers_max && c.workers_max < c.workers)
 				c.workers_max = c.workers;
 			tree_root_depth = c.executor == RT_EXEC_THREADS ? 9 : 12;
+#if defined(RT_SANITIZE_thread)
+			/* ThreadSanitizer keeps state per thread and per fiber: smaller trees */
+			tree_root_depth = c.executor == RT_EXEC_THREADS ? 6 : 9;
+#endif
 			nodes = (1u << (tree_root_depth + 1)) - 1;
 			s = rt_sched_new(&c);
 			cr_assert_not_null(s, "%s: %s", names[p], strerror(errno));
@@ -202,7 +211,7 @@ static uint64_t fan_out(void *arg)
 
 Test(sched, fan_out_beyond_the_local_queue_spills_and_completes, .timeout = 60)
 {
-	const uint64_t n = 5000;
+	const uint64_t n = RT_TEST_N(5000);
 
 	for (unsigned workers = 1; workers <= 2; workers++) {
 		struct rt_sched *s = start_sched(workers);
@@ -231,7 +240,7 @@ static void *submit_many(void *arg)
 {
 	struct submitter *sub = arg;
 
-	for (uintptr_t i = 0; i < 2000; i++) {
+	for (uintptr_t i = 0; i < RT_TEST_N(2000); i++) {
 		struct rt_task *t = rt_submit(sub->s, leaf, (void *)i);
 
 		if (!t)
@@ -253,7 +262,7 @@ Test(sched, concurrent_external_submitters, .timeout = 60)
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
-		cr_expect_eq(subs[i].sum, 3ull * 2000 * 1999 / 2);
+		cr_expect_eq(subs[i].sum, 3ull * RT_TEST_N(2000) * (RT_TEST_N(2000) - 1) / 2);
 	}
 	rt_sched_free(s);
 }
@@ -419,7 +428,7 @@ Test(fiber, stack_overflow_hits_the_guard_page, .signal = SIGSEGV, .timeout = 30
 
 Test(sched, start_and_stop_repeatedly, .timeout = 60)
 {
-	for (int i = 0; i < 50; i++) {
+	for (int i = 0; i < RT_TEST_N(50); i++) {
 		struct rt_sched *s = start_sched(1 + i % 4);
 
 		if (i % 2)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/rt.h"
+#include "tests/runtime/rt_test.h"
 
 static const unsigned worker_counts[] = { 2, 8 };
 
@@ -49,7 +50,7 @@ static void each_config(void (*fn)(struct rt_sched *s, const char *what))
 /* Wait (politely) until *word reaches want; fail the test after ~10 s. */
 static void await_u32(const uint32_t *word, uint32_t want, const char *what)
 {
-	for (int i = 0; i < 100000; i++) {
+	for (int i = 0; i < RT_TEST_N(100000); i++) {
 		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want)
 			return;
 		usleep(100);
@@ -118,7 +119,7 @@ Test(sem, uncontended_from_a_plain_thread)
 	struct rt_sem s;
 
 	cr_assert_eq(rt_sem_init(&s, 2), 0);
-	for (int i = 0; i < 100000; i++) {
+	for (int i = 0; i < RT_TEST_N(100000); i++) {
 		rt_sem_acquire(&s);
 		rt_sem_acquire(&s);
 		rt_sem_release(&s);
@@ -425,7 +426,7 @@ Test(latch, zero_count_is_open_from_the_start)
 	cr_expect_eq(rt_latch_count(&l), 0);
 }
 
-#define LATCH_TASKS 10000
+#define LATCH_TASKS RT_TEST_N(10000)
 
 struct gate {
 	struct rt_latch latch;
