@@ -17,6 +17,8 @@ int cmd_list(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 /* The re-executed fork of a benchmark; not for people. */
 int cmd_fork(int argc, char **argv);
+/* The tcp workloads' server process (cmd_server.c); not for people. */
+int cmd_tcp_server(int argc, char **argv);
 
 /* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

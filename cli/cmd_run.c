@@ -329,6 +329,8 @@ struct run_row {
 	char dir[PATH_MAX];
 	char svg[PATH_MAX + 32];
 	bool failed;
+	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
+	size_t nwl;
 };
 
 static void describe_host(char *buf, size_t len)
@@ -587,6 +589,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 
 	row->score = res->summary;
 	row->n = run.nsamples;
+	row->nwl = run.nworkload_metrics;
+	memcpy(row->wl, res->wl_metrics, sizeof(row->wl));
 	row->failed = err != 0;
 	if (err)
 		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
@@ -618,6 +622,10 @@ static void print_table(const struct run_row *rows, size_t n)
 		printf("%-16s %-10s %14s ± %-12s %-7s %4zu\n", r->workload, r->preset, score, err,
 		       r->unit, r->n);
 	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < rows[i].nwl; k++)
+			printf("%s%-16s %s: %.1f %s\n", i || k ? "" : "\n", k ? "" : rows[i].workload,
+			       rows[i].wl[k].name, rows[i].wl[k].value, rows[i].wl[k].unit);
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].svg[0])

@@ -23,6 +23,7 @@ static const struct {
 	{ "list", cmd_list, "list workloads, presets, knobs and probes" },
 	{ "flame", cmd_flame, "render a folded-stack file as an interactive SVG flame graph" },
 	{ "__fork", cmd_fork, NULL }, /* the benchmark process `run` re-executes */
+	{ "__tcp-server", cmd_tcp_server, NULL }, /* the tcp workloads' server process */
 };
 
 static void usage(FILE *out)

@@ -55,6 +55,7 @@ struct msg {
 	uint32_t pad;
 	struct rt_worker_stats rt;
 	uint64_t row[RT_MAX_WORKERS]; /* MSG_WORKER: tasks this worker stole from each */
+	struct wl_metric metric;      /* MSG_METRIC: one of the workload's own figures */
 	char text[400];
 };
 
@@ -326,17 +327,15 @@ static void metric_add(struct hx_result *res, const struct msg *m, unsigned fork
 	size_t i;
 
 	for (i = 0; i < res->nwl_metrics; i++)
-		if (!strcmp(res->wl_metrics[i].name, m->text))
+		if (!strcmp(res->wl_metrics[i].name, m->metric.name))
 			break;
 	if (i == res->nwl_metrics) {
 		if (i == WL_MAX_METRICS)
 			return;
-		snprintf(res->wl_metrics[i].name, sizeof(res->wl_metrics[i].name), "%s", m->text);
-		snprintf(res->wl_metrics[i].unit, sizeof(res->wl_metrics[i].unit), "%s",
-			 m->text + sizeof(res->wl_metrics[i].name));
+		res->wl_metrics[i] = m->metric;
 		res->nwl_metrics++;
 	}
-	res->wl_per_fork[i * forks + fork] = (double)m->ns / 1e6; /* sent in millionths */
+	res->wl_per_fork[i * forks + fork] = m->metric.value;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -762,10 +761,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 		for (size_t i = 0; i < n && i < WL_MAX_METRICS; i++) {
 			memset(&m, 0, sizeof(m));
 			m.type = MSG_METRIC;
-			/* name, then unit, in the text; the value in millionths */
-			snprintf(m.text, sizeof(wm[i].name), "%s", wm[i].name);
-			snprintf(m.text + sizeof(wm[i].name), sizeof(wm[i].unit), "%s", wm[i].unit);
-			m.ns = (uint64_t)(wm[i].value * 1e6 + 0.5);
+			m.metric = wm[i];
 			if (msg_send(fd, &m))
 				goto out_teardown;
 		}

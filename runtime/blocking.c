@@ -282,6 +282,12 @@ void rt_blocking_end(void)
 			RT_STAT_ATOMIC_ADD(w, detector_misses, 1);
 		__atomic_store_n(&w->in_section, 0, __ATOMIC_RELEASE);
 	}
+	if (!w) {
+		/* began with no worker (a task with its own thread): nothing to give back */
+		th->blocking = false;
+		rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
+		return;
+	}
 	if (th->w) {
 		uint32_t expect = RT_W_BLOCKING;
 

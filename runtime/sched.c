@@ -753,7 +753,8 @@ static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax
 		return -EINVAL;
 	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
 	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
-	    !c->latency_sample || !c->steal_min_load)
+	    !c->latency_sample || (c->latency_sample & (c->latency_sample - 1)) ||
+	    !c->steal_min_load)
 		return -EINVAL;
 	return 0;
 }

@@ -13,12 +13,22 @@
 #include "workloads/workload.h"
 
 extern const struct wl_desc wl_bind_chain;
+extern const struct wl_desc wl_permit;
+extern const struct wl_desc wl_queue_spsc;
 extern const struct wl_desc wl_spawn_join;
+extern const struct wl_desc wl_tcp_blocking;
+extern const struct wl_desc wl_tcp_callback;
+extern const struct wl_desc wl_waiting_tasks;
 extern const struct wl_desc wl_workers;
 
 static const struct wl_desc *const all[] = {
 	&wl_workers,
 	&wl_spawn_join,
+	&wl_tcp_blocking,
+	&wl_tcp_callback,
+	&wl_waiting_tasks,
+	&wl_permit,
+	&wl_queue_spsc,
 	&wl_bind_chain,
 	NULL,
 };

@@ -6,8 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/rt.h"
-#include "workloads/workload.h"
+#include "tests/workloads/wl_test.h"
 
 struct bc_run {
 	struct wl_ctx ctx;
@@ -17,29 +16,11 @@ struct bc_run {
 
 static void bc_init(struct bc_run *r, const char *interpreter, const char *depth)
 {
-	struct rt_config c;
-	char err[256];
-	int i;
-
 	memset(r, 0, sizeof(*r));
-	r->ctx.desc = wl_find("bind-chain");
-	cr_assert_not_null(r->ctx.desc);
-	wl_params_default(r->ctx.desc, r->ctx.values);
-	i = wl_param_index(r->ctx.desc, "interpreter");
-	cr_assert_geq(i, 0);
-	cr_assert_eq(wl_param_parse(r->ctx.desc, i, interpreter, &r->ctx.values[i], err,
-				    sizeof(err)),
-		     0, "%s", err);
-	if (depth) {
-		i = wl_param_index(r->ctx.desc, "depth");
-		cr_assert_eq(wl_param_parse(r->ctx.desc, i, depth, &r->ctx.values[i], err,
-					    sizeof(err)),
-			     0, "%s", err);
-	}
-	rt_config_default(&c);
-	c.workers = 1;
-	r->ctx.sched = rt_sched_new(&c);
-	cr_assert_not_null(r->ctx.sched, "rt_sched_new: %s", strerror(errno));
+	r->ctx = wl_test_ctx("bind-chain", NULL, 1);
+	wl_test_param(&r->ctx, "interpreter", interpreter);
+	if (depth)
+		wl_test_param(&r->ctx, "depth", depth);
 }
 
 static uint64_t bc_op_task(void *arg)

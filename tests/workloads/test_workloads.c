@@ -6,59 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/rt.h"
-#include "workloads/workload.h"
-
-static struct wl_ctx make_ctx(const char *name, unsigned workers)
-{
-	struct wl_ctx ctx = { 0 };
-	struct rt_config c;
-
-	ctx.desc = wl_find(name);
-	cr_assert_not_null(ctx.desc, "workload %s", name);
-	wl_params_default(ctx.desc, ctx.values);
-	rt_config_default(&c);
-	c.workers = workers;
-	ctx.sched = rt_sched_new(&c);
-	cr_assert_not_null(ctx.sched);
-	return ctx;
-}
-
-static void set_param(struct wl_ctx *ctx, const char *name, const char *text)
-{
-	char err[256];
-	int i = wl_param_index(ctx->desc, name);
-
-	cr_assert_geq(i, 0, "%s has %s", ctx->desc->name, name);
-	cr_assert_eq(wl_param_parse(ctx->desc, i, text, &ctx->values[i], err, sizeof(err)), 0, "%s",
-		     err);
-}
-
-static uint64_t op_task(void *arg)
-{
-	struct wl_ctx *ctx = arg;
-
-	return ctx->desc->op(ctx);
-}
-
-/* Set up, run one op as the harness does (a submitted task), check, tear down. */
-static uint64_t run_op(struct wl_ctx *ctx, bool *ok, char *err, size_t errlen)
-{
-	uint64_t r;
-
-	if (ctx->desc->setup)
-		cr_assert_eq(ctx->desc->setup(ctx, err, errlen), 0, "%s", err);
-	r = rt_join(rt_submit(ctx->sched, op_task, ctx));
-	*ok = ctx->desc->check(ctx, r, err, errlen);
-	return r;
-}
-
-static void finish(struct wl_ctx *ctx)
-{
-	if (ctx->desc->teardown)
-		ctx->desc->teardown(ctx);
-	rt_sched_free(ctx->sched);
-}
+#include "tests/workloads/wl_test.h"
 
 Test(registry, every_workload_is_found_by_its_name_and_has_valid_defaults)
 {
@@ -106,38 +54,38 @@ Test(spawn_join, sums_its_children_under_1_2_and_8_workers, .timeout = 60)
 	unsigned counts[] = { 1, 2, 8 };
 
 	for (size_t k = 0; k < 3; k++) {
-		struct wl_ctx ctx = make_ctx("spawn-join", counts[k]);
+		struct wl_ctx ctx = wl_test_ctx("spawn-join", NULL, counts[k]);
 		char err[256];
 		bool ok;
 
-		cr_expect_eq(run_op(&ctx, &ok, err, sizeof(err)), 500500);
+		cr_expect_eq(wl_test_run_op(&ctx, &ok, err, sizeof(err)), 500500);
 		cr_expect(ok, "%s", err);
-		finish(&ctx);
+		wl_test_finish(&ctx);
 	}
 }
 
 Test(spawn_join, check_reports_a_wrong_sum)
 {
-	struct wl_ctx ctx = make_ctx("spawn-join", 1);
+	struct wl_ctx ctx = wl_test_ctx("spawn-join", NULL, 1);
 	char err[256];
 
-	set_param(&ctx, "n", "10");
+	wl_test_param(&ctx, "n", "10");
 	cr_expect(ctx.desc->check(&ctx, 55, err, sizeof(err)));
 	cr_expect_not(ctx.desc->check(&ctx, 54, err, sizeof(err)));
 	cr_expect(strstr(err, "54") && strstr(err, "55"), "%s", err);
-	finish(&ctx);
+	wl_test_finish(&ctx);
 }
 
 Test(workers, default_checksum_is_the_published_one, .timeout = 60)
 {
-	struct wl_ctx ctx = make_ctx("workers", 2);
+	struct wl_ctx ctx = wl_test_ctx("workers", NULL, 2);
 	char err[256];
 	bool ok;
 
-	cr_expect_eq(run_op(&ctx, &ok, err, sizeof(err)), 16452561075408646571ull);
+	cr_expect_eq(wl_test_run_op(&ctx, &ok, err, sizeof(err)), 16452561075408646571ull);
 	cr_expect(ok, "%s", err);
 	cr_expect_not(ctx.desc->check(&ctx, 1, err, sizeof(err)));
-	finish(&ctx);
+	wl_test_finish(&ctx);
 }
 
 Test(workers, uneven_split_matches_the_sequential_reference, .timeout = 60)
@@ -145,15 +93,15 @@ Test(workers, uneven_split_matches_the_sequential_reference, .timeout = 60)
 	unsigned counts[] = { 1, 2, 8 };
 
 	for (size_t k = 0; k < 3; k++) {
-		struct wl_ctx ctx = make_ctx("workers", counts[k]);
+		struct wl_ctx ctx = wl_test_ctx("workers", NULL, counts[k]);
 		char err[256];
 		bool ok;
 
-		set_param(&ctx, "values", "1000");
-		set_param(&ctx, "workers", "7");
-		set_param(&ctx, "rounds", "3");
-		run_op(&ctx, &ok, err, sizeof(err));
+		wl_test_param(&ctx, "values", "1000");
+		wl_test_param(&ctx, "workers", "7");
+		wl_test_param(&ctx, "rounds", "3");
+		wl_test_run_op(&ctx, &ok, err, sizeof(err));
 		cr_expect(ok, "%s", err);
-		finish(&ctx);
+		wl_test_finish(&ctx);
 	}
 }

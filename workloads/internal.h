@@ -1,0 +1,80 @@
+/*
+ * Shared by the workload files only: the loopback TCP client side of tcp-blocking and
+ * tcp-callback (the server process, the persistent connections, the exchanges and
+ * their check). The two differ only in how one exchange waits for the socket.
+ *
+ * Exchange i of an op (0 <= i < exchanges) goes on connection i % conns, so each
+ * connection's task runs its exchanges in sequence (4 of them with the defaults). A
+ * request is 16 bytes: connection, exchange number, the op's generation and a tag
+ * derived from the exchange number; the server sleeps `delay` and echoes it. A task
+ * checks each echo against its request and folds the tags in order; the op folds the
+ * tasks' results in connection order, which setup computed without the network.
+ */
+#ifndef SCHEDLAB_WORKLOADS_INTERNAL_H
+#define SCHEDLAB_WORKLOADS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/rt.h"
+#include "workloads/workload.h"
+
+#define WL__TCP_MAX_CONNS 512 /* a file descriptor each, on both sides */
+
+/* One request, and its echo. */
+struct wl__tcp_msg {
+	uint32_t conn;
+	uint32_t seq;
+	uint32_t gen;
+	uint32_t tag;
+};
+
+_Static_assert(sizeof(struct wl__tcp_msg) == 16, "the server is told this size");
+
+struct wl__tcp;
+
+/* One connection: what its task is handed. */
+struct wl__tcp_conn {
+	struct wl__tcp *tcp;
+	int fd;
+	uint32_t index;
+};
+
+/* Send req on c and receive its echo into resp: 0, or -errno (-ETIMEDOUT past the
+ * workload's timeout_ns, -EPIPE when the server closed the connection). */
+typedef int (*wl__tcp_exchange_fn)(const struct wl__tcp_conn *c, const struct wl__tcp_msg *req,
+				   struct wl__tcp_msg *resp);
+
+struct wl__tcp {
+	const char *name;         /* the workload's, for messages */
+	pid_t server;             /* -1: none */
+	int control;              /* our end of the server's control socket; closing it stops it */
+	struct wl__tcp_conn *conns;
+	long nconns, exchanges, delay_us;
+	int64_t timeout_ns;       /* an exchange that takes longer has failed */
+	uint32_t gen;             /* the op's generation: a stale echo shows */
+	uint64_t reference;       /* the fold of a correct op */
+	uint32_t failed;          /* set by the first failing exchange of an op */
+	char why[256];            /* its reason, for check */
+};
+
+/* Start the server (delay_us before each echo), connect nconns sockets to it
+ * (nonblocking ones for the callback style) and compute the reference. 0, or -errno with
+ * "<name>: ..." in err. */
+int wl__tcp_open(struct wl__tcp **out, const char *name, long nconns, long exchanges,
+		 long delay_us, bool nonblocking, char *err, size_t errlen);
+/* Close the connections, stop the server and wait for it. NULL does nothing. */
+void wl__tcp_close(struct wl__tcp *t);
+
+/* One op: a task per connection running fn, joined in order; the fold of their results. */
+uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task);
+/* A connection task's body: its exchanges in sequence through exchange. */
+uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange);
+bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen);
+
+/* tcp-blocking and tcp-callback share parameters. */
+extern const struct wl_param wl__tcp_params[];
+
+#endif /* SCHEDLAB_WORKLOADS_INTERNAL_H */

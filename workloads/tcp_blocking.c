@@ -1,0 +1,110 @@
+/*
+ * tcp-blocking: 256 exchanges over 64 persistent loopback connections, each a blocking
+ * send and recv inside a blocking section; a separate server process sleeps `delay`
+ * (1 ms) before each response.
+ *
+ * The studies' "blocking TCP" benchmark, the one that made Kyo 30x slower: the op
+ * spawns a task per connection and joins them; each task runs its 4 exchanges in
+ * sequence, and each exchange holds its thread in the kernel for about 1 ms. A
+ * scheduler that hands the blocked worker's queue off (ce) or compensates for it (loom)
+ * keeps all 64 in flight, about 4 ms per op; one that neither notices a 1 ms block nor
+ * spreads the queued siblings (kyo) runs them one after another, about 256 ms. Under
+ * kyo-flush the runtime itself flushes the worker's queue as each section begins (the
+ * blocking_flush knob), so the workload is the same under every preset. The exchanges
+ * and their check are in tcp.c.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+
+#include "runtime/rt.h"
+#include "workloads/internal.h"
+
+/* Blocking sockets carry SO_RCVTIMEO / SO_SNDTIMEO: EAGAIN means the server is silent. */
+static int tcp_blocking_send(int fd, const void *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t n = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : errno == ECONNRESET ? -EPIPE : -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int tcp_blocking_recv(int fd, void *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t n = recv(fd, (char *)buf + off, len - off, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : errno == ECONNRESET ? -EPIPE : -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Not inlined: the flame graph shows the blocking section by name. */
+static __attribute__((noinline)) int tcp_blocking_exchange(const struct wl__tcp_conn *c,
+							   const struct wl__tcp_msg *req,
+							   struct wl__tcp_msg *resp)
+{
+	int err;
+
+	rt_blocking_begin();
+	err = tcp_blocking_send(c->fd, req, sizeof(*req));
+	if (!err)
+		err = tcp_blocking_recv(c->fd, resp, sizeof(*resp));
+	rt_blocking_end();
+	return err;
+}
+
+static uint64_t tcp_blocking_connection(void *arg)
+{
+	return wl__tcp_connection(arg, tcp_blocking_exchange);
+}
+
+static int tcp_blocking_setup(struct wl_ctx *ctx, char *err, size_t errlen)
+{
+	struct wl__tcp *t;
+	int ret = wl__tcp_open(&t, "tcp-blocking", wl_int(ctx, "conns"), wl_int(ctx, "exchanges"),
+			       wl_int(ctx, "delay"), false, err, errlen);
+
+	if (!ret)
+		ctx->state = t;
+	return ret;
+}
+
+static uint64_t tcp_blocking_op(struct wl_ctx *ctx)
+{
+	return wl__tcp_op(ctx->state, tcp_blocking_connection);
+}
+
+static bool tcp_blocking_check(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen)
+{
+	return wl__tcp_check(ctx->state, result, err, errlen);
+}
+
+static void tcp_blocking_teardown(struct wl_ctx *ctx)
+{
+	wl__tcp_close(ctx->state);
+	ctx->state = NULL;
+}
+
+const struct wl_desc wl_tcp_blocking = {
+	.name = "tcp-blocking",
+	.summary = "exchanges over conns persistent loopback connections, each a blocking "
+		   "send+recv in a blocking section; the server waits delay us to respond",
+	.unit = "ops/s",
+	.params = wl__tcp_params,
+	.setup = tcp_blocking_setup,
+	.op = tcp_blocking_op,
+	.check = tcp_blocking_check,
+	.teardown = tcp_blocking_teardown,
+};
