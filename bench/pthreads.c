@@ -1,7 +1,7 @@
 /*
  * The benchmark jobs written with plain pthreads, for `make bench` to set beside the
  * runtime's: the same ops, the same checks, the same iteration structure (warm-up,
- * then measured iterations of fixed time, one throughput sample each).
+ * then measured iterations of fixed time, one throughput sample each; bench/peer.h).
  *
  *   pthreads JOB [--warmup N] [--iterations N] [--time S]   one line per measured iteration
  *   pthreads summarize < samples                            "mean error n" (99.9% t interval)
@@ -14,13 +14,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "analysis/analysis.h"
+#include "bench/peer.h"
 #include "workloads/workload.h"
 
 #define SPAWN_JOIN_N 1000
@@ -198,96 +195,14 @@ static uint64_t workers_pool(void)
 	return sum;
 }
 
-static const struct {
-	const char *name;
-	uint64_t (*op)(void);
-	bool pool;
-	uint64_t expect;
-} jobs[] = {
-	{ "spawn-join-create", spawn_join_create, false, SPAWN_JOIN_N * (SPAWN_JOIN_N + 1ull) / 2 },
-	{ "spawn-join-pool", spawn_join_pool, true, SPAWN_JOIN_N * (SPAWN_JOIN_N + 1ull) / 2 },
-	{ "workers-create", workers_create, false, 16452561075408646571ull },
-	{ "workers-pool", workers_pool, true, 16452561075408646571ull },
+static const struct peer_job jobs[] = {
+	{ "spawn-join-create", spawn_join_create, SPAWN_JOIN_N * (SPAWN_JOIN_N + 1ull) / 2, 1, NULL, 0 },
+	{ "spawn-join-pool", spawn_join_pool, SPAWN_JOIN_N * (SPAWN_JOIN_N + 1ull) / 2, 1, pool_start, 0 },
+	{ "workers-create", workers_create, 16452561075408646571ull, 1, NULL, 0 },
+	{ "workers-pool", workers_pool, 16452561075408646571ull, 1, pool_start, 0 },
 };
-
-/* ---- driver ------------------------------------------------------------------------- */
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int summarize(void)
-{
-	double x[4096], v;
-	struct an_summary s;
-	size_t n = 0;
-
-	while (n < sizeof(x) / sizeof(x[0]) && scanf("%lf", &v) == 1)
-		x[n++] = v;
-	if (an_summarize(x, n, 0.999, &s)) {
-		fprintf(stderr, "pthreads summarize: no samples on stdin\n");
-		return 2;
-	}
-	printf("%.17g %.17g %zu\n", s.mean, s.ci_half, s.n);
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
-	long warmup = 3, iterations = 3;
-	double time_s = 1.0;
-	size_t j;
-
-	if (argc == 2 && !strcmp(argv[1], "summarize"))
-		return summarize();
-	if (argc < 2) {
-		fprintf(stderr, "usage: pthreads JOB [--warmup N] [--iterations N] [--time S]\n");
-		return 2;
-	}
-	for (int i = 2; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--warmup"))
-			warmup = strtol(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--iterations"))
-			iterations = strtol(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--time"))
-			time_s = strtod(argv[i + 1], NULL);
-		else {
-			fprintf(stderr, "pthreads: unknown option %s\n", argv[i]);
-			return 2;
-		}
-	}
-	for (j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++)
-		if (!strcmp(jobs[j].name, argv[1]))
-			break;
-	if (j == sizeof(jobs) / sizeof(jobs[0]) || warmup < 0 || iterations < 1 || !(time_s > 0)) {
-		fprintf(stderr, "pthreads: unknown job '%s' or bad counts\n", argv[1]);
-		return 2;
-	}
-	if (jobs[j].pool && pool_start()) {
-		fprintf(stderr, "pthreads: cannot start the pool\n");
-		return 1;
-	}
-	for (long it = 0; it < warmup + iterations; it++) {
-		double t0 = now(), t;
-		uint64_t ops = 0;
-
-		do {
-			uint64_t r = jobs[j].op();
-
-			if (r != jobs[j].expect) {
-				fprintf(stderr, "pthreads %s: result %llu, expected %llu\n", jobs[j].name,
-					(unsigned long long)r, (unsigned long long)jobs[j].expect);
-				return 1;
-			}
-			ops++;
-			t = now();
-		} while (t - t0 < time_s);
-		if (it >= warmup)
-			printf("%.17g\n", (double)ops / (t - t0));
-	}
-	return 0;
+	return peer_main(argc, argv, jobs, sizeof(jobs) / sizeof(jobs[0]), NULL);
 }

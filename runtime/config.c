@@ -56,7 +56,7 @@ static void preset_ce(struct rt_config *c)
 	c->detect_us = 2000;
 	c->detect_samples = 2;
 	c->monitor_us = 1000;
-	c->latency_sample = 16;
+	c->latency_sample = 256;
 	c->metrics = true;
 }
 
@@ -328,7 +328,7 @@ static const struct knob knobs[] = {
 	{ "monitor_us", K_UINT, OFF(monitor_us), 10, 10000000, NULL, "10..10000000",
 	  "the monitor's tick for idle/stranded time" },
 	{ "latency_sample", K_UINT, OFF(latency_sample), 1, 1u << 20, NULL,
-	  "1..1048576, a power of two", "measure schedule latency for one task in this many" },
+	  "1..1048576", "measure schedule latency for one placement in this many" },
 	{ "metrics", K_BOOL, OFF(metrics), 0, 0, NULL, "true, false",
 	  "always-on counters (off only to measure their cost)" },
 };
@@ -413,7 +413,7 @@ int rt_config_set(struct rt_config *c, const char *name, const char *value, char
 		v = strtoul(value, &end, 10);
 		if (!*value || *value == '-' || *end || errno || v < k->min || v > k->max)
 			break;
-		if ((!strcmp(name, "capacity") || !strcmp(name, "latency_sample")) && (v & (v - 1)))
+		if (!strcmp(name, "capacity") && (v & (v - 1)))
 			break;
 		if (k->kind == K_SIZE)
 			*(size_t *)field = v;

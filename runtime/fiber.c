@@ -1,9 +1,10 @@
 /*
  * Tasks and their stacks.
  *
- * A task is one anonymous mapping: a PROT_NONE guard page at the bottom, the stack
- * above it (committed lazily by the kernel, page by page, as it is touched) and the
- * struct rt_task itself at the very top. Finished tasks are kept, stack and all, in a
+ * A task is one anonymous mapping: a guard page at the bottom (installed in the page
+ * tables where the kernel can, so that the mapping stays whole), the stack above it
+ * (committed lazily by the kernel, page by page, as it is touched) and the struct
+ * rt_task itself at the very top. Finished tasks are kept, stack and all, in a
  * small per-worker cache and then a shared pool, so the spawn path maps nothing and
  * calls no allocator in the steady state.
  *
@@ -27,8 +28,23 @@
 
 #include "runtime/internal.h"
 
+/* Guard pages in the page tables, not as a PROT_NONE mapping (Linux 6.13+): a stack
+ * stays one mapping, and neighbouring stacks merge into one, so 100,000 tasks need
+ * a handful of mappings rather than 200,000 (vm.max_map_count is 65,530 by default).
+ * Older kernels answer EINVAL and get mprotect(). */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
 #define RT_WORKER_CACHE 64   /* finished tasks a worker keeps */
 #define RT_POOL_MAX     1024 /* finished tasks the shared pool keeps */
+
+static int guard(void *page_start, size_t page)
+{
+	if (!madvise(page_start, page, MADV_GUARD_INSTALL))
+		return 0;
+	return mprotect(page_start, page, PROT_NONE);
+}
 
 static struct rt_task *task_map(struct rt_sched *s)
 {
@@ -43,7 +59,7 @@ static struct rt_task *task_map(struct rt_sched *s)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (mprotect(map, page, PROT_NONE)) {
+	if (guard(map, page)) {
 		munmap(map, len);
 		errno = ENOMEM;
 		return NULL;
@@ -89,7 +105,7 @@ int rt__shared_stack_map(struct rt_sched *s, struct rt__worker *w)
 
 	if (map == MAP_FAILED)
 		return -ENOMEM;
-	if (mprotect(map, s->page, PROT_NONE)) {
+	if (guard(map, s->page)) {
 		munmap(map, len);
 		return -ENOMEM;
 	}

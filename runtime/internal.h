@@ -120,7 +120,7 @@ struct rt__worker {
 	unsigned index;
 	struct rt_task *lifo;      /* the LIFO / runnext slot; CASed by thieves if stealable */
 	unsigned lifo_streak;      /* LIFO runs in a row */
-	uint32_t tick;
+	uint32_t tick;             /* counts down to the next global-queue check */
 	uint32_t rng;
 	uint64_t id_seq;           /* task ids handed out here */
 	bool searching;
@@ -345,6 +345,15 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 unsigned rt__load(const struct rt__worker *w);
 /* Owner: the next task from the LIFO slot, the queue, the inbox or the global queue. */
 struct rt_task *rt__next_task(struct rt__worker *w);
+/* Owner: nothing is queued for w anywhere it would look next (its LIFO slot, queue,
+ * inbox, the global queue). */
+static inline bool rt__idle_here(const struct rt__worker *w)
+{
+	return !__atomic_load_n(&w->lifo, __ATOMIC_RELAXED) && rt_deque_empty(&w->dq) &&
+	       !__atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&w->sched->inject_len, __ATOMIC_RELAXED);
+}
+
 /* Steal for w; NULL when nothing was found. last_pass allows the LIFO slot (Go). */
 struct rt_task *rt__steal(struct rt__worker *w, bool last_pass);
 /* Take one task, and with batch a fair share more into w's queue, from the global queue. */

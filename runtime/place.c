@@ -50,11 +50,17 @@ static inline bool available(const struct rt__worker *w)
 	       !__atomic_load_n(&w->flagged, __ATOMIC_RELAXED);
 }
 
+/* Schedule latency, sampled: one placement in latency_sample per placing thread, by a
+ * countdown (a clock read costs more than the rest of a placement). By placement, not
+ * by task, so that no one task is measured every time it runs. */
+static __thread uint32_t latency_countdown;
+
 static inline void sample_latency(struct rt_sched *s, struct rt_task *t)
 {
-	/* a power of two: a mask, not a division, on every placement */
-	if (s->cfg.metrics && !((t->id >> 9) & (s->cfg.latency_sample - 1)))
+	if (s->cfg.metrics && !latency_countdown--) {
+		latency_countdown = s->cfg.latency_sample - 1;
 		t->ready_ns = rt__now_ns();
+	}
 }
 
 /* ---- the LIFO slot ------------------------------------------------------------------- */
@@ -495,7 +501,9 @@ struct rt_task *rt__next_task(struct rt__worker *w)
 		}
 	}
 	w->lifo_streak = 0;
-	if (++w->tick % w->global_interval == 0) {
+	/* a countdown, not a modulo: no division on every pick */
+	if (!w->tick || !--w->tick) {
+		w->tick = w->global_interval;
 		if (s->cfg.global_adaptive)
 			rt__adapt_interval(w);
 		if ((t = rt__inject_take(w, false)))

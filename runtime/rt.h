@@ -116,7 +116,7 @@ struct rt_config {
 	unsigned detect_us;            /* RT_BLOCK_DETECT: the CPU-time sampling interval */
 	unsigned detect_samples;       /* flat samples in a row that flag a worker as blocked */
 	unsigned monitor_us;           /* the monitor's tick for the placement metrics */
-	unsigned latency_sample;       /* measure schedule latency for 1 task in this many (2^k) */
+	unsigned latency_sample;       /* measure schedule latency for 1 placement in this many */
 	bool metrics;                  /* always-on counters (off only to measure their cost) */
 };
 

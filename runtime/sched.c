@@ -407,6 +407,10 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 			rt__task_finished(th, t);
 			return;
 		case RT_AFTER_YIELD:
+			/* nothing else to run here: run it again at once, with no queue
+			 * operations (cats-effect's cede bypass) */
+			if (w && rt__idle_here(w))
+				break;
 			rt__place(s, th, t, w ? RT_PLACE_LOCAL : s->cfg.submit);
 			return;
 		case RT_AFTER_SUSPEND:
@@ -753,8 +757,7 @@ static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax
 		return -EINVAL;
 	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
 	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
-	    !c->latency_sample || (c->latency_sample & (c->latency_sample - 1)) ||
-	    !c->steal_min_load)
+	    !c->latency_sample || !c->steal_min_load)
 		return -EINVAL;
 	return 0;
 }

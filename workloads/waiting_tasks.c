@@ -16,9 +16,7 @@
  * in use (mallinfo2(), which also holds the task objects and saved stacks of the compact
  * stack mode, which do not go through rt_alloc), the bytes the op's tasks rt_alloc'ed,
  * RSS and PSS, RSS per waiting task, and the stack mode that ran.
- *
- * Dedicated stacks cost two memory maps a task (the guard page splits each mapping), so
- * setup refuses, saying why, when vm.max_map_count cannot hold them.
+
  */
 #include <errno.h>
 #include <malloc.h>
@@ -30,7 +28,6 @@
 #include "workloads/workload.h"
 
 #define MIB (1024.0 * 1024.0)
-#define MAPS_SPARE 256 /* maps the runtime and libraries may add meanwhile */
 
 struct waiting_tasks;
 
@@ -230,66 +227,13 @@ static bool waiting_tasks_check(struct wl_ctx *ctx, uint64_t result, char *err, 
 
 /* ---- setup, report, teardown ----------------------------------------------------------- */
 
-static long read_long_file(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static long maps_in_use(void)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	long n = 0;
-	int c;
-
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
-
-/* Dedicated stacks are two maps a task (guard page and stack); the threads executor
- * adds each thread's own stack and guard. */
-static int check_map_count(const struct rt_config *c, long ntasks, char *err, size_t errlen)
-{
-	long per_task = (c->stack_mode == RT_STACK_DEDICATED ? 2 : 0) +
-			(c->executor == RT_EXEC_THREADS ? 2 : 0);
-	long max = read_long_file("/proc/sys/vm/max_map_count"), used = maps_in_use();
-
-	if (!per_task || max < 0 || used < 0)
-		return 0; /* nothing to check, or no way to: the op reports a failed spawn */
-	if (used + per_task * ntasks + MAPS_SPARE <= max)
-		return 0;
-	snprintf(err, errlen,
-		 "waiting-tasks: %ld tasks need about %ld memory maps (%ld each with %s stacks) "
-		 "and vm.max_map_count is %ld with %ld in use: raise it (sysctl -w "
-		 "vm.max_map_count=%ld), lower -P tasks, or run with -c stack_mode=compact",
-		 ntasks, per_task * ntasks, per_task,
-		 c->stack_mode == RT_STACK_DEDICATED ? "dedicated" : "compact", max, used,
-		 ((used + per_task * ntasks + MAPS_SPARE) / 65536 + 1) * 65536);
-	return -ENOMEM;
-}
-
 static int waiting_tasks_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 {
 	long ntasks = wl_int(ctx, "tasks");
 	size_t payload = (size_t)wl_int(ctx, "payload");
 	struct waiting_tasks *st;
 	uint8_t *buf;
-	int ret;
 
-	ret = check_map_count(rt_sched_config(ctx->sched), ntasks, err, errlen);
-	if (ret)
-		return ret;
 	st = calloc(1, sizeof(*st));
 	buf = malloc(payload);
 	if (!st || !buf || !(st->tasks = calloc((size_t)ntasks, sizeof(*st->tasks))) ||

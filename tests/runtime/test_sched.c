@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -450,4 +451,52 @@ Test(sched, bad_configuration_is_refused)
 	c.workers = RT_MAX_WORKERS + 1;
 	cr_expect_null(rt_sched_new(&c));
 	cr_expect_eq(rt_config_preset(&c, "no-such-preset"), -ENOENT);
+}
+
+/* Guard pages live in the page tables (MADV_GUARD_INSTALL), not in mappings of their
+ * own: 40,000 waiting tasks with dedicated stacks, more than vm.max_map_count's
+ * default of 65,530 would allow at two mappings a task, take a handful of mappings. */
+static struct rt_latch many_gate;
+
+static uint64_t wait_at_gate(void *arg)
+{
+	rt_latch_wait(&many_gate);
+	return 1;
+}
+
+static long maps_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	long n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+Test(fiber, dedicated_stacks_do_not_take_a_mapping_each, .timeout = 120)
+{
+	const long n = RT_TEST_N(40000);
+	struct rt_sched *s = start_sched(2);
+	struct rt_task **t = calloc((size_t)n, sizeof(*t));
+	long before = maps_count(), during;
+	uint64_t sum = 0;
+
+	cr_assert_not_null(t);
+	rt_latch_init(&many_gate, 1);
+	for (long i = 0; i < n; i++) {
+		t[i] = rt_submit(s, wait_at_gate, NULL);
+		cr_assert_not_null(t[i], "task %ld: %s", i, strerror(errno));
+	}
+	during = maps_count();
+	rt_latch_count_down(&many_gate);
+	for (long i = 0; i < n; i++)
+		sum += rt_join(t[i]);
+	cr_expect_eq(sum, (uint64_t)n);
+	cr_expect_lt(during - before, 1000, "%ld tasks took %ld mappings", n, during - before);
+	free(t);
+	rt_sched_free(s);
 }

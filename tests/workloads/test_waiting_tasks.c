@@ -90,28 +90,6 @@ Test(waiting_tasks, report_measures_memory_while_every_task_waits, .timeout = 12
 	wl_test_finish(&ctx);
 }
 
-Test(waiting_tasks, setup_refuses_more_tasks_than_the_map_limit_allows)
-{
-	struct wl_ctx ctx = wl_test_ctx("waiting-tasks", "ce", 2);
-	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
-	long max = 0;
-	char err[512] = "", tasks[32];
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fscanf(f, "%ld", &max), 1);
-	fclose(f);
-	if (max / 2 + 1 > 1000000)
-		cr_skip_test("vm.max_map_count %ld holds the most tasks allowed", max);
-	snprintf(tasks, sizeof(tasks), "%ld", max / 2 + 1);
-	wl_test_param(&ctx, "tasks", tasks);
-	cr_expect_eq(ctx.desc->setup(&ctx, err, sizeof(err)), -ENOMEM);
-	cr_expect(strstr(err, "waiting-tasks: ") && strstr(err, "vm.max_map_count") &&
-			  strstr(err, "stack_mode=compact"),
-		  "%s", err);
-	cr_expect_null(strchr(err, '\n'), "one line");
-	rt_sched_free(ctx.sched);
-}
-
 Test(waiting_tasks, check_names_a_wrong_sum_and_parameters_have_bounds, .timeout = 60)
 {
 	struct wl_ctx ctx = wl_test_ctx("waiting-tasks", "ce", 2);

@@ -1,0 +1,3 @@
+module schedlab/bench/go
+
+go 1.19
