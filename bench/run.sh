@@ -18,9 +18,7 @@ PT=$BUILD/bench/pthreads
 MICRO=$BUILD/bench/micro
 GOPEER=$BUILD/bench/gopeer
 tmp=$(mktemp -d)
-map_count_was=
 cleanup() {
-	[ -z "$map_count_was" ] || sysctl -qw vm.max_map_count="$map_count_was" || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -33,27 +31,6 @@ say() { echo "bench: $*" >&2; }
 mkdir -p "$tmp/bin"
 for p in "$SL" "$PT" "$MICRO" "$GOPEER"; do cp "$p" "$tmp/bin/"; done
 as_run() { sed "s|^$BUILD/bench/|$tmp/bin/|; s|^$BUILD/schedlab|$tmp/bin/schedlab|"; }
-
-# Workloads that another change may not have landed yet: measured only when present.
-have_workload() { "$tmp/bin/schedlab" list 2>/dev/null | grep -q "^  $1 "; }
-have_spsc=$(have_workload queue-spsc && echo 1 || true)
-have_waiting=$(have_workload waiting-tasks && echo 1 || true)
-
-# 100,000 tasks on dedicated stacks take two memory maps each (stack and guard page), more
-# than Linux's default vm.max_map_count (65,530) allows: as root, raise it for this run
-# and put it back on exit; otherwise the dedicated row says why it was not measured.
-map_count_need=$((2 * 100000 + 65536))
-map_count_note=
-if [ -n "$have_waiting" ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt "$map_count_need" ] &&
-	[ "$(id -u)" = 0 ]; then
-	map_count_was=$(cat /proc/sys/vm/max_map_count)
-	if sysctl -qw vm.max_map_count="$map_count_need"; then
-		map_count_note="vm.max_map_count was raised from $map_count_was to $map_count_need for this run and restored after it."
-		say "vm.max_map_count: $map_count_was -> $map_count_need until the end of the run"
-	else
-		map_count_was=
-	fi
-fi
 
 # ---- the jobs ------------------------------------------------------------------------------
 #
@@ -139,11 +116,8 @@ failed() { # JOB RC LIMIT FILE
 jobs="rt-spawn-join-kyo go-spawn-join rt-spawn-join-ce pt-spawn-join-create pt-spawn-join-pool
       rt-spawn-join-ce-nometrics rt-spawn-join-ce1 rt-spawn-join-ce1-nometrics
       rt-workers pt-workers-pool pt-workers-create
-      mi-switch-asm mi-switch-rt-yield mi-switch-rt-pingpong mi-permit-rt mi-permit-glibc"
-[ -n "$have_spsc" ] && jobs+=" rt-queue-spsc"
-jobs+=" go-chan-spsc"
-[ -n "$have_waiting" ] && jobs+=" rt-waiting-dedicated rt-waiting-compact"
-jobs+=" go-waiting-tasks"
+      mi-switch-asm mi-switch-rt-yield mi-switch-rt-pingpong mi-permit-rt mi-permit-glibc
+      rt-queue-spsc go-chan-spsc rt-waiting-dedicated rt-waiting-compact go-waiting-tasks"
 jobs_backwards=$(echo $jobs | tr ' ' '\n' | tac | tr '\n' ' ')
 
 # Other processes on these CPUs (another session's tests, say) make every figure noisier:
@@ -271,7 +245,6 @@ mem_of() {
 not_measured_why() { # J
 	local why
 	why=$(why_failed "$1")
-	[ -n "$have_waiting" ] || why="the \`waiting-tasks\` workload is not in this build"
 	echo "${why:-the run reported no memory figures}"
 }
 
@@ -508,8 +481,7 @@ is copied to the heap); dedicated stacks keep a mapped stack per task.
 $(mem_rows "schedlab, dedicated stacks" rt-waiting-dedicated)
 $(mem_rows "schedlab, compact stacks" rt-waiting-compact)
 | Go, 100,000 goroutines | $(go_mem 2) | $(go_mem 3) | \`$(job_cmd go-waiting-tasks)\` |
-${map_count_note:+
-$map_count_note}
+
 MD
 
 # ---- why: a profile of each goal not met ----------------------------------------------------------

@@ -75,7 +75,6 @@ static bool spare_wait(struct rt__thread *th)
 static void *thread_main(void *arg)
 {
 	struct rt__thread *th = arg;
-	struct rt_sched *s = th->sched;
 
 	pthread_setname_np(pthread_self(), "rt-worker");
 	rt__thread_bind(th);
@@ -91,6 +90,37 @@ static void *thread_main(void *arg)
 		if (!spare_wait(th))
 			break;
 	}
+	rt__thread_exit(th);
+	return NULL;
+}
+
+int rt__thread_start(struct rt__thread *th, void *(*fn)(void *), size_t stack_size)
+{
+	struct rt_sched *s = th->sched;
+	pthread_attr_t attr;
+	pthread_t tid;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (stack_size)
+		pthread_attr_setstacksize(&attr, stack_size);
+	/* counted under the lock that rt__threads_join() waits on */
+	pthread_mutex_lock(&s->spare_lock);
+	err = pthread_create(&tid, &attr, fn, th);
+	if (!err) {
+		s->nthreads_live++;
+		__atomic_store_n(&s->threads_created, s->threads_created + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&s->spare_lock);
+	pthread_attr_destroy(&attr);
+	return -err;
+}
+
+void rt__thread_exit(struct rt__thread *th)
+{
+	struct rt_sched *s = th->sched;
+
 	rt__phase(th, RT_PHASE_NONE, 0);
 	rt__thread_bind(NULL);
 	pthread_mutex_lock(&s->spare_lock);
@@ -98,14 +128,11 @@ static void *thread_main(void *arg)
 	pthread_cond_broadcast(&s->threads_gone);
 	pthread_mutex_unlock(&s->spare_lock);
 	free(th);
-	return NULL;
 }
 
 int rt__handoff(struct rt_sched *s, struct rt__worker *w)
 {
 	struct rt__thread *th;
-	pthread_attr_t attr;
-	pthread_t tid;
 	int err;
 
 	/* nothing runs on w until its new thread picks a task */
@@ -123,27 +150,17 @@ int rt__handoff(struct rt_sched *s, struct rt__worker *w)
 		rt__futex_wake(&th->futex, 1);
 		return 0;
 	}
+	pthread_mutex_unlock(&s->spare_lock);
 	th = calloc(1, sizeof(*th));
-	if (!th) {
-		pthread_mutex_unlock(&s->spare_lock);
+	if (!th)
 		return -ENOMEM;
-	}
 	th->sched = s;
 	th->w = w;
 	__atomic_store_n(&w->thread, th, __ATOMIC_RELEASE);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, thread_main, th);
-	pthread_attr_destroy(&attr);
-	if (err) {
-		pthread_mutex_unlock(&s->spare_lock);
+	err = rt__thread_start(th, thread_main, 0);
+	if (err)
 		free(th);
-		return -err;
-	}
-	s->nthreads_live++;
-	__atomic_store_n(&s->threads_created, s->threads_created + 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&s->spare_lock);
-	return 0;
+	return err;
 }
 
 void rt__threads_join(struct rt_sched *s)

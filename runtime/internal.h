@@ -310,8 +310,11 @@ bool rt__wake_one_parked(struct rt_sched *s);
 /* A worker, not yet driven by any thread. NULL + errno. */
 struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index);
 uint64_t rt__now_ns(void);
-/* FUTEX_WAIT with a relative timeout (NULL: none); rt__futex_wait/wake are in sync.c. */
+/* futex(2) on a private word, by the syscall instruction (no libc frame): wait while
+ * *addr == val (with a relative timeout, or none), wake up to n. */
 long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec *timeout);
+long rt__futex_wait(uint32_t *addr, uint32_t val);
+long rt__futex_wake(uint32_t *addr, int n);
 
 /* Waiting, the same way from a task and from a plain thread. rt__wait() prepares w
  * (task = the running task or NULL) and calls commit(w, arg): from a task, on the
@@ -372,6 +375,10 @@ void rt__monitor_stop(struct rt_sched *s);
 int rt__handoff(struct rt_sched *s, struct rt__worker *w);
 /* Wait until every thread the runtime made has exited (at shutdown). */
 void rt__threads_join(struct rt_sched *s);
+/* Start a detached thread running fn(th), counted for rt__threads_join(); th->sched set.
+ * stack_size 0: the default. 0 or -errno. rt__thread_exit() ends one. */
+int rt__thread_start(struct rt__thread *th, void *(*fn)(void *), size_t stack_size);
+void rt__thread_exit(struct rt__thread *th);
 /* Add a worker beyond the core ones (compensation). NULL when at workers_max. */
 struct rt__worker *rt__worker_add(struct rt_sched *s);
 
@@ -439,10 +446,6 @@ static inline void rt__unlock(uint32_t *l)
 	if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
 		rt__unlock_slow(l);
 }
-
-/* futex(2) on a private word by the syscall instruction (no libc frame, as in sched.c). */
-long rt__futex_wait(uint32_t *addr, uint32_t val);
-long rt__futex_wake(uint32_t *addr, int n);
 
 static inline void rt__cpu_relax(void)
 {

@@ -105,6 +105,16 @@ long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec 
 	return futex_op(addr, FUTEX_WAIT_PRIVATE, val, timeout);
 }
 
+long rt__futex_wait(uint32_t *addr, uint32_t val)
+{
+	return futex_op(addr, FUTEX_WAIT_PRIVATE, val, NULL);
+}
+
+long rt__futex_wake(uint32_t *addr, int n)
+{
+	return futex_op(addr, FUTEX_WAKE_PRIVATE, (uint32_t)n, NULL);
+}
+
 uint64_t rt__now_ns(void)
 {
 	struct timespec ts;

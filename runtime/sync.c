@@ -12,37 +12,11 @@
  * wake-up is never lost between the look and the sleep.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <string.h>
-#include <sys/syscall.h>
 
 #include "runtime/internal.h"
 
-/* ---- futex and the wait-list lock ---------------------------------------------------- */
-
-/* By the syscall instruction, as sched.c does: Debian's libc has no frame pointers, and
- * a sample taken in the kernel would lose our caller's frame. */
-static long futex_op(uint32_t *addr, int op, uint32_t val)
-{
-	register long r10 __asm__("r10") = 0; /* no timeout */
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"((long)SYS_futex), "D"(addr), "S"((long)op), "d"((long)val), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-long rt__futex_wait(uint32_t *addr, uint32_t val)
-{
-	return futex_op(addr, FUTEX_WAIT_PRIVATE, val);
-}
-
-long rt__futex_wake(uint32_t *addr, int n)
-{
-	return futex_op(addr, FUTEX_WAKE_PRIVATE, (uint32_t)n);
-}
+/* ---- the wait-list lock ------------------------------------------------------------------ */
 
 /* Drepper's three-state mutex ("Futexes are tricky", mutex3). Holders keep the lock
  * for a handful of instructions, so spin briefly before sleeping; a holder preempted

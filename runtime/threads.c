@@ -14,7 +14,6 @@
 static void *task_thread_main(void *arg)
 {
 	struct rt__thread *th = arg;
-	struct rt_sched *s = th->sched;
 	struct rt_task *t = th->own;
 
 	rt__thread_bind(th);
@@ -40,20 +39,13 @@ static void *task_thread_main(void *arg)
 			rt__futex_wait_timeout(&th->futex, 0, NULL);
 	}
 	rt__task_finished(th, t);
-	rt__thread_bind(NULL);
-	pthread_mutex_lock(&s->spare_lock);
-	s->nthreads_live--;
-	pthread_cond_broadcast(&s->threads_gone);
-	pthread_mutex_unlock(&s->spare_lock);
-	free(th);
+	rt__thread_exit(th);
 	return NULL;
 }
 
 int rt__task_thread_start(struct rt_sched *s, struct rt_task *t)
 {
 	struct rt__thread *th = calloc(1, sizeof(*th));
-	pthread_attr_t attr;
-	pthread_t tid;
 	int err;
 
 	if (!th)
@@ -61,18 +53,8 @@ int rt__task_thread_start(struct rt_sched *s, struct rt_task *t)
 	th->sched = s;
 	th->own = t;
 	t->own = th;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* the task runs on its fiber stack: the thread itself needs little */
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	pthread_mutex_lock(&s->spare_lock);
-	err = pthread_create(&tid, &attr, task_thread_main, th);
-	if (!err) {
-		s->nthreads_live++;
-		__atomic_store_n(&s->threads_created, s->threads_created + 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&s->spare_lock);
-	pthread_attr_destroy(&attr);
+	err = rt__thread_start(th, task_thread_main, 64 * 1024);
 	if (err) {
 		t->own = NULL;
 		free(th);

@@ -1,5 +1,6 @@
 /*
- * Shared by the runtime tests. Sizes: whole in the normal build, a tenth under
+ * Shared by the runtime tests: starting schedulers, running a test under every preset,
+ * waiting for a flag, pinning a thread. Sizes: whole in the normal build, a tenth under
  * ThreadSanitizer (make test SANITIZE=thread), which slows every access by an order of
  * magnitude; the races it looks for need interleavings, not volume. Tests of memory
  * figures are off under it (.disabled = RT_UNDER_TSAN): its shadow memory is in them.
@@ -14,5 +15,70 @@
 #define RT_TEST_N(n) (n)
 #define RT_UNDER_TSAN 0
 #endif
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/rt.h"
+
+/* A scheduler of a preset (NULL: the default) with `workers` workers (0: the preset's). */
+static inline struct rt_sched *rt_test_start(const char *preset, unsigned workers)
+{
+	struct rt_config c;
+	struct rt_sched *s;
+
+	cr_assert_eq(rt_config_preset(&c, preset ? preset : "ce"), 0, "preset %s", preset);
+	if (workers)
+		c.workers = workers;
+	s = rt_sched_new(&c);
+	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset ? preset : "ce", workers,
+			   strerror(errno));
+	return s;
+}
+
+/* Run fn under every preset (the list grows as presets are added) with 2 and 8 workers. */
+static inline void rt_test_each_config(void (*fn)(struct rt_sched *s, const char *what))
+{
+	static const unsigned counts[] = { 2, 8 };
+
+	for (const char *const *p = rt_preset_names(); *p; p++) {
+		for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+			struct rt_sched *s = rt_test_start(*p, counts[i]);
+			char what[64];
+
+			snprintf(what, sizeof(what), "%s/%u workers", *p, counts[i]);
+			fn(s, what);
+			rt_sched_free(s);
+		}
+	}
+}
+
+/* Wait (politely) until *word reaches want; fail the test after ~10 s. */
+static inline void rt_test_await_u32(const uint32_t *word, uint32_t want, const char *what)
+{
+	for (int i = 0; i < RT_TEST_N(100000); i++) {
+		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want)
+			return;
+		usleep(100);
+	}
+	cr_assert_fail("%s: stuck at %u, want %u", what, __atomic_load_n(word, __ATOMIC_ACQUIRE),
+		       want);
+}
+
+/* Pin the calling thread to CPU i (modulo the CPUs there are). */
+static inline void rt_test_pin(unsigned i)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(i % (unsigned)(cpus > 0 ? cpus : 1), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
 
 #endif /* SCHEDLAB_TESTS_RT_TEST_H */

@@ -20,56 +20,6 @@
 #include "runtime/rt.h"
 #include "tests/runtime/rt_test.h"
 
-static const unsigned worker_counts[] = { 2, 8 };
-
-static struct rt_sched *start_preset(const char *preset, unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset, workers, strerror(errno));
-	return s;
-}
-
-/* Run fn under every preset (the list grows as presets are added) with 2 and 8 workers. */
-static void each_config(void (*fn)(struct rt_sched *s, const char *what))
-{
-	for (const char *const *p = rt_preset_names(); *p; p++) {
-		for (size_t i = 0; i < sizeof(worker_counts) / sizeof(worker_counts[0]); i++) {
-			struct rt_sched *s = start_preset(*p, worker_counts[i]);
-			char what[64];
-
-			snprintf(what, sizeof(what), "%s/%u workers", *p, worker_counts[i]);
-			fn(s, what);
-			rt_sched_free(s);
-		}
-	}
-}
-
-static void await_u32(const uint32_t *word, uint32_t want, const char *what)
-{
-	for (int i = 0; i < RT_TEST_N(100000); i++) {
-		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want)
-			return;
-		usleep(100);
-	}
-	cr_assert_fail("%s: stuck at %u, want %u", what, __atomic_load_n(word, __ATOMIC_ACQUIRE),
-		       want);
-}
-
-static void pin_self(unsigned i)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(i % (unsigned)(cpus > 0 ? cpus : 1), &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /* Failures seen inside tasks and helper threads, where an assertion must not unwind
  * (a task runs on its own stack): counted there, asserted by the test's thread. */
 static uint32_t failures;
@@ -307,17 +257,17 @@ static void pipe_task_thread(struct rt_sched *s, const char *what)
 
 Test(chan, task_to_task_through_a_tiny_channel, .timeout = 120)
 {
-	each_config(pipe_task_task);
+	rt_test_each_config(pipe_task_task);
 }
 
 Test(chan, thread_to_task_through_a_tiny_channel, .timeout = 120)
 {
-	each_config(pipe_thread_task);
+	rt_test_each_config(pipe_thread_task);
 }
 
 Test(chan, task_to_thread_through_a_tiny_channel, .timeout = 120)
 {
-	each_config(pipe_task_thread);
+	rt_test_each_config(pipe_task_thread);
 }
 
 Test(chan, thread_to_thread_without_a_scheduler, .timeout = 60)
@@ -380,8 +330,8 @@ static void close_run(struct rt_sched *s, const char *what)
 	cr_assert_not_null(r = rt_submit(s, recv_until_closed, NULL));
 	cr_assert_not_null(w = rt_submit(s, send_to_full, (void *)3));
 	pthread_create(&th, NULL, recv_until_closed_thread, &thread_result);
-	await_u32(&j.c.recv_waiting, 2, what);
-	await_u32(&j.full.send_waiting, 1, what);
+	rt_test_await_u32(&j.c.recv_waiting, 2, what);
+	rt_test_await_u32(&j.full.send_waiting, 1, what);
 	rt_chan_close(&j.c);
 	rt_chan_close(&j.full);
 	cr_expect_eq(rt_join(r), EPIPE, "%s: parked receiver", what);
@@ -393,7 +343,7 @@ static void close_run(struct rt_sched *s, const char *what)
 
 Test(chan, close_wakes_parked_senders_and_receivers, .timeout = 120)
 {
-	each_config(close_run);
+	rt_test_each_config(close_run);
 }
 
 /* ---- producers racing consumers --------------------------------------------------------------
@@ -477,14 +427,14 @@ static uint64_t mp_consumer_task(void *arg)
 
 static void *mp_producer_thread(void *arg)
 {
-	pin_self((unsigned)(uintptr_t)arg);
+	rt_test_pin((unsigned)(uintptr_t)arg);
 	mp_produce((unsigned)(uintptr_t)arg);
 	return NULL;
 }
 
 static void *mp_consumer_thread(void *arg)
 {
-	pin_self((unsigned)(uintptr_t)arg);
+	rt_test_pin((unsigned)(uintptr_t)arg);
 	mp_consume();
 	return NULL;
 }
@@ -555,10 +505,10 @@ static void mpmc_large(struct rt_sched *s, const char *what)
 
 Test(chan, producers_and_consumers_small_ring_every_item_once_in_order, .timeout = 180)
 {
-	each_config(mpmc_small);
+	rt_test_each_config(mpmc_small);
 }
 
 Test(chan, producers_and_consumers_large_ring_every_item_once_in_order, .timeout = 180)
 {
-	each_config(mpmc_large);
+	rt_test_each_config(mpmc_large);
 }

@@ -18,23 +18,12 @@
 #include "analysis/analysis.h"
 #include "runtime/phase.h"
 #include "runtime/rt.h"
-
-static struct rt_sched *start_sched(unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	rt_config_default(&c);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new: %s", strerror(errno));
-	return s;
-}
+#include "tests/runtime/rt_test.h"
 
 /* Run fn(arg) as one task on a fresh scheduler of `workers` workers. */
 static uint64_t in_task(unsigned workers, rt_fn fn, void *arg)
 {
-	struct rt_sched *s = start_sched(workers);
+	struct rt_sched *s = rt_test_start(NULL, workers);
 	uint64_t r = rt_join(rt_submit(s, fn, arg));
 
 	rt_sched_free(s);
@@ -279,7 +268,7 @@ static uint64_t isolated_task(void *arg)
 
 Test(error, handlers_stay_with_their_task_across_yields_on_2_workers, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct rt_task *t[ISOLATE_TASKS];
 
 	migrated = 0;
@@ -535,7 +524,7 @@ static uint64_t counted_raiser(void *arg)
 
 Test(error, capture_runs_in_the_stackcap_phase_and_is_counted)
 {
-	struct counted c = { .s = start_sched(1) };
+	struct counted c = { .s = rt_test_start(NULL, 1) };
 
 	rt_join(rt_submit(c.s, counted_raiser, &c));
 	rt_sched_free(c.s);

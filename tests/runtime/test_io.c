@@ -23,35 +23,6 @@
 
 #define MS 1000000ull
 
-static const unsigned worker_counts[] = { 2, 8 };
-
-static struct rt_sched *start_preset(const char *preset, unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset, workers, strerror(errno));
-	return s;
-}
-
-/* Run fn under every preset (the list grows as presets are added) with 2 and 8 workers. */
-static void each_config(void (*fn)(struct rt_sched *s, const char *what))
-{
-	for (const char *const *p = rt_preset_names(); *p; p++) {
-		for (size_t i = 0; i < sizeof(worker_counts) / sizeof(worker_counts[0]); i++) {
-			struct rt_sched *s = start_preset(*p, worker_counts[i]);
-			char what[64];
-
-			snprintf(what, sizeof(what), "%s/%u workers", *p, worker_counts[i]);
-			fn(s, what);
-			rt_sched_free(s);
-		}
-	}
-}
-
 /* Failures seen inside tasks, where an assertion must not unwind: counted there,
  * asserted by the test's thread. */
 static uint32_t failures;
@@ -124,7 +95,7 @@ static void sleepers_run(struct rt_sched *s, const char *what)
 
 Test(timer, many_tasks_sleep_random_times_and_none_wakes_early, .timeout = 120)
 {
-	each_config(sleepers_run);
+	rt_test_each_config(sleepers_run);
 }
 
 static uint64_t sleep_zero_task(void *arg)
@@ -136,7 +107,7 @@ static uint64_t sleep_zero_task(void *arg)
 
 Test(timer, zero_sleep_in_a_task_returns, .timeout = 30)
 {
-	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_sched *s = rt_test_start("ce", 2);
 
 	cr_expect_eq(rt_join(rt_submit(s, sleep_zero_task, NULL)), 7);
 	rt_sched_free(s);
@@ -192,7 +163,7 @@ static void earlier_timer_run(struct rt_sched *s, const char *what)
 
 Test(timer, earlier_timer_fires_while_the_reactor_sleeps_on_a_later_one, .timeout = 120)
 {
-	each_config(earlier_timer_run);
+	rt_test_each_config(earlier_timer_run);
 }
 
 /* ---- the reactor: readiness ------------------------------------------------------------------ */
@@ -251,7 +222,7 @@ static void pingpong_run(struct rt_sched *s, const char *what)
 
 Test(reactor, task_waits_for_a_pipe_another_task_writes, .timeout = 120)
 {
-	each_config(pingpong_run);
+	rt_test_each_config(pingpong_run);
 }
 
 static uint64_t timeout_task(void *arg)
@@ -282,7 +253,7 @@ static void timeout_run(struct rt_sched *s, const char *what)
 
 Test(reactor, wait_times_out, .timeout = 120)
 {
-	each_config(timeout_run);
+	rt_test_each_config(timeout_run);
 }
 
 static uint64_t writable_task(void *arg)
@@ -292,7 +263,7 @@ static uint64_t writable_task(void *arg)
 
 Test(reactor, writable_socket_is_ready_at_once, .timeout = 60)
 {
-	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_sched *s = rt_test_start("ce", 2);
 	int sv[2];
 	uint64_t t0 = rt_now_ns();
 
@@ -358,7 +329,7 @@ static void many_run(struct rt_sched *s, const char *what)
 
 Test(reactor, many_descriptors_at_once, .timeout = 120)
 {
-	each_config(many_run);
+	rt_test_each_config(many_run);
 }
 
 /* A timer and an event race for each wait: 2,000 waits with timeouts of 0-200 us on
@@ -439,7 +410,7 @@ static void race_run(struct rt_sched *s, const char *what)
 
 Test(reactor, timer_and_event_racing_end_each_wait_once, .timeout = 120)
 {
-	each_config(race_run);
+	rt_test_each_config(race_run);
 }
 
 /* The timer heap under arbitrary removals: 300 tasks each wait on their own pipe,
@@ -523,7 +494,7 @@ static void heap_run(struct rt_sched *s, const char *what)
 
 Test(reactor, timer_heap_survives_removals_from_the_middle, .timeout = 120)
 {
-	each_config(heap_run);
+	rt_test_each_config(heap_run);
 }
 
 /* ---- errors and the thread path ---------------------------------------------------------------- */
@@ -543,7 +514,7 @@ static uint64_t bad_args_task(void *arg)
 
 Test(reactor, bad_arguments_are_refused, .timeout = 60)
 {
-	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_sched *s = rt_test_start("ce", 2);
 	int fd[2];
 
 	make_pipe(fd);
@@ -573,7 +544,7 @@ static uint64_t busy_second(void *arg)
 
 Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
 {
-	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_sched *s = rt_test_start("ce", 2);
 	struct rt_task *a;
 	char c = 'b';
 
@@ -626,7 +597,7 @@ Test(reactor, thread_waits_with_poll, .timeout = 60)
 Test(reactor, scheduler_that_never_used_it_stops_cleanly, .timeout = 60)
 {
 	for (int i = 0; i < 20; i++)
-		rt_sched_free(start_preset("ce", 1 + i % 3));
+		rt_sched_free(rt_test_start("ce", 1 + i % 3));
 }
 
 static uint64_t nap_task(void *arg)
@@ -644,7 +615,7 @@ static uint64_t parked_on_pipe(void *arg)
 static void restart_run(struct rt_sched *s, const char *what)
 {
 	for (int i = 0; i < 10; i++) {
-		struct rt_sched *t = start_preset(rt_sched_config(s)->preset, rt_sched_workers(s));
+		struct rt_sched *t = rt_test_start(rt_sched_config(s)->preset, rt_sched_workers(s));
 		int fd[2];
 		char c = 'z';
 		struct rt_task *p;
@@ -664,5 +635,5 @@ static void restart_run(struct rt_sched *s, const char *what)
 
 Test(reactor, scheduler_freed_after_the_reactor_ran, .timeout = 120)
 {
-	each_config(restart_run);
+	rt_test_each_config(restart_run);
 }

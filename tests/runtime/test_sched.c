@@ -17,19 +17,6 @@
 #include "runtime/rt.h"
 #include "tests/runtime/rt_test.h"
 
-static struct rt_sched *start_sched(unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	rt_config_default(&c);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new: %s", strerror(errno));
-	cr_assert_eq(rt_sched_workers(s), workers);
-	return s;
-}
-
 /* ---- spawn and join ------------------------------------------------------------------ */
 
 static uint64_t leaf(void *arg)
@@ -53,7 +40,7 @@ static uint64_t spawn_join_loop(void *arg)
 
 static void spawn_join_under(unsigned workers)
 {
-	struct rt_sched *s = start_sched(workers);
+	struct rt_sched *s = rt_test_start(NULL, workers);
 	const uint64_t n = RT_TEST_N(20000);
 
 	for (int rep = 0; rep < 5; rep++) {
@@ -115,7 +102,7 @@ static uint64_t tree_node(void *arg)
 
 static void tree_under(unsigned workers)
 {
-	struct rt_sched *s = start_sched(workers);
+	struct rt_sched *s = rt_test_start(NULL, workers);
 	uint64_t nodes = (1u << (TREE_DEPTH + 1)) - 1;
 
 	memset(tree_seen, 0, sizeof(tree_seen));
@@ -215,7 +202,7 @@ Test(sched, fan_out_beyond_the_local_queue_spills_and_completes, .timeout = 60)
 	const uint64_t n = RT_TEST_N(5000);
 
 	for (unsigned workers = 1; workers <= 2; workers++) {
-		struct rt_sched *s = start_sched(workers);
+		struct rt_sched *s = rt_test_start(NULL, workers);
 		struct rt_worker_stats st;
 
 		cr_assert_eq(rt_join(rt_submit(s, fan_out, (void *)(uintptr_t)n)),
@@ -253,7 +240,7 @@ static void *submit_many(void *arg)
 
 Test(sched, concurrent_external_submitters, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct submitter subs[4];
 	pthread_t th[4];
 
@@ -302,7 +289,7 @@ static uint64_t spawn_detached(void *arg)
 
 Test(sched, detached_tasks_run_and_are_freed, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 
 	detached_count = 0;
 	rt_join(rt_submit(s, spawn_detached, NULL));
@@ -353,7 +340,7 @@ static uint64_t reference_mix(uint64_t seed)
 
 Test(fiber, switch_keeps_registers_across_yields, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct rt_task *t[8];
 
 	for (uintptr_t i = 0; i < 8; i++)
@@ -391,7 +378,7 @@ static uint64_t frame_task(void *arg)
 
 Test(fiber, frame_pointer_chain_ends_at_the_fiber_entry)
 {
-	struct rt_sched *s = start_sched(1);
+	struct rt_sched *s = rt_test_start(NULL, 1);
 	uint64_t frames = rt_join(rt_submit(s, frame_task, NULL));
 
 	/* walk_frames <- (frame_task, unless it tail-calls) <- rt__task_main, then the
@@ -420,7 +407,7 @@ static uint64_t overflow_task(void *arg)
 
 Test(fiber, stack_overflow_hits_the_guard_page, .signal = SIGSEGV, .timeout = 30)
 {
-	struct rt_sched *s = start_sched(1);
+	struct rt_sched *s = rt_test_start(NULL, 1);
 
 	rt_join(rt_submit(s, overflow_task, NULL));
 }
@@ -430,7 +417,7 @@ Test(fiber, stack_overflow_hits_the_guard_page, .signal = SIGSEGV, .timeout = 30
 Test(sched, start_and_stop_repeatedly, .timeout = 60)
 {
 	for (int i = 0; i < RT_TEST_N(50); i++) {
-		struct rt_sched *s = start_sched(1 + i % 4);
+		struct rt_sched *s = rt_test_start(NULL, 1 + i % 4);
 
 		if (i % 2)
 			cr_assert_eq(rt_join(rt_submit(s, leaf, (void *)5)), 15);
@@ -477,10 +464,11 @@ static long maps_count(void)
 	return n;
 }
 
-Test(fiber, dedicated_stacks_do_not_take_a_mapping_each, .timeout = 120)
+Test(fiber, dedicated_stacks_do_not_take_a_mapping_each, .timeout = 120,
+     .disabled = RT_UNDER_TSAN)
 {
 	const long n = RT_TEST_N(40000);
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct rt_task **t = calloc((size_t)n, sizeof(*t));
 	long before = maps_count(), during;
 	uint64_t sum = 0;

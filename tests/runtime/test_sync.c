@@ -18,57 +18,6 @@
 #include "runtime/rt.h"
 #include "tests/runtime/rt_test.h"
 
-static const unsigned worker_counts[] = { 2, 8 };
-
-static struct rt_sched *start_preset(const char *preset, unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset, workers, strerror(errno));
-	return s;
-}
-
-/* Run fn under every preset (the list grows as presets are added) with 2 and 8 workers. */
-static void each_config(void (*fn)(struct rt_sched *s, const char *what))
-{
-	for (const char *const *p = rt_preset_names(); *p; p++) {
-		for (size_t i = 0; i < sizeof(worker_counts) / sizeof(worker_counts[0]); i++) {
-			struct rt_sched *s = start_preset(*p, worker_counts[i]);
-			char what[64];
-
-			snprintf(what, sizeof(what), "%s/%u workers", *p, worker_counts[i]);
-			fn(s, what);
-			rt_sched_free(s);
-		}
-	}
-}
-
-/* Wait (politely) until *word reaches want; fail the test after ~10 s. */
-static void await_u32(const uint32_t *word, uint32_t want, const char *what)
-{
-	for (int i = 0; i < RT_TEST_N(100000); i++) {
-		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want)
-			return;
-		usleep(100);
-	}
-	cr_assert_fail("%s: stuck at %u, want %u", what, __atomic_load_n(word, __ATOMIC_ACQUIRE),
-		       want);
-}
-
-static void pin_self(unsigned i)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(i % (unsigned)(cpus > 0 ? cpus : 1), &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /* ---- semaphore: single-threaded contracts ---------------------------------------------- */
 
 Test(sem, init_rejects_more_than_int64_max)
@@ -192,7 +141,7 @@ static void *holders_thread(void *arg)
 {
 	struct holder_thread *t = arg;
 
-	pin_self(t->id);
+	rt_test_pin(t->id);
 	holders_loop(holders_arg, t->id);
 	return NULL;
 }
@@ -258,22 +207,22 @@ static void three_permits_mixed(struct rt_sched *s, const char *what)
 
 Test(sem, one_permit_is_mutual_exclusion_among_tasks, .timeout = 120)
 {
-	each_config(one_permit_tasks);
+	rt_test_each_config(one_permit_tasks);
 }
 
 Test(sem, k_permits_never_admit_more_than_k_tasks, .timeout = 120)
 {
-	each_config(three_permits_tasks);
+	rt_test_each_config(three_permits_tasks);
 }
 
 Test(sem, one_permit_with_threads_and_tasks_mixed, .timeout = 120)
 {
-	each_config(one_permit_mixed);
+	rt_test_each_config(one_permit_mixed);
 }
 
 Test(sem, k_permits_with_threads_and_tasks_mixed, .timeout = 120)
 {
-	each_config(three_permits_mixed);
+	rt_test_each_config(three_permits_mixed);
 }
 
 /* ---- semaphore: FIFO hand-off ------------------------------------------------------------- */
@@ -323,11 +272,11 @@ static void fifo_run(struct rt_sched *s, const char *what)
 			cr_assert_not_null(t[i] = rt_submit(s, fifo_task, (void *)i));
 		else
 			cr_assert_eq(pthread_create(&th[i], NULL, fifo_thread, (void *)i), 0);
-		await_u32(&f.sem.nwaiters, (uint32_t)i + 1, what);
+		rt_test_await_u32(&f.sem.nwaiters, (uint32_t)i + 1, what);
 	}
 	for (uint32_t i = 0; i < FIFO_WAITERS; i++) {
 		rt_sem_release(&f.sem);
-		await_u32(&f.served, i + 1, what);
+		rt_test_await_u32(&f.served, i + 1, what);
 		cr_expect_eq(f.order[i], i, "%s: release %u woke waiter %u", what, i, f.order[i]);
 	}
 	for (uintptr_t i = 0; i < FIFO_WAITERS; i++) {
@@ -344,7 +293,7 @@ static void fifo_run(struct rt_sched *s, const char *what)
 
 Test(sem, waiters_are_served_first_come_first_served, .timeout = 120)
 {
-	each_config(fifo_run);
+	rt_test_each_config(fifo_run);
 }
 
 /* A released permit belongs to the waiter: a try_acquire right after cannot take it. */
@@ -356,7 +305,7 @@ static void no_barging_run(struct rt_sched *s, const char *what)
 	cr_assert_eq(rt_sem_init(&f.sem, 0), 0);
 	fifo_arg = &f;
 	cr_assert_not_null(t = rt_submit(s, fifo_task, (void *)0));
-	await_u32(&f.sem.nwaiters, 1, what);
+	rt_test_await_u32(&f.sem.nwaiters, 1, what);
 	rt_sem_release(&f.sem);
 	cr_expect_not(rt_sem_try_acquire(&f.sem), "%s: barged past a waiter", what);
 	rt_join(t);
@@ -366,7 +315,7 @@ static void no_barging_run(struct rt_sched *s, const char *what)
 
 Test(sem, released_permit_goes_to_the_waiter_not_a_newcomer, .timeout = 60)
 {
-	each_config(no_barging_run);
+	rt_test_each_config(no_barging_run);
 }
 
 /* A thread blocked in acquire, released by a task. */
@@ -387,12 +336,12 @@ static void *acquire_cross(void *arg)
 
 Test(sem, thread_waits_for_a_task_to_release, .timeout = 60)
 {
-	struct rt_sched *s = start_preset("ce", 2);
+	struct rt_sched *s = rt_test_start("ce", 2);
 	pthread_t th;
 
 	cr_assert_eq(rt_sem_init(&cross_sem, 0), 0);
 	cr_assert_eq(pthread_create(&th, NULL, acquire_cross, NULL), 0);
-	await_u32(&cross_sem.nwaiters, 1, "thread waiter");
+	rt_test_await_u32(&cross_sem.nwaiters, 1, "thread waiter");
 	rt_join(rt_submit(s, release_cross, NULL));
 	pthread_join(th, NULL);
 	cr_expect_eq(rt_sem_available(&cross_sem), 0);
@@ -454,7 +403,7 @@ static void latch_many_run(struct rt_sched *s, const char *what)
 	for (uintptr_t i = 0; i < LATCH_TASKS; i++)
 		cr_assert_not_null(t[i] = rt_submit(s, gate_task, (void *)i), "%s", what);
 	rt_latch_count_down(&g.latch);
-	await_u32(&g.latch.nwaiters, LATCH_TASKS, what); /* every one of them parked */
+	rt_test_await_u32(&g.latch.nwaiters, LATCH_TASKS, what); /* every one of them parked */
 	cr_expect_eq(g.passed, 0, "%s: passed a closed latch", what);
 	rt_latch_count_down(&g.latch);
 	for (uintptr_t i = 0; i < LATCH_TASKS; i++)
@@ -466,7 +415,7 @@ static void latch_many_run(struct rt_sched *s, const char *what)
 
 Test(latch, ten_thousand_waiting_tasks_all_released_by_a_thread, .timeout = 180)
 {
-	each_config(latch_many_run);
+	rt_test_each_config(latch_many_run);
 }
 
 /* Threads wait; tasks count down, racing each other. */
@@ -483,7 +432,7 @@ static uint64_t count_down_task(void *arg)
 
 static void *gate_thread(void *arg)
 {
-	pin_self((unsigned)(uintptr_t)arg);
+	rt_test_pin((unsigned)(uintptr_t)arg);
 	rt_latch_wait(&gate_arg->latch);
 	__atomic_fetch_add(&gate_arg->passed, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -511,5 +460,5 @@ static void latch_threads_run(struct rt_sched *s, const char *what)
 
 Test(latch, threads_released_by_racing_task_count_downs, .timeout = 120)
 {
-	each_config(latch_threads_run);
+	rt_test_each_config(latch_threads_run);
 }

@@ -12,26 +12,15 @@
 
 #include "runtime/effect/effect.h"
 #include "runtime/rt.h"
+#include "tests/runtime/rt_test.h"
 
 static const enum fx_interp interps[] = { FX_STACK, FX_NAIVE };
 static const char *const interp_names[] = { "stack", "naive" };
 
-static struct rt_sched *start_sched(unsigned workers)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-
-	rt_config_default(&c);
-	c.workers = workers;
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "rt_sched_new: %s", strerror(errno));
-	return s;
-}
-
 /* Run fn(arg) as one task on a fresh scheduler. */
 static uint64_t in_task(unsigned workers, rt_fn fn, void *arg)
 {
-	struct rt_sched *s = start_sched(workers);
+	struct rt_sched *s = rt_test_start(NULL, workers);
 	uint64_t r = rt_join(rt_submit(s, fn, arg));
 
 	rt_sched_free(s);
@@ -345,7 +334,7 @@ static uint64_t async_chain(void *arg)
 
 Test(effect, async_boundaries_yield_on_a_2_worker_scheduler, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct rt_worker_stats before, after;
 	struct rt_task *t[8];
 
@@ -381,7 +370,7 @@ static uint64_t run_shared(void *arg)
 
 Test(effect, a_shared_value_runs_in_several_tasks_at_once, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 	struct rt_worker_stats before, after;
 	struct rt_task *t[8];
 	struct fx_io *io = fx_async(fx_pure(0));
@@ -632,7 +621,7 @@ static uint64_t random_programs(void *arg)
 
 Test(effect, both_interpreters_agree_with_the_reference_on_random_programs, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(2);
+	struct rt_sched *s = rt_test_start(NULL, 2);
 
 	cr_expect_eq(rt_join(rt_submit(s, random_programs, s)), 0,
 		     "mismatches (1000 or more: allocations not freed)");
@@ -685,7 +674,7 @@ static struct chain_cost chain_cost(struct rt_sched *s, enum fx_interp how, long
 
 Test(effect, stack_interpreter_bytes_grow_linearly_with_depth, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(1);
+	struct rt_sched *s = rt_test_start(NULL, 1);
 	struct chain_cost a = chain_cost(s, FX_STACK, 1000), b = chain_cost(s, FX_STACK, 2000);
 	double ratio = (double)b.bytes / (double)a.bytes;
 
@@ -697,7 +686,7 @@ Test(effect, stack_interpreter_bytes_grow_linearly_with_depth, .timeout = 60)
 
 Test(effect, naive_interpreter_bytes_grow_quadratically_with_depth, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(1);
+	struct rt_sched *s = rt_test_start(NULL, 1);
 	struct chain_cost a = chain_cost(s, FX_NAIVE, 1000), b = chain_cost(s, FX_NAIVE, 2000);
 	double ratio = (double)b.bytes / (double)a.bytes;
 
@@ -710,7 +699,7 @@ Test(effect, naive_interpreter_bytes_grow_quadratically_with_depth, .timeout = 6
 
 Test(effect, a_chain_of_depth_100000_runs_and_frees_everything, .timeout = 60)
 {
-	struct rt_sched *s = start_sched(1);
+	struct rt_sched *s = rt_test_start(NULL, 1);
 
 	chain_cost(s, FX_STACK, 100000); /* iterative: no recursion as deep as the chain */
 	rt_sched_free(s);
