@@ -262,7 +262,8 @@ void rt__task_cache_drain(struct rt_sched *s, struct rt__worker *w);
 void rt__task_pool_free(struct rt_sched *s);
 
 /* ---- io.c: timers and the reactor ---- */
-/* Stop the timer/reactor thread, if it was started. Called first by rt_sched_free(). */
+/* Stop the timer/reactor thread, if it was started: rt_sched_free() calls it once the
+ * workers have stopped (a worker may still be in a wait commit until then). */
 void rt__io_stop(struct rt_sched *s);
 
 /* ---- sched.c ---- */

@@ -861,8 +861,9 @@ void rt_sched_free(struct rt_sched *s)
 
 	if (!s)
 		return;
-	rt__io_stop(s);
-	rt__monitor_stop(s);
+	/* The workers go first: one may still be in a task's wait commit (registering a
+	 * timer with the reactor, say) after that wait ended elsewhere and its task was
+	 * joined; the reactor and the monitor stop only once no worker can touch them. */
 	pthread_mutex_lock(&s->idle_lock);
 	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nsleepers; i++) {
@@ -872,6 +873,8 @@ void rt_sched_free(struct rt_sched *s)
 	s->nsleepers = 0;
 	pthread_mutex_unlock(&s->idle_lock);
 	rt__threads_join(s);
+	rt__io_stop(s);
+	rt__monitor_stop(s);
 
 	n = __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < n; i++)
