@@ -55,6 +55,9 @@ static int type_rank(char type)
 static int builder_add(struct ksyms_builder *b, uint64_t addr, int rank, const char *name,
 		       size_t len)
 {
+	uint32_t off;
+	int err;
+
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 4096;
 		struct an__ksym *s = realloc(b->syms, cap * sizeof(*s));
@@ -64,27 +67,14 @@ static int builder_add(struct ksyms_builder *b, uint64_t addr, int rank, const c
 		b->syms = s;
 		b->cap = cap;
 	}
-	if (b->names_len + len + 1 > b->names_cap) {
-		size_t cap = b->names_cap ? b->names_cap * 2 : 65536;
-
-		while (cap < b->names_len + len + 1)
-			cap *= 2;
-		if (cap > UINT32_MAX)
-			return -EOVERFLOW;
-		char *p = realloc(b->names, cap);
-		if (!p)
-			return -ENOMEM;
-		b->names = p;
-		b->names_cap = cap;
-	}
-	memcpy(b->names + b->names_len, name, len);
-	b->names[b->names_len + len] = '\0';
+	err = an__names_add(&b->names, &b->names_len, &b->names_cap, 65536, name, len, &off);
+	if (err)
+		return err;
 	b->syms[b->n++] = (struct an__ksym){
 	    .addr = addr,
-	    .name = (uint32_t)b->names_len,
+	    .name = off,
 	    .rank = (uint8_t)rank,
 	};
-	b->names_len += len + 1;
 	return 0;
 }
 

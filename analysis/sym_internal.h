@@ -45,4 +45,9 @@ struct an_symtab *an__symtab_load_mem(const void *image, size_t size);
  * of a file. <0 when a is better. */
 int an__alias_cmp(int rank_a, const char *a, int rank_b, const char *b);
 
+/* Append name[0..len) and a NUL to a growing pool of names (first capacity `initial`);
+ * its offset in *off. 0, -ENOMEM, or -EOVERFLOW past 4 GiB (offsets are 32-bit). */
+int an__names_add(char **names, size_t *used, size_t *cap, size_t initial, const char *name,
+		  size_t len, uint32_t *off);
+
 #endif /* SCHEDLAB_ANALYSIS_SYM_INTERNAL_H */

@@ -51,6 +51,30 @@ struct sym_builder {
 	size_t names_len, names_cap;
 };
 
+int an__names_add(char **names, size_t *used, size_t *cap, size_t initial, const char *name,
+		  size_t len, uint32_t *off)
+{
+	if (*used + len + 1 > *cap) {
+		size_t want = *cap ? *cap * 2 : initial;
+		char *p;
+
+		while (want < *used + len + 1)
+			want *= 2;
+		if (want > UINT32_MAX)
+			return -EOVERFLOW;
+		p = realloc(*names, want);
+		if (!p)
+			return -ENOMEM;
+		*names = p;
+		*cap = want;
+	}
+	memcpy(*names + *used, name, len);
+	(*names)[*used + len] = '\0';
+	*off = (uint32_t)*used;
+	*used += len + 1;
+	return 0;
+}
+
 int an__alias_cmp(int rank_a, const char *a, int rank_b, const char *b)
 {
 	if (rank_a != rank_b)
@@ -86,6 +110,8 @@ static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int 
 		       const char *name)
 {
 	size_t len = strcspn(name, "@");
+	uint32_t off;
+	int err;
 
 	if (len == 0)
 		len = strlen(name);
@@ -99,28 +125,15 @@ static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int 
 		b->syms = s;
 		b->cap = cap;
 	}
-	if (b->names_len + len + 1 > b->names_cap) {
-		size_t cap = b->names_cap ? b->names_cap * 2 : 4096;
-
-		while (cap < b->names_len + len + 1)
-			cap *= 2;
-		if (cap > UINT32_MAX)
-			return -EOVERFLOW;
-		char *p = realloc(b->names, cap);
-		if (!p)
-			return -ENOMEM;
-		b->names = p;
-		b->names_cap = cap;
-	}
-	memcpy(b->names + b->names_len, name, len);
-	b->names[b->names_len + len] = '\0';
+	err = an__names_add(&b->names, &b->names_len, &b->names_cap, 4096, name, len, &off);
+	if (err)
+		return err;
 	b->syms[b->n++] = (struct an__sym){
 	    .addr = addr,
 	    .size = size,
-	    .name = (uint32_t)b->names_len,
+	    .name = off,
 	    .rank = (uint8_t)rank,
 	};
-	b->names_len += len + 1;
 	return 0;
 }
 

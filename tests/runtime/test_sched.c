@@ -83,54 +83,46 @@ Test(sched, spawn_join_8_workers, .timeout = 60)
 #endif
 static uint8_t tree_seen[1u << (TREE_DEPTH + 1)];
 
+static unsigned tree_depth; /* node ids at or past 2^tree_depth are leaves */
+
 static uint64_t tree_node(void *arg)
 {
 	uintptr_t id = (uintptr_t)arg; /* heap numbering: children 2i and 2i+1 */
 	struct rt_task *l, *r;
-	uint64_t sum;
 
 	__atomic_fetch_add(&tree_seen[id], 1, __ATOMIC_RELAXED);
-	if (id >= (1u << TREE_DEPTH))
+	if (id >= (1u << tree_depth))
 		return 1;
 	l = rt_spawn(tree_node, (void *)(2 * id));
 	r = rt_spawn(tree_node, (void *)(2 * id + 1));
 	if (!l || !r)
 		return 0;
-	sum = rt_join(l) + rt_join(r);
-	return sum + 1;
+	return rt_join(l) + rt_join(r) + 1;
+}
+
+/* Run a tree of the given depth on s; every task must run exactly once. */
+static void tree_on(struct rt_sched *s, unsigned depth, const char *what)
+{
+	uint64_t nodes = (1u << (depth + 1)) - 1;
+
+	tree_depth = depth;
+	memset(tree_seen, 0, sizeof(tree_seen));
+	cr_assert_eq(rt_join(rt_submit(s, tree_node, (void *)1)), nodes, "%s", what);
+	for (uintptr_t i = 1; i <= nodes; i++)
+		cr_assert_eq(tree_seen[i], 1, "%s: task %lu ran %u times", what, (unsigned long)i,
+			     tree_seen[i]);
 }
 
 static void tree_under(unsigned workers)
 {
 	struct rt_sched *s = rt_test_start(NULL, workers);
-	uint64_t nodes = (1u << (TREE_DEPTH + 1)) - 1;
 
-	memset(tree_seen, 0, sizeof(tree_seen));
-	cr_assert_eq(rt_join(rt_submit(s, tree_node, (void *)1)), nodes);
-	for (uintptr_t i = 1; i <= nodes; i++)
-		cr_assert_eq(tree_seen[i], 1, "task %lu ran %u times", (unsigned long)i, tree_seen[i]);
+	tree_on(s, TREE_DEPTH, "ce");
 	rt_sched_free(s);
 }
 
 /* Every preset, at 2 and 8 workers: no lost or doubled task. A smaller tree for the
  * threads preset, whose every task is an OS thread. */
-static uint64_t tree_root_depth; /* node ids at or past 2^depth are leaves */
-
-static uint64_t tree_node_d(void *arg)
-{
-	uintptr_t id = (uintptr_t)arg;
-	struct rt_task *l, *r;
-
-	__atomic_fetch_add(&tree_seen[id], 1, __ATOMIC_RELAXED);
-	if (id >= (1u << tree_root_depth))
-		return 1;
-	l = rt_spawn(tree_node_d, (void *)(2 * id));
-	r = rt_spawn(tree_node_d, (void *)(2 * id + 1));
-	if (!l || !r)
-		return 0;
-	return rt_join(l) + rt_join(r) + 1;
-}
-
 Test(sched, every_preset_runs_every_task_once, .timeout = 120)
 {
 	const char *const *names = rt_preset_names();
@@ -138,28 +130,17 @@ Test(sched, every_preset_runs_every_task_once, .timeout = 120)
 
 	for (size_t p = 0; names[p]; p++) {
 		for (size_t k = 0; k < 2; k++) {
-			struct rt_config c;
-			struct rt_sched *s;
-			uint64_t nodes;
+			struct rt_sched *s = rt_test_start(names[p], counts[k]);
+			bool threads = rt_sched_config(s)->executor == RT_EXEC_THREADS;
+			char what[64];
 
-			rt_config_preset(&c, names[p]);
-			c.workers = counts[k];
-			if (c.workers_max && c.workers_max < c.workers)
-				c.workers_max = c.workers;
-			tree_root_depth = c.executor == RT_EXEC_THREADS ? 9 : 12;
+			snprintf(what, sizeof(what), "%s/%u", names[p], counts[k]);
 #if defined(RT_SANITIZE_thread)
 			/* ThreadSanitizer keeps state per thread and per fiber: smaller trees */
-			tree_root_depth = c.executor == RT_EXEC_THREADS ? 6 : 9;
+			tree_on(s, threads ? 6 : 9, what);
+#else
+			tree_on(s, threads ? 9 : 12, what);
 #endif
-			nodes = (1u << (tree_root_depth + 1)) - 1;
-			s = rt_sched_new(&c);
-			cr_assert_not_null(s, "%s: %s", names[p], strerror(errno));
-			memset(tree_seen, 0, sizeof(tree_seen));
-			cr_assert_eq(rt_join(rt_submit(s, tree_node_d, (void *)1)), nodes, "%s/%u",
-				     names[p], counts[k]);
-			for (uintptr_t i = 1; i <= nodes; i++)
-				cr_assert_eq(tree_seen[i], 1, "%s/%u: task %lu ran %u times", names[p],
-					     counts[k], (unsigned long)i, tree_seen[i]);
 			rt_sched_free(s);
 		}
 	}
