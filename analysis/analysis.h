@@ -152,7 +152,7 @@ struct an_probe_summary {
 	const char *event_note; /* why the event was chosen; "" when cycles */
 	unsigned freq;
 	uint64_t samples;       /* samples of the benchmark kept (losses included) */
-	uint64_t ustack_collisions, kstack_collisions, ustack_errors, kstack_errors;
+	uint64_t ustack_full, kstack_full, ustack_errors, kstack_errors;
 	uint64_t counts_full, truncated;
 	uint64_t phase_samples[8]; /* samples by the runtime's phase when sampled */
 	const char *folded;     /* file names inside the run folder; NULL: none written */

@@ -113,12 +113,12 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	fputs(", \"event_note\": ", out);
 	json_str(out, p->event_note);
 	fprintf(out,
-		", \"frequency_hz\": %u, \"samples\": %llu, \"lost\": {\"user_stack_collisions\": "
-		"%llu, \"kernel_stack_collisions\": %llu, \"user_stack_errors\": %llu, "
-		"\"kernel_stack_errors\": %llu, \"counts_map_full\": %llu, \"truncated_stacks\": "
-		"%llu}, \"categories\": {",
-		p->freq, (unsigned long long)p->samples, (unsigned long long)p->ustack_collisions,
-		(unsigned long long)p->kstack_collisions, (unsigned long long)p->ustack_errors,
+		", \"frequency_hz\": %u, \"samples\": %llu, \"lost\": {"
+		"\"user_stack_storage_full\": %llu, \"kernel_stack_storage_full\": %llu, "
+		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
+		"\"counts_map_full\": %llu, \"truncated_stacks\": %llu}, \"categories\": {",
+		p->freq, (unsigned long long)p->samples, (unsigned long long)p->ustack_full,
+		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 		(unsigned long long)p->truncated);
 	for (unsigned i = 0; i < RT_PHASE_COUNT; i++)
@@ -248,7 +248,7 @@ int an_report_json(const struct an_run *r, FILE *out)
 
 static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
-	uint64_t lost = p->ustack_collisions + p->kstack_collisions + p->ustack_errors +
+	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors +
 			p->kstack_errors + p->counts_full;
 	char n[64];
 
@@ -263,11 +263,11 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		p->event_note && *p->event_note ? ")" : "", n);
 	if (lost || p->truncated)
 		fprintf(out,
-			"; lost parts: %llu user-stack and %llu kernel-stack collisions, %llu "
+			"; lost parts: %llu user and %llu kernel stacks with storage full, %llu "
 			"user-stack and %llu kernel-stack errors, %llu with the counts map full, "
 			"%llu truncated stacks (all kept in the folded file as [lost: ...] frames)",
-			(unsigned long long)p->ustack_collisions,
-			(unsigned long long)p->kstack_collisions, (unsigned long long)p->ustack_errors,
+			(unsigned long long)p->ustack_full,
+			(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 			(unsigned long long)p->truncated);
 	else

@@ -490,8 +490,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.event_note = probe_oncpu_event_note(prof->oncpu);
 		probe.freq = probe_oncpu_freq(prof->oncpu);
 		probe.samples = prof->stats.samples;
-		probe.ustack_collisions = prof->stats.ustack_collisions;
-		probe.kstack_collisions = prof->stats.kstack_collisions;
+		probe.ustack_full = prof->stats.ustack_full;
+		probe.kstack_full = prof->stats.kstack_full;
 		probe.ustack_errors = prof->stats.ustack_errors;
 		probe.kstack_errors = prof->stats.kstack_errors;
 		probe.counts_full = prof->stats.counts_full;

@@ -100,8 +100,8 @@ static int fold_one(const struct probe_stack *s, void *arg)
 		if (f->names[0][i] == ' ')
 			f->names[0][i] = '_';
 
-	if (s->lost & PROBE_LOST_USTACK_COLLISION) {
-		ADD("[lost: user stack collision]");
+	if (s->lost & PROBE_LOST_USTACK_FULL) {
+		ADD("[lost: user stack storage full]");
 	} else if (s->lost & PROBE_LOST_USTACK_ERROR) {
 		ADD("[lost: user stack error]");
 	} else {
@@ -116,10 +116,10 @@ static int fold_one(const struct probe_stack *s, void *arg)
 		}
 	}
 
-	if (s->nkernel || (s->lost & (PROBE_LOST_KSTACK_COLLISION | PROBE_LOST_KSTACK_ERROR))) {
+	if (s->nkernel || (s->lost & (PROBE_LOST_KSTACK_FULL | PROBE_LOST_KSTACK_ERROR))) {
 		ADD("-");
-		if (s->lost & PROBE_LOST_KSTACK_COLLISION) {
-			ADD("[lost: kernel stack collision]");
+		if (s->lost & PROBE_LOST_KSTACK_FULL) {
+			ADD("[lost: kernel stack storage full]");
 		} else if (s->lost & PROBE_LOST_KSTACK_ERROR) {
 			ADD("[lost: kernel stack error]");
 		} else {

@@ -4,10 +4,11 @@
  * oncpu: a perf-event sampler on every online CPU (hardware cycles where the machine
  * has a PMU, else the cpu-clock software event, and it says which) that keeps only the
  * threads of one target process, walks user and kernel stacks, reads the runtime's
- * phase word, and aggregates counts in the kernel. Every sample that cannot be kept
- * whole (a stack-map collision, a full counts map, a stack at the depth limit) is
- * counted, and comes back as a sample with the loss marked, so that the folded totals
- * still equal the samples taken.
+ * phase word, and aggregates counts in the kernel. Stacks are stored once each, keyed
+ * by a hash of their contents, so distinct stacks never evict or refuse one another.
+ * Every sample that cannot be kept whole (a full stacks map, a failed walk, a full
+ * counts map, a stack at the depth limit) is counted, and comes back as a sample with
+ * the loss marked, so that the folded totals still equal the samples taken.
  *
  * Every constructor fills err with one line that names what failed and how to fix it
  * ("oncpu: not root: run as root or grant CAP_BPF and CAP_PERFMON").
@@ -27,7 +28,8 @@ bool probe_bpf_available(char *why, size_t len);
 
 struct probe_oncpu_opts {
 	unsigned freq;           /* samples per second per CPU; 0: 999 */
-	unsigned stack_entries;  /* stack-trace map size; 0: 16384 */
+	unsigned stack_entries;  /* distinct stacks (user and kernel) kept per drain; 0: 16384
+				  * (about 1 KiB of kernel memory each, preallocated) */
 	unsigned count_entries;  /* aggregated-counts map size; 0: 40960 */
 	bool software_only;      /* skip hardware cycles even where a PMU exists */
 };
@@ -55,9 +57,9 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t);
 int probe_oncpu_stop(struct probe_oncpu *p);
 
 /* Loss markers on a sample: which parts of it could not be kept. */
-#define PROBE_LOST_USTACK_COLLISION (1u << 0) /* bpf_get_stackid: -EEXIST */
-#define PROBE_LOST_KSTACK_COLLISION (1u << 1)
-#define PROBE_LOST_USTACK_ERROR     (1u << 2) /* any other stack error (e.g. -EFAULT) */
+#define PROBE_LOST_USTACK_FULL      (1u << 0) /* a new stack found the stacks map full */
+#define PROBE_LOST_KSTACK_FULL      (1u << 1)
+#define PROBE_LOST_USTACK_ERROR     (1u << 2) /* the walk failed, or found no user frame */
 #define PROBE_LOST_KSTACK_ERROR     (1u << 3)
 #define PROBE_LOST_COUNTS_FULL      (1u << 4) /* no room in the counts map: stacks unknown */
 #define PROBE_TRUNCATED_USTACK      (1u << 5) /* the walk reached the depth limit */
@@ -78,8 +80,11 @@ struct probe_stack {
 
 struct probe_oncpu_stats {
 	uint64_t samples;          /* samples of the target kept or counted as lost */
-	uint64_t ustack_collisions;
-	uint64_t kstack_collisions;
+	/* samples whose user/kernel stack found the stacks map full; like the errors,
+	 * counted only for samples not in counts_full, so each equals the count of the
+	 * stacks flagged */
+	uint64_t ustack_full;
+	uint64_t kstack_full;
 	uint64_t ustack_errors;
 	uint64_t kstack_errors;
 	uint64_t counts_full;      /* samples whose stacks are unknown: counts map full */

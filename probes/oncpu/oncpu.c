@@ -6,7 +6,9 @@
  *
  * Invariant kept by the drain: the counts handed to fn add up to the samples the
  * kernel counted (stats->samples); samples whose stacks are unknown because the
- * counts map was full come back as one record flagged PROBE_LOST_COUNTS_FULL.
+ * counts map was full come back as one record flagged PROBE_LOST_COUNTS_FULL. Each
+ * drain empties the stacks map too, so stack_entries bounds the distinct stacks
+ * between two drains, not over the probe's life.
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
@@ -27,10 +29,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct oncpu_key) == 40, "oncpu_key ABI");
+_Static_assert(sizeof(struct oncpu_key) == 48, "oncpu_key ABI");
+_Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
 _Static_assert(sizeof(struct oncpu_counters) == 48, "oncpu_counters ABI");
-_Static_assert(ONCPU_LOST_USTACK_COLLISION == PROBE_LOST_USTACK_COLLISION &&
-	       ONCPU_LOST_KSTACK_COLLISION == PROBE_LOST_KSTACK_COLLISION &&
+_Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
+	       ONCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       ONCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
 	       ONCPU_LOST_KSTACK_ERROR == PROBE_LOST_KSTACK_ERROR, "loss bits");
 
@@ -50,8 +53,8 @@ struct probe_oncpu {
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	struct oncpu_counters *pcpu;
 	struct oncpu_key *keys;    /* drain scratch, count_entries long */
-	uint32_t *ids;             /* drain scratch, stack-map ids */
-	unsigned nids;
+	__u64 *ids;                /* drain scratch, stacks-map keys, stack_entries long */
+	struct oncpu_stack sbuf;   /* drain scratch, one stacks-map value */
 	uint64_t ubuf[ONCPU_MAX_DEPTH], kbuf[ONCPU_MAX_DEPTH];
 };
 
@@ -242,19 +245,20 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 	return 0;
 }
 
-/* Leaf-first ips of a stack id into buf, trimmed at the first zero: their number, 0
- * for no stack, -1 when the id is not in the map (never expected: the kernel does not
- * evict, and only the drain deletes). */
-static int read_stack(struct probe_oncpu *p, uint32_t id, uint64_t *buf)
+/* The leaf-first ips of the stack stored under id into buf: their number, 0 for no
+ * stack, -1 when id is not in the map (never expected: a hash map does not evict, and
+ * only the drain deletes). */
+static int read_stack(struct probe_oncpu *p, __u64 id, uint64_t *buf)
 {
-	int n = 0;
+	unsigned n;
 
 	if (id == ONCPU_NO_STACK)
 		return 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stacks), &id, buf))
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stacks), &id, &p->sbuf))
 		return -1;
-	while (n < ONCPU_MAX_DEPTH && buf[n])
-		n++;
+	n = p->sbuf.nr < ONCPU_MAX_DEPTH ? p->sbuf.nr : ONCPU_MAX_DEPTH;
+	for (unsigned i = 0; i < n; i++)
+		buf[i] = p->sbuf.ips[i];
 	return n;
 }
 
@@ -270,8 +274,8 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 	for (int i = 0; i < p->ncpus; i++) {
 		c->samples += p->pcpu[i].samples;
 		c->counts_full += p->pcpu[i].counts_full;
-		c->ustack_collisions += p->pcpu[i].ustack_collisions;
-		c->kstack_collisions += p->pcpu[i].kstack_collisions;
+		c->ustack_full += p->pcpu[i].ustack_full;
+		c->kstack_full += p->pcpu[i].kstack_full;
 		c->ustack_errors += p->pcpu[i].ustack_errors;
 		c->kstack_errors += p->pcpu[i].kstack_errors;
 	}
@@ -286,7 +290,7 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 static int clear_stacks(struct probe_oncpu *p)
 {
 	int fd = bpf_map__fd(p->skel->maps.stacks);
-	__u32 id, *prev = NULL;
+	__u64 id, *prev = NULL;
 	unsigned n = 0, cap = bpf_map__max_entries(p->skel->maps.stacks);
 
 	while (n < cap && !bpf_map_get_next_key(fd, prev, &id)) {
@@ -327,8 +331,8 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		s.count = count;
 		s.ustack = p->ubuf;
 		s.kstack = p->kbuf;
-		nu = read_stack(p, k->ustack_id, p->ubuf);
-		nk = read_stack(p, k->kstack_id, p->kbuf);
+		nu = read_stack(p, k->ustack, p->ubuf);
+		nk = read_stack(p, k->kstack, p->kbuf);
 		if (nu < 0) {
 			s.lost |= PROBE_LOST_USTACK_ERROR;
 			uerrors += count;
@@ -376,8 +380,8 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 	}
 	if (stats) {
 		stats->samples += c.samples;
-		stats->ustack_collisions += c.ustack_collisions;
-		stats->kstack_collisions += c.kstack_collisions;
+		stats->ustack_full += c.ustack_full;
+		stats->kstack_full += c.kstack_full;
 		stats->ustack_errors += c.ustack_errors + uerrors;
 		stats->kstack_errors += c.kstack_errors + kerrors;
 		stats->counts_full += c.counts_full;

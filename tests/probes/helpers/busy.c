@@ -7,12 +7,15 @@
  * and, like a runtime worker, keeps a thread-local pointer (rt_phase_ptr) to a phase
  * word holding RT_PHASE_WORD(RT_PHASE_RUN, 3, 42). Before spinning it prints that
  * pointer's offset from the thread pointer on one line of stdout, once every thread
- * has set its pointer. MODE: hot (one 3-deep stack), many (recursion to 48 varied
- * depths: many distinct stacks), deep (recursion 200 deep: past the walk's limit).
+ * has set its pointer. MODE: hot (one 3-deep stack), many (recursion to 96 varied
+ * depths, each with the spin's handful of sampled IPs: several hundred distinct
+ * stacks, all within the walk's limit), deep (recursion 200 deep: past the limit),
+ * sys (64 KiB reads of /dev/zero: most samples land in the kernel).
  * NAME sets the threads' comm.
  */
 #include "runtime/phase.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__clang__)
 #define NOINLINE __attribute__((noinline))
@@ -56,6 +60,14 @@ NOINLINE void busy_hot_loop(void)
 	sink += busy_hot_spin(200000);
 }
 
+NOINLINE void busy_sys_read(int fd)
+{
+	static __thread char buf[1 << 16];
+
+	if (read(fd, buf, sizeof(buf)) > 0)
+		sink += buf[0];
+}
+
 /* Not a tail call (the store after it), so each level keeps its frame. */
 NOINLINE void busy_rec(int depth, uint64_t spin)
 {
@@ -70,13 +82,16 @@ static void *worker(void *arg)
 {
 	volatile uint64_t word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
 	uint64_t seed = (uintptr_t)arg * 2654435761u + 1;
+	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 
 	rt_phase_ptr = &word;
 	pthread_barrier_wait(&ready);
 	while (now() < stop_at) {
 		if (!strcmp(mode, "many")) {
 			seed = seed * 6364136223846793005ull + 1;
-			busy_rec((seed >> 33) % 48, 2000);
+			busy_rec((seed >> 33) % 96, 2000);
+		} else if (!strcmp(mode, "sys")) {
+			busy_sys_read(zero_fd);
 		} else if (!strcmp(mode, "deep")) {
 			busy_rec(200, 200000);
 		} else {
@@ -84,6 +99,7 @@ static void *worker(void *arg)
 		}
 	}
 	rt_phase_ptr = NULL;
+	close(zero_fd);
 	return NULL;
 }
 
