@@ -146,7 +146,6 @@ int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t e
 	}
 	if (wl_param_parse(s->wl, i, eq + 1, &s->values[i], err, errlen))
 		return -EINVAL;
-	s->value_set[i] = true;
 	return 0;
 }
 

@@ -42,7 +42,6 @@ void hx_options_quick(struct hx_options *o);
 struct hx_spec {
 	const struct wl_desc *wl;
 	union wl_value values[WL_MAX_PARAMS];
-	bool value_set[WL_MAX_PARAMS];
 	struct rt_config rt;
 	char knobs[HX_MAX_ASSIGN][96]; /* the -c overrides, as typed ("name=value") */
 	unsigned nknobs;

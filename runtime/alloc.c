@@ -4,14 +4,12 @@
  * Every call adds to the calling worker's counters (calls and bytes), so a workload's
  * bytes per op is exact, as a JVM harness's normalized allocation rate is; the phase
  * word says "alloc" while the system allocator runs, so the on-CPU profile attributes
- * that time too. Calls from threads that are not workers are counted process-wide.
+ * that time too. Calls from threads that drive no worker are not counted: a harness
+ * thread's allocations are not an op's.
  */
 #include <stdlib.h>
 
 #include "runtime/internal.h"
-
-/* Process-wide by nature: allocations from threads no worker owns. */
-static uint64_t outside_calls, outside_bytes;
 
 /* One look-up of the calling thread per call: nothing here switches tasks, so the
  * thread cannot change under us. */
@@ -39,9 +37,6 @@ static inline void count(struct rt__thread *th, size_t bytes)
 	if (w) {
 		RT_STAT_INC(w, alloc_calls);
 		RT_STAT_ADD(w, alloc_bytes, bytes);
-	} else {
-		__atomic_fetch_add(&outside_calls, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&outside_bytes, bytes, __ATOMIC_RELAXED);
 	}
 }
 
@@ -81,10 +76,4 @@ void rt_free(void *p)
 	leave(th, phase);
 	if (th && !th->blocking && th->w)
 		RT_STAT_INC(th->w, frees);
-}
-
-void rt_alloc_outside(uint64_t *calls, uint64_t *bytes)
-{
-	*calls = __atomic_load_n(&outside_calls, __ATOMIC_RELAXED);
-	*bytes = __atomic_load_n(&outside_bytes, __ATOMIC_RELAXED);
 }

@@ -167,7 +167,6 @@ struct rt_sched {
 	unsigned max_searchers;
 	struct rt__worker **workers; /* nmax slots */
 	size_t page;
-	uint64_t started_ns;
 
 	/* the global injection queue */
 	alignas(RT_CACHELINE) pthread_mutex_t inject_lock;

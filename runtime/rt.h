@@ -187,12 +187,11 @@ uint64_t rt_task_id(const struct rt_task *t);
 /* ---- allocation ---------------------------------------------------------------------- */
 
 /* The system allocator, counted per worker (calls and bytes: struct rt_worker_stats),
- * so that bytes per op is exact. Tasks allocate through these. */
+ * so that bytes per op is exact. Tasks allocate through these; calls from threads that
+ * drive no worker are not counted. */
 void *rt_alloc(size_t bytes);
 void *rt_calloc(size_t n, size_t size);
 void rt_free(void *p);
-/* What threads that are no worker allocated, process-wide. */
-void rt_alloc_outside(uint64_t *calls, uint64_t *bytes);
 
 /* ---- what the probes read ------------------------------------------------------------ */
 

@@ -804,7 +804,6 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	s->nmax = nmax;
 	s->max_searchers = c->searcher_frac ? (ncore + c->searcher_frac - 1) / c->searcher_frac : 0;
 	s->page = (size_t)sysconf(_SC_PAGESIZE);
-	s->started_ns = rt__now_ns();
 	pthread_mutex_init(&s->inject_lock, NULL);
 	pthread_mutex_init(&s->idle_lock, NULL);
 	pthread_mutex_init(&s->pool_lock, NULL);
@@ -833,7 +832,10 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 		if (err)
 			goto out_stop;
 	}
-	if (c->executor == RT_EXEC_POOL) {
+	/* the monitor keeps the idle and stranded times, and runs Kyo's detector and Go's
+	 * retake; with neither metrics nor those, there is nothing for it to do */
+	if (c->executor == RT_EXEC_POOL &&
+	    (c->metrics || c->blocking == RT_BLOCK_DETECT || c->blocking == RT_BLOCK_RETAKE)) {
 		err = -rt__monitor_start(s);
 		if (err)
 			goto out_stop;

@@ -270,6 +270,34 @@ Test(presets, flush_replaces_the_queue_on_other_workers)
 	rt_sched_free(s);
 }
 
+/* Children spawned elsewhere run on another worker than their spawner's. */
+static uint64_t spawn_elsewhere_10(void *arg)
+{
+	unsigned self = rt_worker_index();
+	struct rt_task *t[10];
+	uint64_t elsewhere = 0;
+
+	for (int i = 0; i < 10; i++)
+		t[i] = rt_spawn_elsewhere(where, NULL);
+	for (int i = 0; i < 10; i++)
+		elsewhere += t[i] && rt_join(t[i]) != self;
+	return elsewhere;
+}
+
+Test(presets, spawn_elsewhere_leaves_the_current_worker_out)
+{
+	/* no stealing, so that nothing can come back to the spawner's worker */
+	struct rt_sched *s = start_with("kyo", 2, "blocking", "none", "steal_min_load", "1000", NULL);
+	struct rt_worker_stats st;
+
+	wait_all_parked(s);
+	cr_expect_eq(rt_join(rt_submit(s, spawn_elsewhere_10, NULL)), 10);
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.spawned, 10);
+	cr_expect_geq(st.place_remote, 11, "the root and the 10 children went to an inbox");
+	rt_sched_free(s);
+}
+
 /* ---- blocking ---------------------------------------------------------------------------- */
 
 struct block_probe {
