@@ -505,6 +505,7 @@ void rt__ready(struct rt_task *t)
 static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 {
 	struct rt__thread *th = rt__thread();
+	struct rt__worker *w;
 	struct rt_sched *s;
 	struct rt_task *t;
 	uint64_t phase;
@@ -514,6 +515,7 @@ static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 		return NULL;
 	}
 	s = th->sched;
+	w = th->blocking ? NULL : th->w; /* as rt__self() */
 	if (s->cfg.executor == RT_EXEC_THREADS) {
 		t = rt__task_new(s, NULL, fn, arg);
 		if (t && rt__task_thread_start(s, t)) {
@@ -525,10 +527,8 @@ static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 	}
 	phase = th->phase;
 	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
-	t = rt__task_new(s, rt__self(), fn, arg);
+	t = rt__task_new(s, w, fn, arg);
 	if (t) {
-		struct rt__worker *w = rt__self();
-
 		if (w)
 			RT_STAT_INC(w, spawned);
 		RT_USDT(spawn, t->id, w ? w->index : RT_NO_WORKER, (int)s->cfg.spawn);
