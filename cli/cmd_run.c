@@ -209,6 +209,8 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 		for (size_t k = 0; k < a->nknobs; k++)
 			if (hx_spec_knob(s, a->knobs[k], err, sizeof(err)))
 				return cli_usage_error("%s", err);
+		if (rt_config_check(&s->rt, err, sizeof(err)))
+			return cli_usage_error("%s", err);
 	}
 	for (size_t p = 0; p < a->nparams; p++) {
 		const char *eq = strchr(a->params[p], '=');
@@ -412,6 +414,9 @@ static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 		(struct an_kv){ "latency_p99_ns", hx_latency_quantile(&res->rt, 0.99) };
 	p->metrics[p->nmetrics++] =
 		(struct an_kv){ "workers_started", (double)res->workers_started };
+	p->metrics[p->nmetrics++] =
+		(struct an_kv){ "workers_active", (double)res->workers_active };
+	p->metrics[p->nmetrics++] = (struct an_kv){ "adaptations", (double)res->adaptations };
 	p->metrics[p->nmetrics++] =
 		(struct an_kv){ "threads_created", (double)res->threads_created };
 

@@ -52,7 +52,8 @@ struct msg {
 	int64_t pid;
 	int64_t tls_off;
 	uint32_t workers;
-	uint32_t pad;
+	uint32_t active;       /* MSG_RTSTATS: workers active at the end (adaptation) */
+	uint64_t adaptations;  /* MSG_RTSTATS: changes to the active workers */
 	struct rt_worker_stats rt;
 	uint64_t row[RT_MAX_WORKERS]; /* MSG_WORKER: tasks this worker stole from each */
 	struct wl_metric metric;      /* MSG_METRIC: one of the workload's own figures */
@@ -451,6 +452,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			res->threads_created += m.ops;
 			if (m.workers > res->workers_started)
 				res->workers_started = m.workers;
+			if (m.active > res->workers_active)
+				res->workers_active = m.active;
+			res->adaptations += m.adaptations;
 			break;
 		case MSG_METRIC:
 			metric_add(res, &m, k - 1, spec->opt.forks);
@@ -751,6 +755,8 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	stats_sub(&m.rt, &after, &before);
 	m.ops = rt_sched_threads_created(ctx.sched);
 	m.workers = rt_sched_workers_started(ctx.sched);
+	m.active = rt_sched_workers_active(ctx.sched);
+	m.adaptations = rt_sched_adaptations(ctx.sched);
 	if (msg_send(fd, &m) || send_workers(fd, ctx.sched, marks))
 		goto out_teardown;
 	if (spec->wl->report) {

@@ -75,6 +75,8 @@ struct hx_result {
 	struct an_summary summary;
 	unsigned workers;  /* core worker threads the runtime started */
 	unsigned workers_started; /* the most workers a fork ever had, spares included */
+	unsigned workers_active;  /* the most workers active at a fork's end (adaptation) */
+	uint64_t adaptations;     /* changes to the active workers, summed over forks */
 	uint64_t threads_created; /* OS threads made, summed over forks */
 	struct rt_worker_stats rt; /* summed over the measured iterations of all forks */
 	struct rt_worker_stats *iter_rt; /* each measured iteration's counters, as samples */

@@ -22,7 +22,8 @@ static const struct {
 	COL(regret_sum),     COL(missed_idle),     COL(idle_while_queued_ns),
 	COL(stranded_ns),    COL(stranded_task_ns), COL(blocking_episodes),
 	COL(blocking_ns),    COL(handoffs),        COL(detector_flags),
-	COL(detector_misses), COL(compensations),  COL(alloc_calls),
+	COL(detector_misses), COL(compensations),  COL(offloads),
+	COL(alloc_calls),
 	COL(alloc_bytes),    COL(frees),           COL(latency_count),
 	COL(latency_ns),
 };

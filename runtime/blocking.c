@@ -14,7 +14,11 @@
  *               worker's CPU time every detect_us, and a worker flat for
  *               detect_samples samples is flagged blocked and drained (Kyo);
  *   compensate  a parked worker is woken, or a new one added up to workers_max, to
- *               keep the parallelism while the section lasts (ForkJoinPool).
+ *               keep the parallelism while the section lasts (ForkJoinPool);
+ *   offload     the task moves to a thread of a separate blocking pool for the
+ *               section and comes back through the submit path; the worker keeps
+ *               its thread and its queue (Tokio's spawn_blocking, cats-effect's
+ *               interruptible).
  * A section that ends on a thread that no longer has a worker moves its task back to
  * the pool through the submit path, and the thread becomes a spare.
  *
@@ -31,7 +35,8 @@
 #include "runtime/internal.h"
 #include "runtime/usdt.h"
 
-#define SPARE_KEEPALIVE_S 10       /* an idle spare thread exits after this */
+#define SPARE_KEEPALIVE_S 10       /* an idle spare or blocking-pool thread exits after this */
+#define OFFLOAD_MAX       512      /* blocking-pool threads at most (Tokio's default) */
 #define RETAKE_ANYWAY_NS  10000000 /* Go retakes even with no work waiting after 10 ms */
 
 /* ---- threads -------------------------------------------------------------------------- */
@@ -172,6 +177,7 @@ void rt__threads_join(struct rt_sched *s)
 		rt__futex_wake(&th->futex, 1);
 	}
 	s->spares = NULL;
+	pthread_cond_broadcast(&s->offload_cv); /* blocking-pool threads see shutdown */
 	while (s->nthreads_live)
 		pthread_cond_wait(&s->threads_gone, &s->spare_lock);
 	pthread_mutex_unlock(&s->spare_lock);
@@ -190,11 +196,141 @@ struct rt__worker *rt__worker_add(struct rt_sched *s)
 		__atomic_fetch_add(&s->idle_state, IDLE_UNPARK_ONE, __ATOMIC_SEQ_CST);
 		/* release: pairs with the acquire loads of nworkers; w is whole first */
 		__atomic_store_n(&s->nworkers, n + 1, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&s->nactive, __ATOMIC_RELAXED) < n + 1)
+			__atomic_store_n(&s->nactive, n + 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&s->spare_lock);
 	if (w && rt__handoff(s, w))
 		return NULL; /* counted as unparked but never runs: harmless, it holds nothing */
 	return w;
+}
+
+/* ---- the blocking pool (offload) ------------------------------------------------------------ */
+
+/* The next task for a blocking-pool thread; NULL: keep-alive over or shutdown, and the
+ * thread is no longer counted. */
+static struct rt_task *offload_take(struct rt_sched *s)
+{
+	struct rt_task *t;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SPARE_KEEPALIVE_S;
+	pthread_mutex_lock(&s->spare_lock);
+	while (!s->offload_head && !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
+		int rc;
+
+		s->offload_idle++;
+		rc = pthread_cond_timedwait(&s->offload_cv, &s->spare_lock, &until);
+		s->offload_idle--;
+		if (rc == ETIMEDOUT)
+			break;
+	}
+	t = s->offload_head;
+	if (t) {
+		s->offload_head = t->next;
+		if (!s->offload_head)
+			s->offload_tail = NULL;
+		s->offload_len--;
+	} else {
+		s->offload_threads--;
+	}
+	pthread_mutex_unlock(&s->spare_lock);
+	return t;
+}
+
+/* Run t on a blocking-pool thread until it leaves: its section ends and it goes back to
+ * the workers (rt_blocking_end), or it finishes inside the section. */
+static void offload_run(struct rt__thread *th, struct rt_task *t)
+{
+	struct rt_sched *s = th->sched;
+
+	for (;;) {
+		th->current = t;
+		rt__phase(th, RT_PHASE_RUN, t->id);
+		rt__switch_in(th, t);
+		th->current = NULL;
+		rt__phase(th, RT_PHASE_SCHED, 0);
+		switch (th->after.kind) {
+		case RT_AFTER_DONE:
+			rt__task_finished(th, t);
+			return;
+		case RT_AFTER_YIELD:
+			rt__place(s, th, t, s->cfg.submit);
+			return;
+		case RT_AFTER_SUSPEND:
+			if (th->after.commit(t, th->after.arg))
+				return;
+			break; /* the wait was already over: run it again */
+		}
+	}
+}
+
+static void *offload_main(void *arg)
+{
+	struct rt__thread *th = arg;
+	struct rt_task *t;
+
+	pthread_setname_np(pthread_self(), "rt-blocking");
+	rt__thread_bind(th);
+	while ((t = offload_take(th->sched)))
+		offload_run(th, t);
+	rt__thread_exit(th);
+	return NULL;
+}
+
+/* rt__suspend's commit for a section that moves its task to the blocking pool: queue it
+ * and wake an idle pool thread, or start one. false: no thread could be started and
+ * none is left to take it; the task stays on its worker and blocks in place. */
+static bool offload_commit(struct rt_task *self, void *arg)
+{
+	struct rt_sched *s = self->sched;
+	struct rt__thread *th;
+	bool start;
+
+	(void)arg;
+	self->next = NULL;
+	pthread_mutex_lock(&s->spare_lock);
+	if (s->offload_tail)
+		s->offload_tail->next = self;
+	else
+		s->offload_head = self;
+	s->offload_tail = self;
+	/* a woken thread takes one task: start another when more wait than sleep */
+	start = ++s->offload_len > s->offload_idle && s->offload_threads < OFFLOAD_MAX;
+	if (start)
+		s->offload_threads++;
+	else
+		pthread_cond_signal(&s->offload_cv);
+	pthread_mutex_unlock(&s->spare_lock);
+	if (!start)
+		return true; /* an idle thread is on its way, or a busy one will come to it */
+
+	th = calloc(1, sizeof(*th));
+	if (th) {
+		th->sched = s;
+		th->offload = true;
+		if (!rt__thread_start(th, offload_main, 0))
+			return true;
+		free(th);
+	}
+	pthread_mutex_lock(&s->spare_lock);
+	if (--s->offload_threads) {
+		pthread_mutex_unlock(&s->spare_lock);
+		return true; /* a pool thread will come to it */
+	}
+	/* no pool thread exists to take it: take it back */
+	for (struct rt_task **p = &s->offload_head, *prev = NULL; *p; prev = *p, p = &(*p)->next) {
+		if (*p == self) {
+			*p = self->next;
+			if (s->offload_tail == self)
+				s->offload_tail = prev;
+			s->offload_len--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->spare_lock);
+	return false;
 }
 
 /* ---- blocking sections ------------------------------------------------------------------- */
@@ -226,6 +362,19 @@ void rt_blocking_begin(void)
 	w = th->w;
 	if (w && s->cfg.blocking_flush)
 		rt__drain(w, w);
+	if (w && s->cfg.blocking == RT_BLOCK_OFFLOAD && s->cfg.stack_mode != RT_STACK_COMPACT) {
+		rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
+		rt__suspend(offload_commit, NULL);
+		th = rt__thread();
+		if (th->offload) {
+			/* on a blocking-pool thread now; w runs other tasks meanwhile */
+			RT_STAT_ATOMIC_ADD(w, blocking_episodes, 1);
+			RT_STAT_ATOMIC_ADD(w, offloads, 1);
+			w = NULL;
+		} else {
+			w = th->w; /* no pool thread to be had: block in place */
+		}
+	}
 	now = rt__now_ns();
 	th->blocking = true;
 	th->block_start_ns = now;
@@ -264,6 +413,7 @@ void rt_blocking_begin(void)
 		break;
 	case RT_BLOCK_NONE:
 	case RT_BLOCK_DETECT:
+	case RT_BLOCK_OFFLOAD: /* here only when the pool had no thread for it */
 		break; /* the runtime does not know; only a detector may find out */
 	}
 	rt__phase(th, RT_PHASE_BLOCK, RT_PHASE_TASK(th->phase));
@@ -298,6 +448,13 @@ void rt_blocking_end(void)
 		    !__atomic_load_n(&w->section_flagged, __ATOMIC_RELAXED))
 			RT_STAT_ATOMIC_ADD(w, detector_misses, 1);
 		__atomic_store_n(&w->in_section, 0, __ATOMIC_RELEASE);
+	}
+	if (!w && th->offload) {
+		/* on a blocking-pool thread: back to the workers */
+		th->blocking = false;
+		rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
+		rt__suspend(back_to_pool, NULL);
+		return;
 	}
 	if (!w) {
 		/* began with no worker (a task with its own thread): nothing to give back */
@@ -437,7 +594,7 @@ static void *monitor_main(void *arg)
 	while (!__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
 		unsigned tick_us = s->cfg.monitor_us, n;
 		struct timespec ts;
-		uint64_t now;
+		uint64_t now, slept_from;
 
 		if (s->cfg.blocking == RT_BLOCK_DETECT && s->cfg.detect_us < tick_us)
 			tick_us = s->cfg.detect_us;
@@ -445,6 +602,7 @@ static void *monitor_main(void *arg)
 			tick_us = s->cfg.retake_us;
 		ts.tv_sec = tick_us / 1000000;
 		ts.tv_nsec = (long)(tick_us % 1000000) * 1000;
+		slept_from = rt__now_ns();
 		rt__futex_wait_timeout(&s->monitor_futex, 0, &ts);
 		__atomic_store_n(&s->monitor_futex, 0, __ATOMIC_RELAXED);
 
@@ -452,6 +610,10 @@ static void *monitor_main(void *arg)
 		n = __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
 		if (s->cfg.metrics)
 			account(s, n, now - last);
+		/* Kyo's probe is the monitor's own lateness: how long past its tick it woke
+		 * (a wake-up before the tick, for a retake, says nothing about it) */
+		if (s->cfg.adapt == RT_ADAPT_KYO && now - slept_from >= (uint64_t)tick_us * 1000)
+			rt__adapt_tick(s, now, now - slept_from - (uint64_t)tick_us * 1000);
 		last = now;
 		if (s->cfg.blocking == RT_BLOCK_DETECT &&
 		    now - last_detect >= (uint64_t)s->cfg.detect_us * 1000) {

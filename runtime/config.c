@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/rt.h"
 
@@ -28,6 +29,8 @@ static void preset_ce(struct rt_config *c)
 	c->executor = RT_EXEC_POOL;
 	c->workers = 0;
 	c->workers_max = 0;
+	c->workers_min = 0;
+	c->adapt = RT_ADAPT_FIXED;
 	c->stack_size = 64 * 1024;
 	c->stack_mode = RT_STACK_DEDICATED;
 	c->capacity = 256;
@@ -37,6 +40,7 @@ static void preset_ce(struct rt_config *c)
 	c->local_requires_available = false;
 	c->scan_stride = 0;
 	c->scan_stop_idle = true;
+	c->scan_start = RT_SCAN_RANDOM;
 	c->scan_fallback = RT_FALLBACK_EXTERNAL;
 	c->lifo_polls = 3;
 	c->lifo_stealable = false;
@@ -45,6 +49,8 @@ static void preset_ce(struct rt_config *c)
 	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
 	c->searcher_frac = 2;
 	c->search_spin_us = 50;
+	c->park_spin_us = 0;
+	c->overflow = RT_OVERFLOW_GLOBAL;
 	c->idle_steal = true;
 	c->steal = RT_STEAL_HALF;
 	c->steal_victim = RT_VICTIM_RANDOM;
@@ -95,7 +101,10 @@ static void preset_go(struct rt_config *c)
 static void preset_kyo(struct rt_config *c)
 {
 	preset_ce(c);
-	c->capacity = 4096; /* Kyo's queues grow; this one never fills in the studies */
+	c->overflow = RT_OVERFLOW_LOCAL; /* Kyo's queues grow; no global queue */
+	c->workers_min = 0;              /* half the cores */
+	c->workers_max = RT_MAX_WORKERS; /* Kyo: 100 x cores, capped */
+	c->adapt = RT_ADAPT_KYO;
 	c->spawn = RT_PLACE_LOCAL;
 	c->wake = RT_PLACE_LOCAL;
 	c->submit = RT_PLACE_SCAN;
@@ -125,6 +134,7 @@ static void preset_kyo_tuned(struct rt_config *c)
 {
 	preset_kyo_flush(c);
 	c->workers = 64;
+	c->workers_min = 64;
 	c->workers_max = 64;
 	c->scan_stride = 64;
 }
@@ -257,8 +267,11 @@ static const char *const notify_words[] = { "never", "if-no-searchers", "always"
 static const char *const fallback_words[] = { "random", "external", NULL };
 static const char *const steal_words[] = { "half", "one", NULL };
 static const char *const victim_words[] = { "random", "max-load", NULL };
-static const char *const blocking_words[] = { "none", "handoff", "retake", "detect",
-					      "compensate", NULL };
+static const char *const blocking_words[] = { "none",       "handoff", "retake", "detect",
+					      "compensate", "offload", NULL };
+static const char *const scan_start_words[] = { "random", "round-robin", "first", NULL };
+static const char *const overflow_words[] = { "global", "local", NULL };
+static const char *const adapt_words[] = { "fixed", "kyo", NULL };
 static const char *const stack_words[] = { "dedicated", "compact", NULL };
 static const char *const executor_words[] = { "pool", "threads", NULL };
 
@@ -271,13 +284,19 @@ static const struct knob knobs[] = {
 	{ "workers", K_UINT, OFF(workers), 0, RT_MAX_WORKERS, NULL, "0..256",
 	  "core worker threads; 0: one per online CPU" },
 	{ "workers_max", K_UINT, OFF(workers_max), 0, RT_MAX_WORKERS, NULL, "0..256",
-	  "workers including compensating spares; 0: as workers" },
+	  "workers including compensating spares and adaptation; 0: as workers" },
+	{ "workers_min", K_UINT, OFF(workers_min), 0, RT_MAX_WORKERS, NULL, "0..256",
+	  "the fewest active workers adaptation goes down to; 0: half of workers" },
+	{ "adapt", K_ENUM, OFF(adapt), 0, 0, adapt_words, "fixed, kyo",
+	  "how the number of active workers changes: not at all, or Kyo's regulator" },
 	{ "stack_size", K_SIZE, OFF(stack_size), 16384, 64ul << 20, NULL, "16384..67108864",
 	  "usable bytes of each task's stack" },
 	{ "stack_mode", K_ENUM, OFF(stack_mode), 0, 0, stack_words, "dedicated, compact",
 	  "a stack per task, or parked tasks' stacks copied out to the heap" },
 	{ "capacity", K_UINT, OFF(capacity), 2, 1u << 20, NULL, "2..1048576, a power of two",
 	  "slots in each worker's queue" },
+	{ "overflow", K_ENUM, OFF(overflow), 0, 0, overflow_words, "global, local",
+	  "where a full queue's older half goes: the global queue, or the worker's own inbox" },
 	{ "spawn", K_ENUM, OFF(spawn), 0, 0, place_words, PLACES,
 	  "where a task spawned on a worker goes" },
 	{ "wake", K_ENUM, OFF(wake), 0, 0, place_words, PLACES,
@@ -290,6 +309,8 @@ static const struct knob knobs[] = {
 	  "workers a placement scan examines; 0: all" },
 	{ "scan_stop_idle", K_BOOL, OFF(scan_stop_idle), 0, 0, NULL, "true, false",
 	  "a scan stops at the first idle worker" },
+	{ "scan_start", K_ENUM, OFF(scan_start), 0, 0, scan_start_words,
+	  "random, round-robin, first", "where a placement scan starts" },
 	{ "scan_fallback", K_ENUM, OFF(scan_fallback), 0, 0, fallback_words, "random, external",
 	  "where a scan that found no available worker places" },
 	{ "lifo_polls", K_UINT, OFF(lifo_polls), 1, UINT_MAX, NULL, "1..4294967295",
@@ -306,6 +327,8 @@ static const struct knob knobs[] = {
 	  "at most workers/N search at once; 0: no cap" },
 	{ "search_spin_us", K_UINT, OFF(search_spin_us), 0, 1000000, NULL, "0..1000000",
 	  "how long a searching worker keeps looking before it parks" },
+	{ "park_spin_us", K_UINT, OFF(park_spin_us), 0, 1000000, NULL, "0..1000000",
+	  "how long a parking worker spins on its wake-up word before it sleeps" },
 	{ "idle_steal", K_BOOL, OFF(idle_steal), 0, 0, NULL, "true, false",
 	  "parked workers are woken to search; false: only by work placed on them" },
 	{ "steal", K_ENUM, OFF(steal), 0, 0, steal_words, "half, one", "how much a thief takes" },
@@ -316,7 +339,7 @@ static const struct knob knobs[] = {
 	{ "steal_min_load", K_UINT, OFF(steal_min_load), 1, 1u << 20, NULL, "1..1048576",
 	  "a victim must hold at least this many tasks" },
 	{ "blocking", K_ENUM, OFF(blocking), 0, 0, blocking_words,
-	  "none, handoff, retake, detect, compensate", "what a blocking section does" },
+	  "none, handoff, retake, detect, compensate, offload", "what a blocking section does" },
 	{ "blocking_flush", K_BOOL, OFF(blocking_flush), 0, 0, NULL, "true, false",
 	  "rt_blocking_begin() first re-places the worker's queue (rt_flush)" },
 	{ "retake_us", K_UINT, OFF(retake_us), 1, 10000000, NULL, "1..10000000",
@@ -366,6 +389,27 @@ const char *rt_knob_accepts(const char *name)
 	const struct knob *k = knob_find(name);
 
 	return k ? k->accepts : NULL;
+}
+
+int rt_config_check(const struct rt_config *c, char *err, size_t errlen)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned ncore = c->workers ? c->workers : cpus > 0 ? (unsigned)cpus : 1;
+	unsigned nmax = c->workers_max > ncore ? c->workers_max : ncore;
+
+	if (c->executor == RT_EXEC_POOL && nmax > RT_MAX_WORKERS) {
+		snprintf(err, errlen, "workers=%u: this machine's CPUs make %u workers, over the "
+			 "%u the runtime has room for; set -c workers=%u or fewer", c->workers,
+			 ncore, RT_MAX_WORKERS, RT_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (c->executor == RT_EXEC_POOL && c->workers_min > nmax) {
+		snprintf(err, errlen, "workers_min=%u is over the %u workers there may be; lower "
+			 "it, or raise workers_max to at least %u", c->workers_min, nmax,
+			 c->workers_min);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int rt_config_set(struct rt_config *c, const char *name, const char *value, char *err,

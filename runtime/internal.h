@@ -100,6 +100,7 @@ struct rt__thread {
 	uint64_t block_start_ns;
 	struct rt__worker *block_w; /* the worker it had when the section began */
 	struct rt_task *own;       /* the threads executor: the one task it runs */
+	bool offload;              /* a blocking-pool thread (RT_BLOCK_OFFLOAD) */
 	uint32_t futex;            /* a spare: 1 once handed a worker; a task's own: ready */
 	struct rt__thread *next;   /* the spare list */
 	pthread_t pthread;
@@ -159,11 +160,22 @@ struct rt__worker {
 	uint64_t *steals_from;     /* per victim; RT_MAX_WORKERS entries */
 };
 
+/* Kyo's concurrency regulator (adapt.c): the monitor's wake-up lateness, recent first. */
+struct rt__regulator {
+	uint64_t window[200];
+	unsigned n, pos;
+	uint64_t last_ns; /* when it last regulated */
+	int streak;       /* steps in a row: > 0 up, < 0 down */
+};
+
 struct rt_sched {
 	struct rt_config cfg;
 	unsigned ncore;            /* core workers */
 	unsigned nmax;             /* workers that may exist, spares included */
 	unsigned nworkers;         /* workers started; grows by compensation (acquire/release) */
+	unsigned nactive;          /* workers scans place on: the first nactive (adaptation) */
+	struct rt__regulator regulator;
+	uint64_t adaptations;      /* changes to nactive */
 	unsigned max_searchers;
 	struct rt__worker **workers; /* nmax slots */
 	size_t page;
@@ -187,6 +199,10 @@ struct rt_sched {
 	pthread_cond_t threads_gone;
 	uint64_t threads_created;
 	uint32_t blocking_now;     /* threads inside a blocking section */
+	/* the blocking pool (RT_BLOCK_OFFLOAD): tasks waiting for a thread, and its threads */
+	struct rt_task *offload_head, *offload_tail;
+	unsigned offload_len, offload_idle, offload_threads;
+	pthread_cond_t offload_cv;
 
 	/* the monitor: idle and stranded time, the CPU-time detector, retakes */
 	pthread_t monitor;
@@ -381,6 +397,13 @@ int rt__thread_start(struct rt__thread *th, void *(*fn)(void *), size_t stack_si
 void rt__thread_exit(struct rt__thread *th);
 /* Add a worker beyond the core ones (compensation). NULL when at workers_max. */
 struct rt__worker *rt__worker_add(struct rt_sched *s);
+
+/* ---- adapt.c: Kyo's regulator ---- */
+/* The change in active workers for this period's jitter and load (streak: steps in a
+ * row, kept between calls). Pure, for tests. */
+int rt__regulate_step(int *streak, double jitter_ns, double load_avg);
+/* One monitor tick, `late_ns` after it meant to wake. */
+void rt__adapt_tick(struct rt_sched *s, uint64_t now, uint64_t late_ns);
 
 /* ---- threads.c: one OS thread per task ---- */
 int rt__task_thread_start(struct rt_sched *s, struct rt_task *t);

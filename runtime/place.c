@@ -19,6 +19,7 @@
 #include "runtime/usdt.h"
 
 static __thread uint32_t outside_rng = 0x2545f491u; /* threads without a worker */
+static __thread unsigned scan_rr; /* RT_SCAN_ROUND_ROBIN: where this thread scans next */
 
 static inline uint32_t next_rand(struct rt__worker *w)
 {
@@ -34,6 +35,14 @@ static inline unsigned workers_now(struct rt_sched *s)
 {
 	/* acquire: pairs with the release in rt__worker_add(), so a worker we see is whole */
 	return __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
+}
+
+/* The workers scans may place on: the active ones (adaptation), all started ones else. */
+static inline unsigned workers_active(struct rt_sched *s)
+{
+	unsigned n = workers_now(s), a = __atomic_load_n(&s->nactive, __ATOMIC_ACQUIRE);
+
+	return a && a < n ? a : n;
 }
 
 unsigned rt__load(const struct rt__worker *w)
@@ -160,17 +169,24 @@ bool rt__work_pending(struct rt_sched *s)
 
 /* ---- inboxes ------------------------------------------------------------------------ */
 
-void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
+/* Append the chain head..tail (n tasks, linked through next) to w's inbox. */
+static void inbox_append(struct rt__worker *w, struct rt_task *head, struct rt_task *tail,
+			 uint32_t n)
 {
-	t->next = NULL;
+	tail->next = NULL;
 	pthread_mutex_lock(&w->inbox_lock);
 	if (w->inbox_tail)
-		w->inbox_tail->next = t;
+		w->inbox_tail->next = head;
 	else
-		w->inbox_head = t;
-	w->inbox_tail = t;
-	__atomic_store_n(&w->inbox_len, w->inbox_len + 1, __ATOMIC_RELAXED);
+		w->inbox_head = head;
+	w->inbox_tail = tail;
+	__atomic_store_n(&w->inbox_len, w->inbox_len + n, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->inbox_lock);
+}
+
+void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
+{
+	inbox_append(w, t, t, 1);
 	RT_STAT_ATOMIC_ADD(w, place_remote, 1);
 	/* a full barrier between the push and the look at w->parked; pairs with the seq_cst
 	 * store in rt__park(): either w sees the task or we see w parked and wake it */
@@ -226,7 +242,7 @@ struct rt_task *rt__inbox_take(struct rt__worker *w)
 /* ---- placing ---------------------------------------------------------------------------- */
 
 /* Push t on w's own queue; a full queue spills its older half and t to the global
- * queue, as Tokio and Go do. */
+ * queue, as Tokio and Go do, or to its own inbox, where the queue grows, as Kyo's does. */
 static void local_push(struct rt__worker *w, struct rt_task *t)
 {
 	struct rt_sched *s = w->sched;
@@ -238,8 +254,12 @@ static void local_push(struct rt__worker *w, struct rt_task *t)
 			for (uint32_t i = 0; i + 1 < n; i++)
 				((struct rt_task *)w->spill[i])->next = w->spill[i + 1];
 			((struct rt_task *)w->spill[n - 1])->next = t;
-			rt__inject_push(s, w->spill[0], t, n + 1);
 			RT_STAT_INC(w, overflows);
+			if (s->cfg.overflow == RT_OVERFLOW_LOCAL) {
+				inbox_append(w, w->spill[0], t, n + 1);
+				return;
+			}
+			rt__inject_push(s, w->spill[0], t, n + 1);
 			rt__notify_parked(s, w);
 			return;
 		}
@@ -262,7 +282,7 @@ static void after_local_push(struct rt_sched *s, struct rt__worker *w)
 struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 			    struct rt__worker *exclude, bool *fallback)
 {
-	unsigned n = workers_now(s), stride = s->cfg.scan_stride, start, best_load = ~0u;
+	unsigned n = workers_active(s), stride = s->cfg.scan_stride, start, best_load = ~0u;
 	struct rt__worker *best = NULL;
 	unsigned i;
 
@@ -271,7 +291,9 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 		return NULL;
 	if (!stride || stride > n)
 		stride = n;
-	start = next_rand(from) % n;
+	start = s->cfg.scan_start == RT_SCAN_RANDOM	 ? next_rand(from) % n
+		: s->cfg.scan_start == RT_SCAN_ROUND_ROBIN ? scan_rr++ % n
+							   : 0;
 	for (i = 0; i < stride; i++) {
 		struct rt__worker *v = s->workers[(start + i) % n];
 		unsigned load;

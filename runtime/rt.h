@@ -71,6 +71,28 @@ enum rt_blocking {
 	RT_BLOCK_RETAKE,     /* a monitor hands the queue off after retake_us, if work waits (Go) */
 	RT_BLOCK_DETECT,     /* a monitor samples workers' CPU time; a flat worker is drained (Kyo) */
 	RT_BLOCK_COMPENSATE, /* wake or add a spare worker while blocked (ForkJoinPool, Loom) */
+	RT_BLOCK_OFFLOAD,    /* move the task to a blocking-pool thread for the section
+			      * (Tokio's spawn_blocking, cats-effect's interruptible) */
+};
+
+enum rt_scan_start {
+	RT_SCAN_RANDOM,      /* a random worker (Kyo) */
+	RT_SCAN_ROUND_ROBIN, /* the one after where the placing thread's last scan started */
+	RT_SCAN_FIRST,       /* worker 0 */
+};
+
+/* What a full local queue does with its older half. */
+enum rt_overflow {
+	RT_OVERFLOW_GLOBAL, /* to the global queue (Tokio, Go, cats-effect) */
+	RT_OVERFLOW_LOCAL,  /* to the worker's own unbounded inbox: the queue grows (Kyo) */
+};
+
+/* How the number of active workers changes while the scheduler runs. */
+enum rt_adapt {
+	RT_ADAPT_FIXED, /* workers stay as started (compensation aside) */
+	RT_ADAPT_KYO,   /* Kyo's concurrency regulator: every 1.5 s, fewer workers when the
+			 * monitor's own wake-ups jitter over 0.8 ms, more when under 0.5 ms and
+			 * workers are 80% loaded, by steps that grow as k^1.2 */
 };
 
 enum rt_stack_mode {
@@ -88,6 +110,8 @@ struct rt_config {
 	enum rt_executor executor;
 	unsigned workers;              /* core worker threads; 0: one per online CPU */
 	unsigned workers_max;          /* workers including compensating spares; 0: workers */
+	unsigned workers_min;          /* the fewest active workers adaptation goes to; 0: half */
+	enum rt_adapt adapt;
 	size_t stack_size;             /* usable bytes per task stack (a guard page is added) */
 	enum rt_stack_mode stack_mode;
 	unsigned capacity;             /* slots in each worker's queue; a power of two */
@@ -97,6 +121,7 @@ struct rt_config {
 	bool local_requires_available; /* a blocked worker places remotely, not locally (Kyo) */
 	unsigned scan_stride;          /* workers a scan examines; 0: all */
 	bool scan_stop_idle;           /* a scan stops at the first idle worker */
+	enum rt_scan_start scan_start;
 	enum rt_fallback scan_fallback;
 	unsigned lifo_polls;           /* LIFO-slot runs in a row before it yields to the queue */
 	bool lifo_stealable;           /* thieves may take the LIFO slot (last pass, as Go) */
@@ -105,6 +130,8 @@ struct rt_config {
 	enum rt_notify notify;
 	unsigned searcher_frac;        /* at most workers / searcher_frac search at once; 0: no cap */
 	unsigned search_spin_us;       /* how long a searcher keeps looking before it parks */
+	unsigned park_spin_us;         /* how long a parking worker spins before it sleeps */
+	enum rt_overflow overflow;
 	bool idle_steal;               /* parked workers wake to search; false: only targeted wakes */
 	enum rt_steal steal;
 	enum rt_victim steal_victim;
@@ -132,6 +159,9 @@ const char *rt_preset_describe(const char *name);
  * in err that names the valid knobs or values. */
 int rt_config_set(struct rt_config *c, const char *name, const char *value, char *err,
 		  size_t errlen);
+/* Knobs that are each in range yet cannot go together: 0, or -EINVAL with a one-line
+ * reason in err that names the knobs and the fix. rt_sched_new() refuses the same. */
+int rt_config_check(const struct rt_config *c, char *err, size_t errlen);
 /* The knobs, NULL-terminated, what each means, and what it accepts ("local, lifo, ..."
  * or "0..256"). */
 const char *const *rt_knob_names(void);
@@ -232,6 +262,7 @@ struct rt_worker_stats {
 	uint64_t detector_flags;  /* times the CPU-time detector flagged this worker blocked */
 	uint64_t detector_misses; /* blocking sections that ended before any detector saw them */
 	uint64_t compensations;   /* spare workers woken or added for a blocked one */
+	uint64_t offloads;        /* tasks moved to the blocking pool for a section */
 	uint64_t alloc_calls;     /* rt_alloc / rt_calloc calls */
 	uint64_t alloc_bytes;     /* bytes they asked for */
 	uint64_t frees;           /* rt_free calls */
@@ -250,6 +281,9 @@ uint64_t rt_sched_steals_from(struct rt_sched *s, unsigned thief, unsigned victi
  * for blocking hand-offs and for tasks of the threads executor. */
 unsigned rt_sched_workers_started(struct rt_sched *s);
 uint64_t rt_sched_threads_created(struct rt_sched *s);
+/* Workers scans place on now (adaptation changes it), and how often it changed. */
+unsigned rt_sched_workers_active(struct rt_sched *s);
+uint64_t rt_sched_adaptations(struct rt_sched *s);
 
 /* ---- errors (error.c) ----------------------------------------------------------------- */
 

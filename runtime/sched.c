@@ -303,6 +303,16 @@ bool rt__park(struct rt__worker *w)
 	rt__phase(th, RT_PHASE_PARK, 0);
 	RT_STAT_INC(w, parks);
 	RT_USDT(park, w->index);
+	if (s->cfg.park_spin_us) {
+		/* spin a while first: a wake-up that comes soon costs no futex round trip */
+		uint64_t until = rt__now_ns() + (uint64_t)s->cfg.park_spin_us * 1000;
+
+		for (unsigned i = 0; !__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE); i++) {
+			__builtin_ia32_pause();
+			if ((i & 63) == 63 && rt__now_ns() >= until)
+				break;
+		}
+	}
 	while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
 		rt__futex_wait_timeout(&w->futex, 0, NULL);
 	RT_USDT(unpark, w->index, (int)w->searching);
@@ -763,7 +773,8 @@ struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index)
 
 static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax)
 {
-	if (c->executor == RT_EXEC_POOL && (ncore < 1 || ncore > nmax || nmax > RT_MAX_WORKERS))
+	if (c->executor == RT_EXEC_POOL && (ncore < 1 || ncore > nmax || nmax > RT_MAX_WORKERS ||
+					     c->workers_min > nmax))
 		return -EINVAL;
 	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
 	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
@@ -810,6 +821,7 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	pthread_mutex_init(&s->io_lock, NULL);
 	pthread_mutex_init(&s->spare_lock, NULL);
 	pthread_cond_init(&s->threads_gone, NULL);
+	pthread_cond_init(&s->offload_cv, NULL);
 
 	s->workers = calloc(nmax ? nmax : 1, sizeof(*s->workers));
 	s->sleepers = calloc(nmax ? nmax : 1, sizeof(*s->sleepers));
@@ -827,15 +839,17 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	/* every core worker counts as unparked from the start; each parks on its own */
 	s->idle_state = ncore * IDLE_UNPARK_ONE;
 	s->nworkers = ncore;
+	s->nactive = ncore;
 	for (unsigned i = 0; i < ncore; i++) {
 		err = -rt__handoff(s, s->workers[i]);
 		if (err)
 			goto out_stop;
 	}
-	/* the monitor keeps the idle and stranded times, and runs Kyo's detector and Go's
-	 * retake; with neither metrics nor those, there is nothing for it to do */
+	/* the monitor keeps the idle and stranded times, and runs Kyo's detector and
+	 * regulator and Go's retake; with none of those, there is nothing for it to do */
 	if (c->executor == RT_EXEC_POOL &&
-	    (c->metrics || c->blocking == RT_BLOCK_DETECT || c->blocking == RT_BLOCK_RETAKE)) {
+	    (c->metrics || c->blocking == RT_BLOCK_DETECT || c->blocking == RT_BLOCK_RETAKE ||
+	     c->adapt == RT_ADAPT_KYO)) {
 		err = -rt__monitor_start(s);
 		if (err)
 			goto out_stop;
@@ -888,6 +902,7 @@ void rt_sched_free(struct rt_sched *s)
 	pthread_mutex_destroy(&s->io_lock);
 	pthread_mutex_destroy(&s->spare_lock);
 	pthread_cond_destroy(&s->threads_gone);
+	pthread_cond_destroy(&s->offload_cv);
 	free(s->workers);
 	free(s->sleepers);
 	free(s);
@@ -906,6 +921,16 @@ unsigned rt_sched_workers_started(struct rt_sched *s)
 uint64_t rt_sched_threads_created(struct rt_sched *s)
 {
 	return __atomic_load_n(&s->threads_created, __ATOMIC_RELAXED);
+}
+
+unsigned rt_sched_workers_active(struct rt_sched *s)
+{
+	return __atomic_load_n(&s->nactive, __ATOMIC_ACQUIRE);
+}
+
+uint64_t rt_sched_adaptations(struct rt_sched *s)
+{
+	return __atomic_load_n(&s->adaptations, __ATOMIC_RELAXED);
 }
 
 const struct rt_config *rt_sched_config(const struct rt_sched *s)

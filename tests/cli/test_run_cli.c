@@ -66,6 +66,16 @@ Test(run_cli, workload_parameters_are_checked_before_anything_runs)
 	expect_one_error_line("rounds=x");
 }
 
+Test(run_cli, knobs_that_cannot_go_together_are_bad_input)
+{
+	const char *argv[] = { "run", "spawn-join", "--out", in_dir("r"), "-c", "workers=2",
+			       "-c", "workers_min=4", NULL };
+
+	cr_expect_eq(run_schedlab(argv), 2);
+	expect_one_error_line("workers_min=4");
+	cr_expect_eq(entries(), 0, "nothing was created");
+}
+
 Test(run_cli, unknown_probe_is_bad_input)
 {
 	cr_expect_eq(run_args("run", "spawn-join", "--probes", "offcpu", NULL), 2);

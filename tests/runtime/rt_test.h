@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,30 @@ static inline struct rt_sched *rt_test_start(const char *preset, unsigned worker
 	s = rt_sched_new(&c);
 	cr_assert_not_null(s, "rt_sched_new(%s, %u): %s", preset ? preset : "ce", workers,
 			   strerror(errno));
+	return s;
+}
+
+/* A preset with knob overrides: NULL-terminated name, value pairs. */
+static inline struct rt_sched *rt_test_start_with(const char *preset, unsigned workers, ...)
+{
+	struct rt_config c;
+	struct rt_sched *s;
+	const char *knob;
+	char err[256];
+	va_list ap;
+
+	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
+	if (workers)
+		c.workers = workers;
+	va_start(ap, workers);
+	while ((knob = va_arg(ap, const char *))) {
+		const char *value = va_arg(ap, const char *);
+
+		cr_assert_eq(rt_config_set(&c, knob, value, err, sizeof(err)), 0, "%s", err);
+	}
+	va_end(ap);
+	s = rt_sched_new(&c);
+	cr_assert_not_null(s, "%s: %s", preset, strerror(errno));
 	return s;
 }
 

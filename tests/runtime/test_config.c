@@ -69,6 +69,10 @@ Test(config, presets_differ_where_the_runtimes_do)
 	cr_expect_eq(kyo.blocking, RT_BLOCK_DETECT);
 	cr_expect_eq(kyo.detect_us, 2000);
 	cr_expect_eq(kyo.detect_samples, 2);
+	cr_expect_eq(kyo.adapt, RT_ADAPT_KYO);
+	cr_expect_eq(kyo.overflow, RT_OVERFLOW_LOCAL);
+	cr_expect_eq(ce.adapt, RT_ADAPT_FIXED);
+	cr_expect_eq(ce.overflow, RT_OVERFLOW_GLOBAL);
 	cr_expect_eq(tokio.spawn, RT_PLACE_LIFO);
 	cr_expect_not(tokio.lifo_stealable);
 	cr_expect_eq(tokio.lifo_polls, 3);
@@ -103,4 +107,22 @@ Test(config, bad_knobs_and_values_name_what_is_accepted)
 	cr_expect_eq(c.workers, 4);
 	cr_expect_eq(rt_config_set(&c, "blocking", "retake", err, sizeof(err)), 0);
 	cr_expect_eq(c.blocking, RT_BLOCK_RETAKE);
+}
+
+Test(config, knobs_that_cannot_go_together_are_named_with_the_fix)
+{
+	struct rt_config c;
+	char err[1024];
+
+	rt_config_default(&c);
+	c.workers = 2;
+	c.workers_max = 0;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
+	c.workers_min = 4;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "workers_min=4") && strstr(err, "workers_max"), "%s", err);
+	cr_expect_null(rt_sched_new(&c), "rt_sched_new refuses what rt_config_check does");
+	cr_expect_eq(errno, EINVAL);
+	c.workers_max = 4;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
 }

@@ -17,34 +17,11 @@
 #include <unistd.h>
 
 #include "runtime/rt.h"
-
-/* A preset with knob overrides, NULL-terminated name, value pairs. */
-static struct rt_sched *start_with(const char *preset, unsigned workers, ...)
-{
-	struct rt_config c;
-	struct rt_sched *s;
-	const char *knob;
-	char err[256];
-	va_list ap;
-
-	cr_assert_eq(rt_config_preset(&c, preset), 0, "preset %s", preset);
-	if (workers)
-		c.workers = workers;
-	va_start(ap, workers);
-	while ((knob = va_arg(ap, const char *))) {
-		const char *value = va_arg(ap, const char *);
-
-		cr_assert_eq(rt_config_set(&c, knob, value, err, sizeof(err)), 0, "%s", err);
-	}
-	va_end(ap);
-	s = rt_sched_new(&c);
-	cr_assert_not_null(s, "%s: %s", preset, strerror(errno));
-	return s;
-}
+#include "tests/runtime/rt_test.h"
 
 static struct rt_sched *start(const char *preset, unsigned workers)
 {
-	return start_with(preset, workers, NULL);
+	return rt_test_start_with(preset, workers, NULL);
 }
 
 /* Kyo without its CPU-time detector, for tests about placement: on a loaded machine a
@@ -52,7 +29,7 @@ static struct rt_sched *start(const char *preset, unsigned workers)
  * Kyo's would. */
 static struct rt_sched *start_kyo_undetected(unsigned workers)
 {
-	return start_with("kyo", workers, "blocking", "none", NULL);
+	return rt_test_start_with("kyo", workers, "blocking", "none", NULL);
 }
 
 static void sleep_ns(uint64_t ns)
@@ -256,7 +233,7 @@ Test(presets, flush_replaces_the_queue_on_other_workers)
 	/* no stealing at all (a victim must hold 1,000 tasks), so that only the flush
 	 * moves tasks: a woken worker would otherwise steal from the queue while it drains,
 	 * and steal back afterwards, as Kyo's does */
-	struct rt_sched *s = start_with("kyo", 2, "blocking", "none", "steal_min_load", "1000", NULL);
+	struct rt_sched *s = rt_test_start_with("kyo", 2, "blocking", "none", "steal_min_load", "1000", NULL);
 	struct rt_worker_stats st;
 	uint64_t v;
 
@@ -287,7 +264,7 @@ static uint64_t spawn_elsewhere_10(void *arg)
 Test(presets, spawn_elsewhere_leaves_the_current_worker_out)
 {
 	/* no stealing, so that nothing can come back to the spawner's worker */
-	struct rt_sched *s = start_with("kyo", 2, "blocking", "none", "steal_min_load", "1000", NULL);
+	struct rt_sched *s = rt_test_start_with("kyo", 2, "blocking", "none", "steal_min_load", "1000", NULL);
 	struct rt_worker_stats st;
 
 	wait_all_parked(s);

@@ -1,0 +1,253 @@
+/*
+ * Knobs that no preset's test covers on its own: the blocking pool (blocking=offload),
+ * where a full queue overflows to, where a placement scan starts, and spinning before
+ * a park. Each is checked by what it changes in the counters or in what tasks see.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/runtime/rt_test.h"
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* ---- blocking=offload ------------------------------------------------------------------ */
+
+struct offload_probe {
+	pid_t before, inside, after; /* thread ids: pthread_self() is const to the compiler,
+				      * which does not know a fiber can change threads */
+	uint32_t child_ran;
+	int ran_during; /* the child ran while the parent was in its section */
+};
+
+static uint64_t mark_child(void *arg)
+{
+	struct offload_probe *p = arg;
+
+	__atomic_store_n(&p->child_ran, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Queue a child on this worker, then block until it has run (or 5 s). */
+static uint64_t section_with_child(void *arg)
+{
+	struct offload_probe *p = arg;
+	struct rt_task *child = rt_spawn(mark_child, p);
+
+	p->before = gettid();
+	rt_blocking_begin();
+	p->inside = gettid();
+	for (int i = 0; i < 5000 && !__atomic_load_n(&p->child_ran, __ATOMIC_ACQUIRE); i++)
+		sleep_ms(1);
+	p->ran_during = __atomic_load_n(&p->child_ran, __ATOMIC_ACQUIRE);
+	rt_blocking_end();
+	p->after = gettid();
+	rt_join(child);
+	return 0;
+}
+
+Test(knobs, offload_runs_the_section_on_a_pool_thread_and_the_worker_runs_on)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 1, "blocking", "offload", NULL);
+	struct offload_probe p = { 0 };
+	struct rt_worker_stats st;
+
+	rt_join(rt_submit(s, section_with_child, &p));
+	rt_sched_stats_total(s, &st);
+	cr_expect(p.ran_during, "the worker ran the queued child during the section");
+	cr_expect_neq(p.before, p.inside, "the section ran on another thread");
+	cr_expect_eq(p.before, p.after, "and came back to the worker's thread");
+	cr_expect_eq(st.offloads, 1);
+	cr_expect_eq(st.blocking_episodes, 1);
+	cr_expect_eq(st.handoffs, 0, "the worker kept its thread");
+	rt_sched_free(s);
+}
+
+Test(knobs, offload_in_compact_mode_blocks_in_place)
+{
+	/* a task on a worker's shared stack cannot move to another thread */
+	struct rt_sched *s = rt_test_start_with("ce", 1, "blocking", "offload", "stack_mode",
+						"compact", NULL);
+	struct offload_probe p = { 0 };
+	struct rt_worker_stats st;
+
+	/* the child cannot run while the only worker blocks: count it as run already, so
+	 * that the section ends at once */
+	p.child_ran = 1;
+	rt_join(rt_submit(s, section_with_child, &p));
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(p.before, p.inside, "the section stayed on the worker's thread");
+	cr_expect_eq(st.offloads, 0);
+	rt_sched_free(s);
+}
+
+struct overlap {
+	uint32_t inside, most;
+};
+
+static uint64_t overlapping_section(void *arg)
+{
+	struct overlap *o = arg;
+	uint32_t now;
+
+	rt_blocking_begin();
+	now = __atomic_add_fetch(&o->inside, 1, __ATOMIC_ACQ_REL);
+	for (uint32_t m = __atomic_load_n(&o->most, __ATOMIC_RELAXED);
+	     now > m && !__atomic_compare_exchange_n(&o->most, &m, now, false, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED);)
+		;
+	sleep_ms(50);
+	__atomic_sub_fetch(&o->inside, 1, __ATOMIC_ACQ_REL);
+	rt_blocking_end();
+	return 0;
+}
+
+Test(knobs, offloaded_sections_of_one_worker_run_side_by_side)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 1, "blocking", "offload", NULL);
+	struct overlap o = { 0, 0 };
+	struct rt_task *t[8];
+	struct rt_worker_stats st;
+
+	for (int i = 0; i < 8; i++)
+		t[i] = rt_submit(s, overlapping_section, &o);
+	for (int i = 0; i < 8; i++)
+		rt_join(t[i]);
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.offloads, 8);
+	cr_expect_geq(o.most, 2, "one worker, yet sections overlapped on pool threads");
+	cr_expect_geq(rt_sched_threads_created(s), 1 + o.most);
+	rt_sched_free(s);
+}
+
+/* ---- overflow ---------------------------------------------------------------------------- */
+
+static uint64_t leaf(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+/* Spawn 64 children onto this worker's 4-slot queue without yielding, then join them. */
+static uint64_t flood(void *arg)
+{
+	struct rt_task *t[64];
+	uint64_t sum = 0;
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		t[i] = rt_spawn(leaf, NULL);
+	for (int i = 0; i < 64; i++)
+		sum += rt_join(t[i]);
+	return sum;
+}
+
+static void flood_with(const char *overflow, struct rt_worker_stats *st)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 1, "capacity", "4", "overflow", overflow,
+						NULL);
+
+	cr_expect_eq(rt_join(rt_submit(s, flood, NULL)), 64, "overflow=%s", overflow);
+	rt_sched_stats_total(s, st);
+	rt_sched_free(s);
+}
+
+Test(knobs, overflow_global_spills_to_the_global_queue)
+{
+	struct rt_worker_stats st;
+
+	flood_with("global", &st);
+	cr_expect_gt(st.overflows, 0);
+	cr_expect_gt(st.global_pops, 1, "the spilled tasks came back from the global queue");
+}
+
+Test(knobs, overflow_local_keeps_the_spill_on_the_worker)
+{
+	struct rt_worker_stats st;
+
+	flood_with("local", &st);
+	cr_expect_gt(st.overflows, 0);
+	cr_expect_eq(st.global_pops, 1, "only the submitted root came through the global queue");
+}
+
+/* ---- scan_start -------------------------------------------------------------------------- */
+
+/* Submit n tasks one after another through a scan of 4 idle workers; out: how many
+ * each worker received. */
+static void scan_from(const char *start, unsigned n, uint64_t *got)
+{
+	struct rt_sched *s = rt_test_start_with("kyo", 4, "blocking", "none", "adapt", "fixed",
+						"scan_start", start, NULL);
+	struct rt_worker_stats st[4];
+
+	for (unsigned i = 0; i < n; i++)
+		rt_join(rt_submit(s, leaf, NULL));
+	cr_assert_eq(rt_sched_stats(s, st, 4), 4);
+	for (int i = 0; i < 4; i++)
+		got[i] = st[i].place_remote;
+	rt_sched_free(s);
+}
+
+Test(knobs, scan_start_first_lands_every_task_on_worker_0)
+{
+	uint64_t got[4];
+
+	scan_from("first", 8, got);
+	cr_expect_eq(got[0], 8);
+	cr_expect_eq(got[1] + got[2] + got[3], 0);
+}
+
+Test(knobs, scan_start_round_robin_deals_the_tasks_out)
+{
+	uint64_t got[4];
+
+	scan_from("round-robin", 8, got);
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(got[i], 2, "worker %d", i);
+}
+
+/* ---- park_spin_us ------------------------------------------------------------------------ */
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time the process uses over 200 ms while its one worker has nothing to do. */
+static uint64_t idle_cpu_ns(const char *spin_us)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 1, "metrics", "false", "park_spin_us",
+						spin_us, NULL);
+	uint64_t cpu;
+
+	/* the worker parks after the task, and spins (if it does) for a second from then;
+	 * the 200 ms measured fall well inside it */
+	rt_join(rt_submit(s, leaf, NULL));
+	sleep_ms(20);
+	cpu = process_cpu_ns();
+	sleep_ms(200);
+	cpu = process_cpu_ns() - cpu;
+	rt_sched_free(s);
+	return cpu;
+}
+
+Test(knobs, park_spin_keeps_an_idle_worker_on_the_cpu)
+{
+	/* a spinning worker burns CPU while idle; a sleeping one burns none. The margins
+	 * are wide: a busy machine gives the spinner less than all of a CPU, not nothing */
+	uint64_t spinning = idle_cpu_ns("1000000"), sleeping = idle_cpu_ns("0");
+
+	cr_expect_gt(spinning, 20000000, "spun for %lu ns of 200 ms", (unsigned long)spinning);
+	cr_expect_lt(sleeping, 10000000, "slept, yet used %lu ns", (unsigned long)sleeping);
+}
