@@ -24,7 +24,8 @@
  *
  * The monitor also keeps two integrals the placement findings rest on: each worker's
  * time idle while tasks waited elsewhere, and time blocked while its own queue held
- * tasks (stranded work), sampled every monitor_us.
+ * tasks (stranded work), sampled every monitor_us; runs Kyo's concurrency regulator
+ * (adapt.c); and keeps the coarse millisecond clock that queue=heap orders tasks by.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -607,6 +608,7 @@ static void *monitor_main(void *arg)
 		__atomic_store_n(&s->monitor_futex, 0, __ATOMIC_RELAXED);
 
 		now = rt__now_ns();
+		__atomic_store_n(&s->coarse_ms, now / 1000000, __ATOMIC_RELAXED);
 		n = __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
 		if (s->cfg.metrics)
 			account(s, n, now - last);
@@ -629,7 +631,11 @@ static void *monitor_main(void *arg)
 
 int rt__monitor_start(struct rt_sched *s)
 {
-	int err = pthread_create(&s->monitor, NULL, monitor_main, s);
+	int err;
+
+	/* set before any task runs, so that no run spans the clock's first step from 0 */
+	__atomic_store_n(&s->coarse_ms, rt__now_ns() / 1000000, __ATOMIC_RELAXED);
+	err = pthread_create(&s->monitor, NULL, monitor_main, s);
 
 	if (err)
 		return -err;

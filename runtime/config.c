@@ -33,6 +33,7 @@ static void preset_ce(struct rt_config *c)
 	c->adapt = RT_ADAPT_FIXED;
 	c->stack_size = 64 * 1024;
 	c->stack_mode = RT_STACK_DEDICATED;
+	c->queue = RT_QUEUE_RING;
 	c->capacity = 256;
 	c->spawn = RT_PLACE_LOCAL;
 	c->wake = RT_PLACE_LOCAL;
@@ -48,6 +49,7 @@ static void preset_ce(struct rt_config *c)
 	c->global_adaptive = false;
 	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
 	c->searcher_frac = 2;
+	c->search_passes = 1;
 	c->search_spin_us = 50;
 	c->park_spin_us = 0;
 	c->overflow = RT_OVERFLOW_GLOBAL;
@@ -89,6 +91,7 @@ static void preset_go(struct rt_config *c)
 	c->lifo_polls = UINT_MAX;
 	c->lifo_stealable = true;
 	c->global_interval = 61;
+	c->search_passes = 4; /* findRunnable's four stealWork passes, runnext on the last */
 	c->blocking = RT_BLOCK_RETAKE;
 	c->retake_us = 20;
 }
@@ -101,7 +104,8 @@ static void preset_go(struct rt_config *c)
 static void preset_kyo(struct rt_config *c)
 {
 	preset_ce(c);
-	c->overflow = RT_OVERFLOW_LOCAL; /* Kyo's queues grow; no global queue */
+	c->queue = RT_QUEUE_HEAP;        /* least run first, unbounded, spin-locked */
+	c->overflow = RT_OVERFLOW_LOCAL; /* (for queue=ring) Kyo's queues grow; no global queue */
 	c->workers_min = 0;              /* half the cores */
 	c->workers_max = RT_MAX_WORKERS; /* Kyo: 100 x cores, capped */
 	c->adapt = RT_ADAPT_KYO;
@@ -270,6 +274,7 @@ static const char *const victim_words[] = { "random", "max-load", NULL };
 static const char *const blocking_words[] = { "none",       "handoff", "retake", "detect",
 					      "compensate", "offload", NULL };
 static const char *const scan_start_words[] = { "random", "round-robin", "first", NULL };
+static const char *const queue_words[] = { "ring", "heap", NULL };
 static const char *const overflow_words[] = { "global", "local", NULL };
 static const char *const adapt_words[] = { "fixed", "kyo", NULL };
 static const char *const stack_words[] = { "dedicated", "compact", NULL };
@@ -293,8 +298,10 @@ static const struct knob knobs[] = {
 	  "usable bytes of each task's stack" },
 	{ "stack_mode", K_ENUM, OFF(stack_mode), 0, 0, stack_words, "dedicated, compact",
 	  "a stack per task, or parked tasks' stacks copied out to the heap" },
+	{ "queue", K_ENUM, OFF(queue), 0, 0, queue_words, "ring, heap",
+	  "each worker's queue: a FIFO ring plus an inbox, or a locked heap, least-run first" },
 	{ "capacity", K_UINT, OFF(capacity), 2, 1u << 20, NULL, "2..1048576, a power of two",
-	  "slots in each worker's queue" },
+	  "slots in each worker's ring" },
 	{ "overflow", K_ENUM, OFF(overflow), 0, 0, overflow_words, "global, local",
 	  "where a full queue's older half goes: the global queue, or the worker's own inbox" },
 	{ "spawn", K_ENUM, OFF(spawn), 0, 0, place_words, PLACES,
@@ -325,8 +332,10 @@ static const struct knob knobs[] = {
 	  "whom a push to a worker's own queue wakes" },
 	{ "searcher_frac", K_UINT, OFF(searcher_frac), 0, RT_MAX_WORKERS, NULL, "0..256",
 	  "at most workers/N search at once; 0: no cap" },
+	{ "search_passes", K_UINT, OFF(search_passes), 1, 64, NULL, "1..64",
+	  "passes over every queue a searcher makes before it may park (Go: 4)" },
 	{ "search_spin_us", K_UINT, OFF(search_spin_us), 0, 1000000, NULL, "0..1000000",
-	  "how long a searching worker keeps looking before it parks" },
+	  "how long a searcher keeps looking after its passes; 0: it parks then" },
 	{ "park_spin_us", K_UINT, OFF(park_spin_us), 0, 1000000, NULL, "0..1000000",
 	  "how long a parking worker spins on its wake-up word before it sleeps" },
 	{ "idle_steal", K_BOOL, OFF(idle_steal), 0, 0, NULL, "true, false",
@@ -407,6 +416,12 @@ int rt_config_check(const struct rt_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "workers_min=%u is over the %u workers there may be; lower "
 			 "it, or raise workers_max to at least %u", c->workers_min, nmax,
 			 c->workers_min);
+		return -EINVAL;
+	}
+	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT) {
+		snprintf(err, errlen, "queue=heap with stack_mode=compact: the heap holds started "
+			 "tasks, which compact stacks bind to their worker, among new ones that "
+			 "others may steal; use stack_mode=dedicated or queue=ring");
 		return -EINVAL;
 	}
 	return 0;

@@ -170,6 +170,7 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 	t->err_top = NULL;
 	t->own = NULL;
 	t->ready_ns = 0;
+	t->runtime = 0;
 	t->home = NULL;
 	t->saved_len = 0;
 	/* ids need only be unique: a per-worker sequence tagged with the worker keeps the

@@ -54,6 +54,7 @@ struct rt_task {
 	struct rt__waiter *waiter; /* valid once RT_TASK_WAITING is set */
 	uint64_t id;
 	uint64_t ready_ns;         /* when it became runnable, for sampled latency; 0: not sampled */
+	uint64_t runtime;          /* queue=heap: ms run so far on the coarse clock, the heap's key */
 	struct rt_sched *sched;
 	struct rt__thread *own;    /* the threads executor: the OS thread that runs only this task */
 	void *map;                 /* the mapping holding the guard page, stack and this struct;
@@ -151,7 +152,18 @@ struct rt__worker {
 	 * may take from it too */
 	alignas(RT_CACHELINE) pthread_mutex_t inbox_lock;
 	struct rt_task *inbox_head, *inbox_tail;
-	uint32_t inbox_len;        /* read without the lock as a hint */
+	uint32_t inbox_len;        /* read without the lock as a hint; queue=heap: its size */
+	/* queue=heap: the worker's one queue, a 4-ary min-heap by runtime under a spin lock
+	 * (as Kyo's), which takes the inbox's place (and its length) */
+	uint32_t heap_lock;
+	struct rt__heap_slot {
+		/* the task's runtime when it went in, then the order it went in: compared
+		 * without touching the task */
+		uint64_t runtime, seq;
+		struct rt_task *task;
+	} *heap;
+	uint32_t heap_cap;
+	uint64_t heap_seq;
 
 	alignas(RT_CACHELINE) uint32_t futex; /* 0: parked or about to; 1: woken */
 	bool parked;               /* on the sleepers list (under idle_lock) */
@@ -208,6 +220,7 @@ struct rt_sched {
 	pthread_t monitor;
 	bool monitor_started;
 	uint32_t monitor_futex;
+	uint64_t coarse_ms;        /* queue=heap: the monitor's clock, ms, updated every tick */
 
 	/* timers and the I/O reactor (io.c), started on first use */
 	struct rt__io *io;
@@ -520,5 +533,7 @@ void rt__wake_all(struct rt__waiter *head);
 /* ---- chan.c ---- */
 /* For tests of wrap-around: start both positions at `start`. */
 int rt__chan_init_at(struct rt_chan *c, void **slots, uint32_t cap, uint64_t start);
+/* The token of the thread one side of c is leased to (0: none); for tests. */
+uint32_t rt__chan_lessee(const struct rt_chan *c, bool recv);
 
 #endif /* SCHEDLAB_RT_INTERNAL_H */

@@ -6,13 +6,17 @@
  * the global injection queue; or a scan that picks the least loaded of scan_stride
  * workers from a random start and puts the task in that worker's inbox, waking it
  * (Kyo). A worker's own queue has one producer, its driver; the inbox is where other
- * threads put tasks for it, under a lock, and both are open to thieves.
+ * threads put tasks for it, under a lock, and both are open to thieves. With queue=heap
+ * (Kyo) a worker has one queue instead, a min-heap by the time each task has run, under
+ * a spin lock that every placement, pick and steal takes.
  *
  * Every placement is counted by path on the placing worker, and scans also measure
  * their regret: the chosen worker's load minus the least load any worker had, and
  * whether a parked worker was passed over — the numbers that show a scan missing
  * idle workers.
  */
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "runtime/internal.h"
@@ -35,6 +39,11 @@ static inline unsigned workers_now(struct rt_sched *s)
 {
 	/* acquire: pairs with the release in rt__worker_add(), so a worker we see is whole */
 	return __atomic_load_n(&s->nworkers, __ATOMIC_ACQUIRE);
+}
+
+static inline bool heap_mode(const struct rt_sched *s)
+{
+	return s->cfg.queue == RT_QUEUE_HEAP;
 }
 
 /* The workers scans may place on: the active ones (adaptation), all started ones else. */
@@ -128,7 +137,7 @@ struct rt_task *rt__inject_take(struct rt__worker *w, bool batch)
 		return NULL;
 	}
 	rest = t->next;
-	if (batch) {
+	if (batch && !heap_mode(s)) {
 		size_t want = s->inject_len / workers_now(s) + 1;
 		size_t room = rt_deque_room(&w->dq);
 
@@ -167,6 +176,145 @@ bool rt__work_pending(struct rt_sched *s)
 	return false;
 }
 
+/* ---- the heap (queue=heap) --------------------------------------------------------------- */
+
+#define HEAP_ARITY 4 /* Kyo's WorkerQueue is 4-ary: shallower than binary */
+
+/* Least run first; among equals, first in first out. (Kyo's heap leaves ties in heap
+ * order, which with every new task at runtime 0 is close to last in first out: a
+ * spawner that joins its children in order then waits on each in turn.) */
+static inline bool heap_before(const struct rt__heap_slot *a, const struct rt__heap_slot *b)
+{
+	return a->runtime < b->runtime || (a->runtime == b->runtime && a->seq < b->seq);
+}
+
+static void heap_lock(struct rt__worker *w)
+{
+	for (unsigned spins = 0; __atomic_exchange_n(&w->heap_lock, 1, __ATOMIC_ACQUIRE);) {
+		while (__atomic_load_n(&w->heap_lock, __ATOMIC_RELAXED)) {
+			__builtin_ia32_pause();
+			/* the holder may have lost its CPU: let it have ours */
+			if (++spins % 128 == 0)
+				sched_yield();
+		}
+	}
+}
+
+static inline void heap_unlock(struct rt__worker *w)
+{
+	__atomic_store_n(&w->heap_lock, 0, __ATOMIC_RELEASE);
+}
+
+static void heap_add_locked(struct rt__worker *w, struct rt_task *t)
+{
+	uint32_t i = w->inbox_len;
+	struct rt__heap_slot slot = { t->runtime, w->heap_seq++, t };
+
+	if (i == w->heap_cap) {
+		uint32_t cap = w->heap_cap ? w->heap_cap * 2 : 8; /* Kyo starts at 8 and doubles */
+		struct rt__heap_slot *h = realloc(w->heap, cap * sizeof(*h));
+
+		if (!h) {
+			fprintf(stderr, "schedlab runtime: out of memory growing a worker's heap "
+					"to %u tasks\n", cap);
+			abort();
+		}
+		w->heap = h;
+		w->heap_cap = cap;
+	}
+	while (i) {
+		uint32_t parent = (i - 1) / HEAP_ARITY;
+
+		if (!heap_before(&slot, &w->heap[parent]))
+			break;
+		w->heap[i] = w->heap[parent];
+		i = parent;
+	}
+	w->heap[i] = slot;
+	__atomic_store_n(&w->inbox_len, w->inbox_len + 1, __ATOMIC_RELAXED);
+}
+
+static struct rt_task *heap_pop_locked(struct rt__worker *w)
+{
+	uint32_t n = w->inbox_len, i = 0;
+	struct rt__heap_slot last;
+	struct rt_task *top;
+
+	if (!n)
+		return NULL;
+	top = w->heap[0].task;
+	last = w->heap[--n];
+	for (;;) {
+		uint32_t c = HEAP_ARITY * i + 1, best = c;
+
+		if (c >= n)
+			break;
+		for (uint32_t k = c + 1; k < c + HEAP_ARITY && k < n; k++)
+			if (heap_before(&w->heap[k], &w->heap[best]))
+				best = k;
+		if (!heap_before(&w->heap[best], &last))
+			break;
+		w->heap[i] = w->heap[best];
+		i = best;
+	}
+	if (n)
+		w->heap[i] = last;
+	__atomic_store_n(&w->inbox_len, n, __ATOMIC_RELAXED);
+	return top;
+}
+
+static void heap_add(struct rt__worker *w, struct rt_task *t)
+{
+	heap_lock(w);
+	heap_add_locked(w, t);
+	heap_unlock(w);
+}
+
+/* The least-run task of w's heap, from any thread; NULL: empty. */
+static struct rt_task *heap_pop(struct rt__worker *w)
+{
+	struct rt_task *t;
+
+	if (!__atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED))
+		return NULL;
+	heap_lock(w);
+	t = heap_pop_locked(w);
+	heap_unlock(w);
+	return t;
+}
+
+static inline bool heap_trylock(struct rt__worker *w)
+{
+	return !__atomic_load_n(&w->heap_lock, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(&w->heap_lock, 1, __ATOMIC_ACQUIRE);
+}
+
+/* Kyo's steal (WorkerQueue.stealingBy): v's head and then half of what remains move to
+ * w, and the head is returned to run. As there, it fails fast (NULL) unless both locks
+ * can be had at once by trylock and w's heap is empty. */
+static struct rt_task *heap_steal(struct rt__worker *v, struct rt__worker *w, bool one,
+				  uint32_t *moved)
+{
+	struct rt_task *t;
+	uint32_t n;
+
+	*moved = 0;
+	if (!__atomic_load_n(&v->inbox_len, __ATOMIC_RELAXED) || !heap_trylock(v))
+		return NULL;
+	if (!heap_trylock(w)) {
+		heap_unlock(v);
+		return NULL;
+	}
+	t = w->inbox_len ? NULL : heap_pop_locked(v);
+	n = one || !t ? 0 : v->inbox_len / 2;
+	for (uint32_t i = 0; i < n; i++)
+		heap_add_locked(w, heap_pop_locked(v));
+	heap_unlock(w);
+	heap_unlock(v);
+	*moved = t ? n + 1 : 0;
+	return t;
+}
+
 /* ---- inboxes ------------------------------------------------------------------------ */
 
 /* Append the chain head..tail (n tasks, linked through next) to w's inbox. */
@@ -186,7 +334,10 @@ static void inbox_append(struct rt__worker *w, struct rt_task *head, struct rt_t
 
 void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
 {
-	inbox_append(w, t, t, 1);
+	if (heap_mode(w->sched))
+		heap_add(w, t);
+	else
+		inbox_append(w, t, t, 1);
 	RT_STAT_ATOMIC_ADD(w, place_remote, 1);
 	/* a full barrier between the push and the look at w->parked; pairs with the seq_cst
 	 * store in rt__park(): either w sees the task or we see w parked and wake it */
@@ -234,6 +385,9 @@ struct rt_task *rt__inbox_take(struct rt__worker *w)
 {
 	uint32_t moved;
 
+	if (heap_mode(w->sched))
+		return heap_pop(w);
+
 	/* compact mode: one at a time, since what moves into the queue may be stolen, and
 	 * an inbox holds tasks bound to this worker's stack */
 	return inbox_take_into(w, w, w->sched->cfg.stack_mode == RT_STACK_COMPACT ? 1 : 0, &moved);
@@ -247,6 +401,10 @@ static void local_push(struct rt__worker *w, struct rt_task *t)
 {
 	struct rt_sched *s = w->sched;
 
+	if (heap_mode(s)) {
+		heap_add(w, t);
+		return;
+	}
 	while (rt_deque_push(&w->dq, t)) {
 		uint32_t n = rt_deque_take_half(&w->dq, w->spill);
 
@@ -438,7 +596,9 @@ unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
 		t = lifo_swap(w, NULL);
 		if (!t)
 			t = rt_deque_pop(&w->dq);
-		if (!t && s->cfg.stack_mode != RT_STACK_COMPACT) {
+		if (!t && heap_mode(s))
+			t = heap_pop(w);
+		else if (!t && s->cfg.stack_mode != RT_STACK_COMPACT) {
 			uint32_t n;
 
 			t = inbox_take_into(w, w, 1, &n);
@@ -474,8 +634,10 @@ unsigned rt__drain_remote(struct rt__worker *w)
 
 		if (!t)
 			t = rt_deque_steal_one(&w->dq);
-		if (!t && s->cfg.stack_mode != RT_STACK_COMPACT &&
-		    __atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED)) {
+		if (!t && heap_mode(s) && s->cfg.stack_mode != RT_STACK_COMPACT)
+			t = heap_pop(w);
+		else if (!t && s->cfg.stack_mode != RT_STACK_COMPACT &&
+			 __atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED)) {
 			pthread_mutex_lock(&w->inbox_lock);
 			t = w->inbox_head;
 			if (t) {
@@ -553,7 +715,9 @@ static struct rt_task *rob(struct rt__worker *w, struct rt__worker *v, bool last
 		t = rt_deque_steal(&v->dq, &w->dq, &moved);
 	}
 	/* compact mode: inboxes hold tasks bound to their worker's stack */
-	if (!t && s->cfg.stack_mode != RT_STACK_COMPACT)
+	if (!t && heap_mode(s) && s->cfg.stack_mode != RT_STACK_COMPACT)
+		t = heap_steal(v, w, s->cfg.steal == RT_STEAL_ONE, &moved);
+	else if (!t && s->cfg.stack_mode != RT_STACK_COMPACT)
 		t = inbox_take_into(v, w, s->cfg.steal == RT_STEAL_ONE ? 1 :
 					  (__atomic_load_n(&v->inbox_len, __ATOMIC_RELAXED) + 1) / 2,
 				    &moved);

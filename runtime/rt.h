@@ -81,6 +81,14 @@ enum rt_scan_start {
 	RT_SCAN_FIRST,       /* worker 0 */
 };
 
+/* The kind of each worker's queue. */
+enum rt_queue {
+	RT_QUEUE_RING, /* a bounded FIFO ring, stolen from lock-free, plus an inbox for
+			* other threads' placements (cats-effect, Tokio, Go) */
+	RT_QUEUE_HEAP, /* one unbounded min-heap by the time each task has run, under a lock
+			* every placement and steal takes: least-run first, no FIFO order (Kyo) */
+};
+
 /* What a full local queue does with its older half. */
 enum rt_overflow {
 	RT_OVERFLOW_GLOBAL, /* to the global queue (Tokio, Go, cats-effect) */
@@ -114,6 +122,7 @@ struct rt_config {
 	enum rt_adapt adapt;
 	size_t stack_size;             /* usable bytes per task stack (a guard page is added) */
 	enum rt_stack_mode stack_mode;
+	enum rt_queue queue;
 	unsigned capacity;             /* slots in each worker's queue; a power of two */
 	enum rt_place spawn;           /* a task spawned on a worker */
 	enum rt_place wake;            /* a task woken on a worker (join, semaphore, channel) */
@@ -129,7 +138,8 @@ struct rt_config {
 	bool global_adaptive;          /* scale global_interval to 200 us of polls (Tokio) */
 	enum rt_notify notify;
 	unsigned searcher_frac;        /* at most workers / searcher_frac search at once; 0: no cap */
-	unsigned search_spin_us;       /* how long a searcher keeps looking before it parks */
+	unsigned search_passes;        /* passes over every queue a searcher makes, at least */
+	unsigned search_spin_us;       /* how long it keeps looking after them before it parks */
 	unsigned park_spin_us;         /* how long a parking worker spins before it sleeps */
 	enum rt_overflow overflow;
 	bool idle_steal;               /* parked workers wake to search; false: only targeted wakes */
@@ -422,7 +432,7 @@ struct rt_chan {
 	_Alignas(64) uint64_t tail;     /* private: next position to send, | closed bit */
 	_Alignas(64) uint64_t head;     /* private: next position to receive */
 	_Alignas(64) void **slots;      /* private: the cells, read-only after init */
-	uint64_t mask;                  /* private: cap - 1 */
+	uint64_t mask;                  /* private: cap - 1, and the sides' lessees */
 	uint32_t recv_waiting;          /* private: receivers listed; read by every send */
 	uint32_t send_waiting;          /* private: senders listed; read by every receive */
 	uint32_t lock;                  /* private: guards the two lists */

@@ -4,9 +4,9 @@
  *
  * A thread that drives a worker looks for its next task (rt__next_task: the LIFO
  * slot, the global queue every global_interval ticks, its own queue, its inbox, a
- * batch from the global queue), then searches other workers' queues for up to
- * search_spin_us if idle workers may steal and fewer than workers/searcher_frac are
- * searching already, and then parks. Parking follows Tokio's protocol: one atomic
+ * batch from the global queue), then, if idle workers may steal and fewer than
+ * workers/searcher_frac are searching already, searches other workers' queues for
+ * search_passes passes and then up to search_spin_us more, and then parks. Parking follows Tokio's protocol: one atomic
  * word counts unparked and searching workers; a push wakes a parked worker by the
  * notify knob's rule, a searcher that finds work wakes the next one if it was the
  * last, and the last searcher to park re-checks every queue, so work is never left
@@ -343,9 +343,12 @@ static struct rt_task *search(struct rt__worker *w)
 			return t;
 		if (__atomic_load_n(&s->shutdown, __ATOMIC_RELAXED))
 			return NULL;
-		if ((round & 7) == 0) {
-			uint64_t now = rt__now_ns();
+		if (round + 1 >= s->cfg.search_passes) {
+			uint64_t now;
 
+			if (!s->cfg.search_spin_us)
+				return NULL;
+			now = rt__now_ns();
 			if (!deadline)
 				deadline = now + (uint64_t)s->cfg.search_spin_us * 1000;
 			else if (now >= deadline)
@@ -408,7 +411,16 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 		}
 		rt__phase(th, RT_PHASE_RUN, t->id);
 		RT_USDT(run_begin, t->id, w ? w->index : RT_NO_WORKER);
-		rt__switch_in(th, t);
+		if (s->cfg.queue == RT_QUEUE_HEAP) {
+			/* the heap's key: time run, on the monitor's coarse clock as Kyo counts
+			 * it on its InternalClock; a load, not a clock read, per run */
+			uint64_t start = __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED);
+
+			rt__switch_in(th, t);
+			t->runtime += __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED) - start;
+		} else {
+			rt__switch_in(th, t);
+		}
 		th->current = NULL;
 		RT_USDT(run_end, t->id, th->w ? th->w->index : RT_NO_WORKER, (int)th->after.kind);
 		/* re-read: a blocking section may have handed the worker to another thread */
@@ -729,6 +741,7 @@ static void worker_free(struct rt_sched *s, struct rt__worker *w)
 {
 	rt__task_cache_drain(s, w);
 	pthread_mutex_destroy(&w->inbox_lock);
+	free(w->heap);
 	free(w->dq.slots);
 	free(w->spill);
 	free(w->steals_from);
@@ -845,11 +858,11 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 		if (err)
 			goto out_stop;
 	}
-	/* the monitor keeps the idle and stranded times, and runs Kyo's detector and
-	 * regulator and Go's retake; with none of those, there is nothing for it to do */
+	/* the monitor keeps the idle and stranded times, runs Kyo's detector, regulator and
+	 * coarse clock and Go's retake; with none of those, there is nothing for it to do */
 	if (c->executor == RT_EXEC_POOL &&
 	    (c->metrics || c->blocking == RT_BLOCK_DETECT || c->blocking == RT_BLOCK_RETAKE ||
-	     c->adapt == RT_ADAPT_KYO)) {
+	     c->adapt == RT_ADAPT_KYO || c->queue == RT_QUEUE_HEAP)) {
 		err = -rt__monitor_start(s);
 		if (err)
 			goto out_stop;

@@ -26,9 +26,9 @@ struct queue_spsc {
 static uint64_t queue_spsc_producer(void *arg)
 {
 	struct queue_spsc *q = arg;
-	long i;
+	long i, n = q->n;
 
-	for (i = 1; i <= q->n; i++)
+	for (i = 1; i <= n; i++)
 		if (rt_chan_send(&q->chan, (void *)(uintptr_t)i))
 			break;
 	return (uint64_t)(i - 1);
@@ -38,14 +38,15 @@ static uint64_t queue_spsc_consumer(void *arg)
 {
 	struct queue_spsc *q = arg;
 	uint64_t sum = 0;
+	long i, n = q->n;
 	void *v;
 
-	for (long i = 0; i < q->n; i++) {
+	for (i = 0; i < n; i++) {
 		if (rt_chan_recv(&q->chan, &v))
 			break;
 		sum += (uint64_t)(uintptr_t)v;
-		q->received++;
 	}
+	q->received = i;
 	return sum;
 }
 

@@ -4,7 +4,8 @@
  * after a close fail), blocking on a full or empty channel from tasks and from threads,
  * and producers racing consumers under 2 and 8 workers and every preset, where each
  * consumer checks every producer's sequence numbers arrive in order and every item is
- * received exactly once.
+ * received exactly once. Leases: a side one thread uses alone is leased to it, another
+ * thread revokes the lease without losing or reordering an item, and close ends it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/internal.h"
@@ -141,6 +144,121 @@ Test(chan, close_drains_then_reports_epipe)
 	cr_expect_eq(rt_chan_recv(&c, &v), -EPIPE, "and again");
 	cr_expect_not(rt_chan_try_recv(&c, &v));
 	rt_chan_close(&c); /* twice: harmless */
+	cr_expect_eq(rt_chan_recv(&c, &v), -EPIPE);
+}
+
+/* ---- leases: a side one thread uses alone claims without a CAS --------------------------- */
+
+/* Leases need membarrier(2)'s private expedited command; without it sides stay on CAS. */
+static void need_membarrier(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		cr_skip_test("membarrier(2) has no private expedited command here, so no side "
+			     "is ever leased");
+}
+
+/* Fill and drain the ring lap by lap from this thread: both sides end up leased to it,
+ * and order, counts and fullness are what they were on CAS. */
+static void laps(struct rt_chan *c, uintptr_t from, uintptr_t to)
+{
+	void *v;
+
+	for (uintptr_t i = from; i < to; i += 4) {
+		for (uintptr_t j = i; j < i + 4; j++)
+			cr_assert(rt_chan_try_send(c, (void *)j));
+		cr_assert_not(rt_chan_try_send(c, NULL), "full at %lu", (unsigned long)i);
+		for (uintptr_t j = i; j < i + 4; j++) {
+			cr_assert(rt_chan_try_recv(c, &v));
+			cr_assert_eq((uintptr_t)v, j);
+		}
+		cr_assert_not(rt_chan_try_recv(c, &v));
+	}
+}
+
+Test(chan, a_side_one_thread_uses_alone_is_leased_to_it)
+{
+	struct rt_chan c;
+	void *slots[RT_CHAN_SLOTS(4)];
+
+	need_membarrier();
+	cr_assert_eq(rt_chan_init(&c, slots, 4), 0);
+	cr_expect_eq(rt__chan_lessee(&c, false), 0);
+	laps(&c, 0, 400);
+	cr_expect_neq(rt__chan_lessee(&c, false), 0, "the send side is leased after a streak");
+	cr_expect_neq(rt__chan_lessee(&c, true), 0, "so is the receive side");
+	cr_expect_eq(rt__chan_lessee(&c, false), rt__chan_lessee(&c, true), "to one thread");
+	laps(&c, 400, 800); /* and it goes on working leased */
+	cr_expect_eq(rt_chan_len(&c), 0);
+}
+
+struct lease_job {
+	struct rt_chan c;
+	void *slots[RT_CHAN_SLOTS(1024)];
+	uint32_t token; /* the helper's, once its sends have leased the side to it */
+};
+
+static void *lease_send_thread(void *arg)
+{
+	struct lease_job *j = arg;
+
+	for (uintptr_t i = 200; i < 400; i++)
+		CHECK(rt_chan_send(&j->c, (void *)i) == 0);
+	j->token = rt__chan_lessee(&j->c, false);
+	return NULL;
+}
+
+/* A second thread takes the side over: the lease is revoked (the helper's first send
+ * would otherwise wait forever), every item arrives once and in order, and the side
+ * ends up leased to the helper. */
+Test(chan, another_thread_revokes_a_lease)
+{
+	struct lease_job *j = calloc(1, sizeof(*j));
+	pthread_t t;
+	uint32_t mine;
+	void *v;
+
+	need_membarrier();
+	failures = 0;
+	cr_assert_eq(rt_chan_init(&j->c, j->slots, 1024), 0);
+	for (uintptr_t i = 0; i < 200; i++)
+		cr_assert_eq(rt_chan_send(&j->c, (void *)i), 0);
+	mine = rt__chan_lessee(&j->c, false);
+	cr_assert_neq(mine, 0);
+	cr_assert_eq(pthread_create(&t, NULL, lease_send_thread, j), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(failures, 0);
+	cr_expect_neq(j->token, 0, "the helper's streak leased the side to it");
+	cr_expect_neq(j->token, mine, "after revoking ours");
+	for (uintptr_t i = 0; i < 400; i++) {
+		cr_assert_eq(rt_chan_recv(&j->c, &v), 0);
+		cr_assert_eq((uintptr_t)v, i);
+	}
+	cr_expect_eq(rt_chan_len(&j->c), 0);
+	free(j);
+}
+
+/* Closing a leased channel ends the lease and keeps the closed bit: a lessee's next
+ * send fails, and receivers drain what was sent before the close. */
+Test(chan, close_ends_a_lease)
+{
+	struct rt_chan c;
+	void *slots[RT_CHAN_SLOTS(256)], *v;
+
+	need_membarrier();
+	cr_assert_eq(rt_chan_init(&c, slots, 256), 0);
+	for (uintptr_t i = 0; i < 200; i++)
+		cr_assert_eq(rt_chan_send(&c, (void *)i), 0);
+	cr_assert_neq(rt__chan_lessee(&c, false), 0);
+	rt_chan_close(&c);
+	cr_expect_eq(rt__chan_lessee(&c, false), 0);
+	cr_expect_eq(rt_chan_send(&c, (void *)200), -EPIPE);
+	cr_expect_not(rt_chan_try_send(&c, (void *)200));
+	for (uintptr_t i = 0; i < 200; i++) {
+		cr_assert_eq(rt_chan_recv(&c, &v), 0);
+		cr_assert_eq((uintptr_t)v, i);
+	}
 	cr_expect_eq(rt_chan_recv(&c, &v), -EPIPE);
 }
 

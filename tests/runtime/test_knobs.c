@@ -136,15 +136,16 @@ static uint64_t leaf(void *arg)
 	return 1;
 }
 
-/* Spawn 64 children onto this worker's 4-slot queue without yielding, then join them. */
+/* Spawn 64 children (*arg, an rt_fn) onto this worker's queue without yielding, then
+ * join them. */
 static uint64_t flood(void *arg)
 {
+	rt_fn child = *(rt_fn *)arg;
 	struct rt_task *t[64];
 	uint64_t sum = 0;
 
-	(void)arg;
 	for (int i = 0; i < 64; i++)
-		t[i] = rt_spawn(leaf, NULL);
+		t[i] = rt_spawn(child, NULL);
 	for (int i = 0; i < 64; i++)
 		sum += rt_join(t[i]);
 	return sum;
@@ -155,7 +156,8 @@ static void flood_with(const char *overflow, struct rt_worker_stats *st)
 	struct rt_sched *s = rt_test_start_with("ce", 1, "capacity", "4", "overflow", overflow,
 						NULL);
 
-	cr_expect_eq(rt_join(rt_submit(s, flood, NULL)), 64, "overflow=%s", overflow);
+	/* 64 children onto a 4-slot ring */
+	cr_expect_eq(rt_join(rt_submit(s, flood, &(rt_fn){ leaf })), 64, "overflow=%s", overflow);
 	rt_sched_stats_total(s, st);
 	rt_sched_free(s);
 }
@@ -250,4 +252,140 @@ Test(knobs, park_spin_keeps_an_idle_worker_on_the_cpu)
 
 	cr_expect_gt(spinning, 20000000, "spun for %lu ns of 200 ms", (unsigned long)spinning);
 	cr_expect_lt(sleeping, 10000000, "slept, yet used %lu ns", (unsigned long)sleeping);
+}
+
+/* ---- queue=heap -------------------------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Who ran each step, in order: 'H' for the hog, 'l' for the light task. */
+struct race {
+	char order[16];
+	uint32_t n;
+};
+
+static void step(struct race *r, char who)
+{
+	uint32_t i = __atomic_fetch_add(&r->n, 1, __ATOMIC_RELAXED);
+
+	if (i < sizeof(r->order) - 1)
+		r->order[i] = who;
+}
+
+/* Burns 50 ms of CPU (50 ticks of the coarse clock), then yields twice. */
+static uint64_t hog(void *arg)
+{
+	uint64_t until = mono_ns() + 50000000;
+
+	step(arg, 'H');
+	while (mono_ns() < until)
+		;
+	rt_yield();
+	step(arg, 'H');
+	rt_yield();
+	step(arg, 'H');
+	return 0;
+}
+
+/* Runs for nothing, four times. */
+static uint64_t light(void *arg)
+{
+	for (int i = 0; i < 4; i++) {
+		step(arg, 'l');
+		rt_yield();
+	}
+	return 0;
+}
+
+/* Spawn the hog, then the light task, onto this worker's queue; wait for both. */
+static uint64_t hog_then_light(void *arg)
+{
+	struct rt_task *h = rt_spawn(hog, arg), *l = rt_spawn(light, arg);
+
+	rt_join(h);
+	rt_join(l);
+	return 0;
+}
+
+static void hog_and_light(const char *queue, struct race *r)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 1, "queue", queue, "monitor_us", "1000",
+						NULL);
+
+	rt_join(rt_submit(s, hog_then_light, r));
+	rt_sched_free(s);
+}
+
+Test(knobs, queue_heap_runs_the_least_run_task_first)
+{
+	struct race heap = { 0 }, ring = { 0 };
+
+	/* the hog starts first (it went in first); once it yields with 50 ms run, the light
+	 * task's every step comes before the hog's next. A FIFO ring alternates instead */
+	hog_and_light("heap", &heap);
+	cr_expect_str_eq(heap.order, "HllllHH");
+	hog_and_light("ring", &ring);
+	cr_expect_str_eq(ring.order, "HlHlHll");
+}
+
+/* Children spawned onto worker 0 that take 2 ms each: the idle worker 1 can only get
+ * some of them by stealing from 0's heap. */
+static uint64_t busy_2ms(void *arg)
+{
+	uint64_t until = mono_ns() + 2000000;
+
+	(void)arg;
+	while (mono_ns() < until)
+		;
+	return 1;
+}
+
+Test(knobs, queue_heap_is_stolen_from_and_never_overflows)
+{
+	/* capacity sizes rings only: a heap grows, as Kyo's does */
+	struct rt_sched *s = rt_test_start_with("ce", 2, "queue", "heap", "capacity", "4",
+						NULL);
+	struct rt_worker_stats st[2];
+
+	cr_expect_eq(rt_join(rt_submit(s, flood, &(rt_fn){ busy_2ms })), 64, "every child ran once");
+	cr_assert_eq(rt_sched_stats(s, st, 2), 2);
+	cr_expect_gt(st[0].stolen + st[1].stolen, 0, "the idle worker stole from the heap");
+	cr_expect_gt(st[0].tasks_run, 0);
+	cr_expect_gt(st[1].tasks_run, 0);
+	cr_expect_eq(st[0].overflows + st[1].overflows, 0);
+	rt_sched_free(s);
+}
+
+/* ---- search_passes ------------------------------------------------------------------------- */
+
+/* Steal attempts by two workers with nothing to steal: each search makes search_passes
+ * passes over the one other worker, then parks at once (search_spin_us=0). */
+static uint64_t attempts_with(const char *passes)
+{
+	struct rt_sched *s = rt_test_start_with("ce", 2, "search_passes", passes,
+						"search_spin_us", "0", NULL);
+	struct rt_worker_stats st;
+
+	for (int i = 0; i < 20; i++) {
+		rt_join(rt_submit(s, leaf, NULL));
+		sleep_ms(1);
+	}
+	rt_sched_stats_total(s, &st);
+	rt_sched_free(s);
+	return st.steal_attempts;
+}
+
+Test(knobs, search_passes_sets_how_long_a_searcher_looks)
+{
+	uint64_t one = attempts_with("1"), four = attempts_with("4");
+
+	cr_expect_gt(one, 0, "idle workers searched");
+	cr_expect_geq(four, 2 * one, "4 passes: %lu attempts, 1 pass: %lu", (unsigned long)four,
+		      (unsigned long)one);
 }
