@@ -592,6 +592,9 @@ static void *monitor_main(void *arg)
 	bool retaking = false;
 
 	pthread_setname_np(pthread_self(), "rt-monitor");
+	/* its ticks' work is scheduling, its waits between them parking */
+	rt__phase_bind(&s->monitor_phase);
+	rt__phase_set(&s->monitor_phase, RT_PHASE_SCHED);
 	while (!__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
 		unsigned tick_us = s->cfg.monitor_us, n;
 		struct timespec ts;
@@ -604,7 +607,9 @@ static void *monitor_main(void *arg)
 		ts.tv_sec = tick_us / 1000000;
 		ts.tv_nsec = (long)(tick_us % 1000000) * 1000;
 		slept_from = rt__now_ns();
+		rt__phase_set(&s->monitor_phase, RT_PHASE_PARK);
 		rt__futex_wait_timeout(&s->monitor_futex, 0, &ts);
+		rt__phase_set(&s->monitor_phase, RT_PHASE_SCHED);
 		__atomic_store_n(&s->monitor_futex, 0, __ATOMIC_RELAXED);
 
 		now = rt__now_ns();
@@ -626,6 +631,7 @@ static void *monitor_main(void *arg)
 			retaking = retake(s, n, now) ||
 				   __atomic_load_n(&s->blocking_now, __ATOMIC_RELAXED);
 	}
+	rt__phase_bind(NULL);
 	return NULL;
 }
 

@@ -220,6 +220,7 @@ struct rt_sched {
 	pthread_t monitor;
 	bool monitor_started;
 	uint32_t monitor_futex;
+	uint64_t monitor_phase;    /* the monitor thread's phase word, for the probe */
 	uint64_t coarse_ms;        /* queue=heap: the monitor's clock, ms, updated every tick */
 
 	/* timers and the I/O reactor (io.c), started on first use */
@@ -293,6 +294,8 @@ void rt__task_pool_free(struct rt_sched *s);
 /* Stop the timer/reactor thread, if it was started: rt_sched_free() calls it once the
  * workers have stopped (a worker may still be in a wait commit until then). */
 void rt__io_stop(struct rt_sched *s);
+/* The reactor thread's phase word (0: no reactor yet); for tests. */
+uint64_t rt__io_phase(const struct rt_sched *s);
 
 /* ---- sched.c ---- */
 extern __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
@@ -455,6 +458,16 @@ static inline void rt__phase(struct rt__thread *th, unsigned kind, uint64_t task
  * inside a task: allocation, stack capture. */
 uint64_t rt__phase_enter(unsigned kind);
 void rt__phase_restore(uint64_t prev);
+
+/* The runtime's helper threads (the reactor, the monitor) run no tasks and drive no
+ * worker, but their CPU time is the runtime's too: each binds a word of its own as the
+ * calling thread's phase word, so the probe attributes their samples, and sets it. */
+void rt__phase_bind(uint64_t *word);
+
+static inline void rt__phase_set(uint64_t *word, unsigned kind)
+{
+	__atomic_store_n(word, RT_PHASE_WORD(kind, RT_PHASE_NO_WORKER, 0), __ATOMIC_RELAXED);
+}
 
 /* ==== Added for sync.c, chan.c and io.c (the waiting primitives) ======================
  * Kept apart from the scheduler's declarations above; nothing above depends on them. */

@@ -57,6 +57,8 @@ struct rt__io {
 	uint64_t sleep_until;  /* the deadline epoll_wait sleeps toward; 0 while awake */
 	struct heap timers;
 	uint64_t seq;          /* registration order: ties between equal deadlines */
+
+	uint64_t phase;        /* the thread's phase word, for the probe (phase.h) */
 };
 
 /* One task's wait, in its park area (never on its stack: see rt__park_area()). */
@@ -266,6 +268,10 @@ static void *io_main(void *arg)
 	struct rt__waiter *wake = NULL;
 
 	pthread_setname_np(pthread_self(), "rt-io");
+	/* expiring timers and reading events is scheduling; waking their tasks is
+	 * submitting; waiting in epoll is this thread's parking */
+	rt__phase_bind(&io->phase);
+	rt__phase_set(&io->phase, RT_PHASE_SCHED);
 	rt__lock(&io->lock);
 	while (!io->stop) {
 		uint64_t now = rt_now_ns(), until;
@@ -277,9 +283,12 @@ static void *io_main(void *arg)
 		io->sleep_until = until;
 		rt__unlock(&io->lock);
 
+		rt__phase_set(&io->phase, RT_PHASE_SUBMIT);
 		rt__wake_all(wake);
 		wake = NULL;
+		rt__phase_set(&io->phase, RT_PHASE_PARK);
 		n = io_epoll_wait(io, ev, until);
+		rt__phase_set(&io->phase, RT_PHASE_SCHED);
 
 		rt__lock(&io->lock);
 		io->sleep_until = 0; /* awake: registrations need not kick us */
@@ -301,7 +310,9 @@ static void *io_main(void *arg)
 		}
 	}
 	rt__unlock(&io->lock);
+	rt__phase_set(&io->phase, RT_PHASE_SUBMIT);
 	rt__wake_all(wake); /* nothing, unless a task still waited at rt_sched_free() */
+	rt__phase_bind(NULL);
 	return NULL;
 }
 
@@ -368,6 +379,13 @@ static struct rt__io *io_get(struct rt_sched *s, int *err)
 	}
 	pthread_mutex_unlock(&s->io_lock);
 	return io;
+}
+
+uint64_t rt__io_phase(const struct rt_sched *s)
+{
+	const struct rt__io *io = __atomic_load_n(&s->io, __ATOMIC_ACQUIRE);
+
+	return io ? __atomic_load_n(&io->phase, __ATOMIC_RELAXED) : 0;
 }
 
 void rt__io_stop(struct rt_sched *s)

@@ -12,7 +12,8 @@
  *
  * Layout of the 64-bit word:
  *   bits  0..7   phase (RT_PHASE_*)
- *   bits  8..23  worker index (0xffff: not a worker, e.g. a blocking-section thread)
+ *   bits  8..23  worker index (0xffff: not a worker: a blocking-section thread, the
+ *                reactor rt-io, the monitor rt-monitor)
  *   bits 32..63  low 32 bits of the running task's id (0: none)
  */
 #ifndef SCHEDLAB_RT_PHASE_H

@@ -57,6 +57,11 @@ void rt__thread_bind(struct rt__thread *th)
 		th->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
 }
 
+void rt__phase_bind(uint64_t *word)
+{
+	rt_phase_ptr = word;
+}
+
 uint64_t rt__phase_enter(unsigned kind)
 {
 	struct rt__thread *th = rt__thread();

@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "runtime/internal.h"
+#include "runtime/phase.h"
 #include "runtime/rt.h"
 #include "tests/runtime/rt_test.h"
 
@@ -636,4 +638,51 @@ static void restart_run(struct rt_sched *s, const char *what)
 Test(reactor, scheduler_freed_after_the_reactor_ran, .timeout = 120)
 {
 	rt_test_each_config(restart_run);
+}
+
+/* ---- the helper threads' phase words ----------------------------------------------------- */
+
+static uint64_t sleep_200ms_task(void *arg)
+{
+	(void)arg;
+	rt_sleep_ns(200 * MS);
+	return 0;
+}
+
+/* Wait up to 1 s for a phase word to show a kind. */
+static uint64_t await_phase(uint64_t (*read)(const struct rt_sched *), const struct rt_sched *s,
+			    unsigned kind)
+{
+	uint64_t word = 0;
+
+	for (int i = 0; i < 10000 && RT_PHASE_KIND(word = read(s)) != kind; i++)
+		usleep(100);
+	return word;
+}
+
+static uint64_t monitor_phase(const struct rt_sched *s)
+{
+	return __atomic_load_n(&s->monitor_phase, __ATOMIC_RELAXED);
+}
+
+/* The reactor and the monitor run no tasks, yet their CPU time is the runtime's: each
+ * publishes a phase word (parked while it waits), not a worker's. */
+Test(reactor, reactor_and_monitor_publish_phase_words, .timeout = 60)
+{
+	struct rt_sched *s = rt_test_start("ce", 1); /* metrics on: the monitor runs */
+	struct rt_task *t;
+	uint64_t word;
+
+	cr_expect_eq(rt__io_phase(s), 0, "no reactor before the first wait");
+	t = rt_submit(s, sleep_200ms_task, NULL);
+	word = await_phase(rt__io_phase, s, RT_PHASE_PARK);
+	cr_expect_eq(RT_PHASE_KIND(word), RT_PHASE_PARK, "reactor in epoll: %#llx",
+		     (unsigned long long)word);
+	cr_expect_eq(RT_PHASE_WORKER(word), RT_PHASE_NO_WORKER);
+	word = await_phase(monitor_phase, s, RT_PHASE_PARK);
+	cr_expect_eq(RT_PHASE_KIND(word), RT_PHASE_PARK, "monitor between ticks: %#llx",
+		     (unsigned long long)word);
+	cr_expect_eq(RT_PHASE_WORKER(word), RT_PHASE_NO_WORKER);
+	rt_join(t);
+	rt_sched_free(s);
 }
