@@ -179,7 +179,7 @@ verdict() { # V H T OP
 		print s }'
 }
 
-declare -A unmet
+declare -A unmet=()
 # One goal row: ID TEXT A B OP THRESHOLD [WHY-NOT-MEASURED]; a not-met goal is noted
 # in unmet[ID] for a profile.
 goal() {
