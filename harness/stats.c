@@ -23,6 +23,7 @@ static const struct {
 	COL(stranded_ns),    COL(stranded_task_ns), COL(blocking_episodes),
 	COL(blocking_ns),    COL(handoffs),        COL(detector_flags),
 	COL(detector_misses), COL(compensations),  COL(offloads),
+	COL(stalls),         COL(preemptions),
 	COL(alloc_calls),
 	COL(alloc_bytes),    COL(frees),           COL(latency_count),
 	COL(latency_ns),

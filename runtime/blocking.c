@@ -556,6 +556,38 @@ static void detect(struct rt_sched *s, unsigned n)
 	}
 }
 
+/* Kyo's time slice (checkAvailability and cycleWorkers): a worker whose task has run
+ * time_slice_ms without a switch is stalled. On that edge its queue is drained and the
+ * task asked to yield at its next rt_preempt_point(); until the task switches out,
+ * scans and the local fast path pass the worker over. Progress is the worker's
+ * run_tick, as Go's sysmon watches schedtick: no clock is read on the run path. */
+static void stall_check(struct rt_sched *s, unsigned n, uint64_t now)
+{
+	uint64_t slice = (uint64_t)s->cfg.time_slice_ms * 1000000;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct rt__worker *w = s->workers[i];
+		uint64_t tick = __atomic_load_n(&w->run_tick, __ATOMIC_RELAXED);
+
+		if (!__atomic_load_n(&w->running, __ATOMIC_RELAXED) || tick != w->slice_tick) {
+			w->slice_tick = tick;
+			w->slice_from_ns = now;
+			if (w->stalled)
+				__atomic_store_n(&w->stalled, false, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (w->stalled || now - w->slice_from_ns < slice)
+			continue;
+		__atomic_store_n(&w->stalled, true, __ATOMIC_RELAXED);
+		RT_STAT_ATOMIC_ADD(w, stalls, 1);
+		/* drain before asking the task to yield: it would otherwise go back into its
+		 * queue and its worker pick from what is being drained */
+		if (queued(w))
+			rt__drain_remote(w);
+		__atomic_store_n(&w->preempt_tick, tick, __ATOMIC_RELAXED);
+	}
+}
+
 /* Go's retake: a worker blocked longer than retake_us with work waiting, or longer
  * than 10 ms, goes to a spare thread. */
 static bool retake(struct rt_sched *s, unsigned n, uint64_t now)
@@ -627,6 +659,8 @@ static void *monitor_main(void *arg)
 			detect(s, n);
 			last_detect = now;
 		}
+		if (s->cfg.time_slice_ms)
+			stall_check(s, n, now);
 		if (s->cfg.blocking == RT_BLOCK_RETAKE)
 			retaking = retake(s, n, now) ||
 				   __atomic_load_n(&s->blocking_now, __ATOMIC_RELAXED);

@@ -63,6 +63,7 @@ static void preset_ce(struct rt_config *c)
 	c->retake_us = 20;
 	c->detect_us = 2000;
 	c->detect_samples = 2;
+	c->time_slice_ms = 0;
 	c->monitor_us = 1000;
 	c->latency_sample = 256;
 	c->metrics = true;
@@ -124,6 +125,7 @@ static void preset_kyo(struct rt_config *c)
 	c->blocking = RT_BLOCK_DETECT;
 	c->detect_us = 2000;
 	c->detect_samples = 2;
+	c->time_slice_ms = 10; /* timeSliceMs: a stalled worker is drained and preempted */
 }
 
 /* The studied partial fix: flush the worker's queue before each blocking call. */
@@ -357,6 +359,8 @@ static const struct knob knobs[] = {
 	  "detect: the CPU-time sampling interval" },
 	{ "detect_samples", K_UINT, OFF(detect_samples), 1, 1000, NULL, "1..1000",
 	  "detect: flat samples in a row that flag a worker blocked" },
+	{ "time_slice_ms", K_UINT, OFF(time_slice_ms), 0, 1000000, NULL, "0..1000000",
+	  "a task run this long unswitched stalls its worker: drained, passed over, preempted; 0: off" },
 	{ "monitor_us", K_UINT, OFF(monitor_us), 10, 10000000, NULL, "10..10000000",
 	  "the monitor's tick for idle/stranded time" },
 	{ "latency_sample", K_UINT, OFF(latency_sample), 1, 1u << 20, NULL,

@@ -143,6 +143,11 @@ struct rt__worker {
 	uint32_t in_section;       /* its thread is in a blocking section (for the metrics only) */
 	uint64_t bstart_ns;        /* when its thread entered the blocking section */
 	uint32_t running;          /* 1 while a task runs on it (for the detector and loads) */
+	uint64_t run_tick;         /* tasks switched in so far: the monitor's view of progress */
+	uint64_t preempt_tick;     /* time slice: the run_tick of the run asked to yield */
+	bool stalled;              /* time slice: its task overran; scans pass it over */
+	uint64_t slice_tick;       /* monitor: run_tick when it last saw it change */
+	uint64_t slice_from_ns;    /* monitor: and when */
 	uint64_t cpu_seen_ns;      /* detector: the driving thread's CPU time at the last sample */
 	unsigned flat_samples;     /* detector: samples in a row with no CPU time used */
 	bool flagged;              /* detector: thinks it blocked; scans pass it over */

@@ -61,11 +61,13 @@ unsigned rt__load(const struct rt__worker *w)
 	       __atomic_load_n(&w->running, __ATOMIC_RELAXED);
 }
 
-/* A worker a scan may choose: not blocked, not taken, not flagged by the detector. */
+/* A worker a scan may choose: not blocked, not taken, not flagged by the detector, not
+ * stalled by a task past its time slice. */
 static inline bool available(const struct rt__worker *w)
 {
 	return __atomic_load_n(&w->bstate, __ATOMIC_RELAXED) == RT_W_RUNNING &&
-	       !__atomic_load_n(&w->flagged, __ATOMIC_RELAXED);
+	       !__atomic_load_n(&w->flagged, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&w->stalled, __ATOMIC_RELAXED);
 }
 
 /* Schedule latency, sampled: one placement in latency_sample per placing thread, by a

@@ -152,6 +152,8 @@ struct rt_config {
 	unsigned retake_us;            /* RT_BLOCK_RETAKE: how long a blocked worker keeps its queue */
 	unsigned detect_us;            /* RT_BLOCK_DETECT: the CPU-time sampling interval */
 	unsigned detect_samples;       /* flat samples in a row that flag a worker as blocked */
+	unsigned time_slice_ms;        /* a task run this long without a switch stalls its worker
+	                                * (Kyo): drained, passed over, asked to yield; 0: off */
 	unsigned monitor_us;           /* the monitor's tick for the placement metrics */
 	unsigned latency_sample;       /* measure schedule latency for 1 placement in this many */
 	bool metrics;                  /* always-on counters (off only to measure their cost) */
@@ -203,6 +205,11 @@ uint64_t rt_join(struct rt_task *t);
 void rt_detach(struct rt_task *t);
 /* Let other tasks run: the caller goes to the back of its worker's queue. */
 void rt_yield(void);
+/* A point where the calling task may be preempted: it yields if it has run past
+ * time_slice_ms since it was last switched in (Kyo's cooperative preemption), and
+ * otherwise costs a few loads. The effect interpreter calls it at every step; a
+ * long loop in plain C calls it now and then. */
+void rt_preempt_point(void);
 /* Spawn from inside a task onto some other worker, by a scan that leaves out the
  * caller's (Kyo's scheduleExcludingCurrent); outside a task, as rt_spawn. */
 struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg);
@@ -273,6 +280,8 @@ struct rt_worker_stats {
 	uint64_t detector_misses; /* blocking sections that ended before any detector saw them */
 	uint64_t compensations;   /* spare workers woken or added for a blocked one */
 	uint64_t offloads;        /* tasks moved to the blocking pool for a section */
+	uint64_t stalls;          /* tasks that ran past time_slice_ms without a switch */
+	uint64_t preemptions;     /* stalled tasks that yielded at rt_preempt_point() */
 	uint64_t alloc_calls;     /* rt_alloc / rt_calloc calls */
 	uint64_t alloc_bytes;     /* bytes they asked for */
 	uint64_t frees;           /* rt_free calls */

@@ -404,6 +404,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 		th->current = t;
 		if (w) {
 			__atomic_store_n(&w->running, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->run_tick, w->run_tick + 1, __ATOMIC_RELAXED);
 			RT_STAT_INC(w, tasks_run);
 			if (t->ready_ns)
 				rt__latency_record(w, t);
@@ -714,6 +715,19 @@ void rt_yield(void)
 	rt__switch_out(th, t);
 }
 
+void rt_preempt_point(void)
+{
+	struct rt__worker *w = rt__self();
+
+	/* the monitor names the run it wants gone by its tick: a flag left over from an
+	 * earlier run that never reached a preemption point does not apply to this one */
+	if (!w || __atomic_load_n(&w->preempt_tick, __ATOMIC_RELAXED) != w->run_tick)
+		return;
+	__atomic_store_n(&w->preempt_tick, 0, __ATOMIC_RELAXED);
+	RT_STAT_INC(w, preemptions);
+	rt_yield();
+}
+
 unsigned rt_flush(void)
 {
 	struct rt__worker *w = rt__self();
@@ -863,11 +877,12 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 		if (err)
 			goto out_stop;
 	}
-	/* the monitor keeps the idle and stranded times, runs Kyo's detector, regulator and
-	 * coarse clock and Go's retake; with none of those, there is nothing for it to do */
+	/* the monitor keeps the idle and stranded times, runs Kyo's detector, regulator,
+	 * coarse clock and time slice and Go's retake; with none of those, there is nothing
+	 * for it to do */
 	if (c->executor == RT_EXEC_POOL &&
 	    (c->metrics || c->blocking == RT_BLOCK_DETECT || c->blocking == RT_BLOCK_RETAKE ||
-	     c->adapt == RT_ADAPT_KYO || c->queue == RT_QUEUE_HEAP)) {
+	     c->adapt == RT_ADAPT_KYO || c->queue == RT_QUEUE_HEAP || c->time_slice_ms)) {
 		err = -rt__monitor_start(s);
 		if (err)
 			goto out_stop;

@@ -173,6 +173,7 @@ static uint64_t loop(void *arg)
 	struct run *r = arg;
 
 	for (;;) {
+		rt_preempt_point(); /* Kyo's IO fibers yield between steps when preempted */
 		if (r->cur)
 			eval(r, r->cur);
 		else if (r->depth)

@@ -389,3 +389,73 @@ Test(knobs, search_passes_sets_how_long_a_searcher_looks)
 	cr_expect_geq(four, 2 * one, "4 passes: %lu attempts, 1 pass: %lu", (unsigned long)four,
 		      (unsigned long)one);
 }
+
+/* ---- time_slice_ms ----------------------------------------------------------------------- */
+
+struct overrun {
+	uint32_t children_done;  /* children finished so far */
+	uint32_t done_in_time;   /* of them, while the hog still spun */
+	uint32_t hog_spinning;
+};
+
+static uint64_t child_of_hog(void *arg)
+{
+	struct overrun *o = arg;
+
+	if (__atomic_load_n(&o->hog_spinning, __ATOMIC_ACQUIRE))
+		__atomic_fetch_add(&o->done_in_time, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&o->children_done, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Queue 8 children on this worker (Kyo: no one is woken, idle workers do not steal),
+ * then spin 300 ms of CPU, passing preemption points, then join them. */
+static uint64_t hog_over_children(void *arg)
+{
+	struct overrun *o = arg;
+	struct rt_task *t[8];
+	uint64_t until;
+
+	__atomic_store_n(&o->hog_spinning, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 8; i++)
+		t[i] = rt_spawn(child_of_hog, o);
+	until = mono_ns() + 300000000;
+	while (mono_ns() < until)
+		rt_preempt_point();
+	__atomic_store_n(&o->hog_spinning, 0, __ATOMIC_RELEASE);
+	for (int i = 0; i < 8; i++)
+		rt_join(t[i]);
+	return 0;
+}
+
+static void overrun_with(const char *slice_ms, struct overrun *o, struct rt_worker_stats *st)
+{
+	/* Only the time slice may move the children: no detector (a hog whose thread the OS
+	 * preempts looks blocked to it) and no steals (a worker starting late on a busy
+	 * machine takes one look at the others' queues, as Kyo's do when theirs run dry) */
+	struct rt_sched *s = rt_test_start_with("kyo", 2, "adapt", "fixed", "blocking", "none",
+						"steal_min_load", "1000", "time_slice_ms", slice_ms,
+						NULL);
+
+	rt_join(rt_submit(s, hog_over_children, o));
+	rt_sched_stats_total(s, st);
+	rt_sched_free(s);
+}
+
+Test(knobs, time_slice_drains_a_stalled_worker_and_preempts_its_task, .timeout = 60)
+{
+	struct overrun on = { 0 }, off = { 0 };
+	struct rt_worker_stats st_on, st_off;
+
+	overrun_with("10", &on, &st_on);
+	cr_expect_eq(on.children_done, 8);
+	cr_expect_eq(on.done_in_time, 8, "the stall moved the queue to the idle worker");
+	cr_expect_geq(st_on.stalls, 1);
+	cr_expect_geq(st_on.preemptions, 1, "the hog yielded at a preemption point");
+	cr_expect_geq(st_on.place_flush, 8, "its queue was drained");
+
+	overrun_with("0", &off, &st_off);
+	cr_expect_eq(off.children_done, 8);
+	cr_expect_eq(off.done_in_time, 0, "without a slice the children wait out the hog");
+	cr_expect_eq(st_off.stalls + st_off.preemptions, 0);
+}

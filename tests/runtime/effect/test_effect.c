@@ -4,11 +4,13 @@
  * boundaries on a 2-worker scheduler, the two interpreters against a reference
  * evaluator on random programs, and allocation: every run frees what it allocated,
  * the stack interpreter's bytes grow linearly with a chain's depth and the naive one's
- * quadratically (counted bytes, not time).
+ * quadratically (counted bytes, not time); and a run past its time slice is preempted
+ * between steps.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/effect/effect.h"
 #include "runtime/rt.h"
@@ -718,4 +720,55 @@ static uint64_t free_unrun(void *arg)
 Test(effect, freeing_a_deep_value_that_never_ran)
 {
 	in_task(1, free_unrun, NULL);
+}
+
+/* ---- preemption -------------------------------------------------------------------------- */
+
+static uint64_t spin_15ms(void *env)
+{
+	struct timespec ts;
+	uint64_t now, until = 0;
+
+	(void)env;
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (!until)
+			until = now + 15000000;
+	} while (now < until);
+	return 1;
+}
+
+static struct fx_io *then_spin(uint64_t x, void *env)
+{
+	(void)env;
+	return fx_map(fx_delay(spin_15ms, NULL), add, (void *)(uintptr_t)x);
+}
+
+/* Five 15 ms steps in a row: past a 10 ms time slice, the interpreter's next step is a
+ * preemption point, where the task yields. */
+static uint64_t five_long_steps(void *arg)
+{
+	struct fx_io *io = fx_delay(spin_15ms, NULL);
+	struct rt_result r;
+
+	for (int i = 0; i < 4; i++)
+		io = fx_flat_map(io, then_spin, NULL);
+	r = fx_run(io, (enum fx_interp)(uintptr_t)arg);
+	return r.ok ? r.value : UINT64_MAX;
+}
+
+Test(effect, a_long_run_is_preempted_between_steps, .timeout = 60)
+{
+	for (int i = 0; i < 2; i++) {
+		struct rt_sched *s = rt_test_start_with("ce", 1, "time_slice_ms", "10", NULL);
+		struct rt_worker_stats st;
+
+		cr_expect_eq(rt_join(rt_submit(s, five_long_steps, (void *)(uintptr_t)interps[i])),
+			     5, "%s", interp_names[i]);
+		rt_sched_stats_total(s, &st);
+		cr_expect_geq(st.preemptions, 1, "%s: %lu preemptions", interp_names[i],
+			      (unsigned long)st.preemptions);
+		rt_sched_free(s);
+	}
 }
