@@ -107,7 +107,7 @@ DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all run test bench golden vmlinux deps clean check-deps
+.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -221,6 +221,13 @@ bench: $(BIN) $(BENCH_BINS)
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
 	$(Q)BUILD=$(BUILD) bench/run.sh > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
+
+# How the presets scale with workers on this machine (Markdown on stdout); worth running
+# where there are more cores than here.
+bench-scaling: $(BIN) $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
+	$(Q)BUILD=$(BUILD) bench/scaling.sh
 
 # ---------------------------------------------------------------------------
 # Golden files and generated headers
