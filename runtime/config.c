@@ -50,7 +50,7 @@ static void preset_ce(struct rt_config *c)
 	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
 	c->searcher_frac = 2;
 	c->search_passes = 1;
-	c->search_spin_us = 0; /* after its passes a searcher parks: no runtime modelled spins on a clock */
+	c->search_spin_us = 0; /* then park: none of the modelled runtimes spins on a clock */
 	c->park_spin_us = 0;
 	c->overflow = RT_OVERFLOW_GLOBAL;
 	c->idle_steal = true;

@@ -6,12 +6,12 @@
  * slot, the global queue every global_interval ticks, its own queue, its inbox, a
  * batch from the global queue), then, if idle workers may steal and fewer than
  * workers/searcher_frac are searching already, searches other workers' queues for
- * search_passes passes and then up to search_spin_us more, and then parks. Parking follows Tokio's protocol: one atomic
- * word counts unparked and searching workers; a push wakes a parked worker by the
- * notify knob's rule, a searcher that finds work wakes the next one if it was the
- * last, and the last searcher to park re-checks every queue, so work is never left
- * with every worker asleep. Work placed on one worker by another thread (a scan, a
- * flush) wakes that worker itself.
+ * search_passes passes and then up to search_spin_us more, and then parks. Parking
+ * follows Tokio's protocol: one atomic word counts unparked and searching workers; a
+ * push wakes a parked worker by the notify knob's rule, a searcher that finds work
+ * wakes the next one if it was the last, and the last searcher to park re-checks
+ * every queue, so work is never left with every worker asleep. Work placed on one
+ * worker by another thread (a scan, a flush) wakes that worker itself.
  *
  * A task switches back to its thread's own context (never straight to another task);
  * what it wants done then (finish, requeue, or commit a wait) is in th->after, and
