@@ -11,8 +11,8 @@
  *
  * Leases. A CAS is a full barrier: it waits for the cell stores before it to leave the
  * store buffer, and when the other side's core holds that cell's line, that is a
- * cache-line transfer per item (measured: SPSC across two cores, 40-80 M items/s with
- * the CAS, 80-100 M without). So a side that one thread has used alone for a while
+ * cache-line transfer per item (the queue-spsc workload across two cores here: 35-50 M
+ * items/s with the CAS, 60-75 M without). So a side that one thread has used alone for a while
  * (CHAN_CLAIM_STREAK claims in a row) is leased to that thread: it sets CHAN_LEASED in
  * its counter and its token in `mask`, and from then on claims with plain stores. Any
  * other thread that wants the side first revokes the lease (chan_revoke()), which waits
