@@ -256,14 +256,6 @@ Test(knobs, park_spin_keeps_an_idle_worker_on_the_cpu)
 
 /* ---- queue=heap -------------------------------------------------------------------------- */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Who ran each step, in order: 'H' for the hog, 'l' for the light task. */
 struct race {
 	char order[16];
@@ -281,10 +273,10 @@ static void step(struct race *r, char who)
 /* Burns 50 ms of CPU (50 ticks of the coarse clock), then yields twice. */
 static uint64_t hog(void *arg)
 {
-	uint64_t until = mono_ns() + 50000000;
+	uint64_t until = rt_now_ns() + 50000000;
 
 	step(arg, 'H');
-	while (mono_ns() < until)
+	while (rt_now_ns() < until)
 		;
 	rt_yield();
 	step(arg, 'H');
@@ -338,10 +330,10 @@ Test(knobs, queue_heap_runs_the_least_run_task_first)
  * some of them by stealing from 0's heap. */
 static uint64_t busy_2ms(void *arg)
 {
-	uint64_t until = mono_ns() + 2000000;
+	uint64_t until = rt_now_ns() + 2000000;
 
 	(void)arg;
-	while (mono_ns() < until)
+	while (rt_now_ns() < until)
 		;
 	return 1;
 }
@@ -419,8 +411,8 @@ static uint64_t hog_over_children(void *arg)
 	__atomic_store_n(&o->hog_spinning, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 8; i++)
 		t[i] = rt_spawn(child_of_hog, o);
-	until = mono_ns() + 300000000;
-	while (mono_ns() < until)
+	until = rt_now_ns() + 300000000;
+	while (rt_now_ns() < until)
 		rt_preempt_point();
 	__atomic_store_n(&o->hog_spinning, 0, __ATOMIC_RELEASE);
 	for (int i = 0; i < 8; i++)
