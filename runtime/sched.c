@@ -400,6 +400,8 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 
 	for (;;) {
 		struct rt__worker *w = th->w;
+		uint64_t start_ms = 0;
+		bool heap;
 
 		th->current = t;
 		if (w) {
@@ -417,16 +419,14 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 		}
 		rt__phase(th, RT_PHASE_RUN, t->id);
 		RT_USDT(run_begin, t->id, w ? w->index : RT_NO_WORKER);
-		if (s->cfg.queue == RT_QUEUE_HEAP) {
-			/* the heap's key: time run, on the monitor's coarse clock as Kyo counts
-			 * it on its InternalClock; a load, not a clock read, per run */
-			uint64_t start = __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED);
-
-			rt__switch_in(th, t);
-			t->runtime += __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED) - start;
-		} else {
-			rt__switch_in(th, t);
-		}
+		/* queue=heap's key: time run, on the monitor's coarse clock as Kyo counts it
+		 * on its InternalClock; a load, not a clock read, each side of the run */
+		heap = s->cfg.queue == RT_QUEUE_HEAP;
+		if (heap)
+			start_ms = __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED);
+		rt__switch_in(th, t);
+		if (heap)
+			t->runtime += __atomic_load_n(&s->coarse_ms, __ATOMIC_RELAXED) - start_ms;
 		th->current = NULL;
 		RT_USDT(run_end, t->id, th->w ? th->w->index : RT_NO_WORKER, (int)th->after.kind);
 		/* re-read: a blocking section may have handed the worker to another thread */
@@ -812,6 +812,8 @@ static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax
 	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
 	    !c->latency_sample || !c->steal_min_load)
 		return -EINVAL;
+	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT)
+		return -EINVAL; /* rt_config_check() says why */
 	return 0;
 }
 

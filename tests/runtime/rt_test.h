@@ -27,6 +27,15 @@
 
 #include "runtime/rt.h"
 
+/* Burn ns of CPU on the calling thread (a task's worker stays busy all the while). */
+static inline void rt_test_spin_ns(uint64_t ns)
+{
+	uint64_t until = rt_now_ns() + ns;
+
+	while (rt_now_ns() < until)
+		;
+}
+
 /* A scheduler of a preset (NULL: the default) with `workers` workers (0: the preset's). */
 static inline struct rt_sched *rt_test_start(const char *preset, unsigned workers)
 {

@@ -125,4 +125,11 @@ Test(config, knobs_that_cannot_go_together_are_named_with_the_fix)
 	cr_expect_eq(errno, EINVAL);
 	c.workers_max = 4;
 	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
+
+	c.queue = RT_QUEUE_HEAP;
+	c.stack_mode = RT_STACK_COMPACT;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "queue=heap") && strstr(err, "stack_mode=dedicated"), "%s", err);
+	cr_expect_null(rt_sched_new(&c), "rt_sched_new refuses what rt_config_check does");
+	cr_expect_eq(errno, EINVAL);
 }

@@ -273,11 +273,8 @@ static void step(struct race *r, char who)
 /* Burns 50 ms of CPU (50 ticks of the coarse clock), then yields twice. */
 static uint64_t hog(void *arg)
 {
-	uint64_t until = rt_now_ns() + 50000000;
-
 	step(arg, 'H');
-	while (rt_now_ns() < until)
-		;
+	rt_test_spin_ns(50000000);
 	rt_yield();
 	step(arg, 'H');
 	rt_yield();
@@ -330,11 +327,8 @@ Test(knobs, queue_heap_runs_the_least_run_task_first)
  * some of them by stealing from 0's heap. */
 static uint64_t busy_2ms(void *arg)
 {
-	uint64_t until = rt_now_ns() + 2000000;
-
 	(void)arg;
-	while (rt_now_ns() < until)
-		;
+	rt_test_spin_ns(2000000);
 	return 1;
 }
 

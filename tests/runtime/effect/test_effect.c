@@ -725,11 +725,8 @@ Test(effect, freeing_a_deep_value_that_never_ran)
 
 static uint64_t spin_15ms(void *env)
 {
-	uint64_t until = rt_now_ns() + 15000000;
-
 	(void)env;
-	while (rt_now_ns() < until)
-		;
+	rt_test_spin_ns(15000000);
 	return 1;
 }
 
