@@ -47,6 +47,7 @@ static void preset_ce(struct rt_config *c)
 	c->lifo_stealable = false;
 	c->global_interval = 64;
 	c->global_adaptive = false;
+	c->global_batch = true;
 	c->notify = RT_NOTIFY_IF_NO_SEARCHERS;
 	c->searcher_frac = 2;
 	c->search_passes = 1;
@@ -169,6 +170,7 @@ static void preset_global(struct rt_config *c)
 	c->wake = RT_PLACE_EXTERNAL;
 	c->submit = RT_PLACE_EXTERNAL;
 	c->global_interval = 1;
+	c->global_batch = false; /* a pool's workers take one task at a time */
 	c->notify = RT_NOTIFY_ALWAYS;
 	c->idle_steal = false;
 	c->blocking = RT_BLOCK_NONE;
@@ -330,6 +332,8 @@ static const struct knob knobs[] = {
 	  "check the global queue first every this many ticks" },
 	{ "global_adaptive", K_BOOL, OFF(global_adaptive), 0, 0, NULL, "true, false",
 	  "scale the global interval to 200 us of task polls" },
+	{ "global_batch", K_BOOL, OFF(global_batch), 0, 0, NULL, "true, false",
+	  "a worker out of work takes a share of the global queue into its own, or one task" },
 	{ "notify", K_ENUM, OFF(notify), 0, 0, notify_words, "never, if-no-searchers, always",
 	  "whom a push to a worker's own queue wakes" },
 	{ "searcher_frac", K_UINT, OFF(searcher_frac), 0, RT_MAX_WORKERS, NULL, "0..256",

@@ -396,7 +396,8 @@ static inline bool rt__idle_here(const struct rt__worker *w)
 
 /* Steal for w; NULL when nothing was found. last_pass allows the LIFO slot (Go). */
 struct rt_task *rt__steal(struct rt__worker *w, bool last_pass);
-/* Take one task, and with batch a fair share more into w's queue, from the global queue. */
+/* Take one task from the global queue, and with batch (where global_batch allows) a fair
+ * share more into w's queue. */
 struct rt_task *rt__inject_take(struct rt__worker *w, bool batch);
 void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *tail, size_t n);
 bool rt__work_pending(struct rt_sched *s);

@@ -139,7 +139,7 @@ struct rt_task *rt__inject_take(struct rt__worker *w, bool batch)
 		return NULL;
 	}
 	rest = t->next;
-	if (batch && !heap_mode(s)) {
+	if (batch && s->cfg.global_batch && !heap_mode(s)) {
 		size_t want = s->inject_len / workers_now(s) + 1;
 		size_t room = rt_deque_room(&w->dq);
 

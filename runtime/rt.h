@@ -136,6 +136,8 @@ struct rt_config {
 	bool lifo_stealable;           /* thieves may take the LIFO slot (last pass, as Go) */
 	unsigned global_interval;      /* check the global queue first every this many ticks */
 	bool global_adaptive;          /* scale global_interval to 200 us of polls (Tokio) */
+	bool global_batch;             /* a worker out of work takes a share of the global queue
+	                                * into its own; false: one task at a time */
 	enum rt_notify notify;
 	unsigned searcher_frac;        /* at most workers / searcher_frac search at once; 0: no cap */
 	unsigned search_passes;        /* passes over every queue a searcher makes, at least */

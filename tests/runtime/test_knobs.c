@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/internal.h"
 #include "tests/runtime/rt_test.h"
 
 static void sleep_ms(unsigned ms)
@@ -444,4 +445,58 @@ Test(knobs, time_slice_drains_a_stalled_worker_and_preempts_its_task, .timeout =
 	cr_expect_eq(off.children_done, 8);
 	cr_expect_eq(off.done_in_time, 0, "without a slice the children wait out the hog");
 	cr_expect_eq(st_off.stalls + st_off.preemptions, 0);
+}
+
+/* ---- global_batch ------------------------------------------------------------------------ */
+
+static uint32_t gate_running, gate_open;
+
+/* Holds the one worker until the test has queued everything behind it. */
+static uint64_t gate(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&gate_running, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE))
+		sched_yield();
+	return 0;
+}
+
+/* What the worker holds in its own queue when the first task behind the gate runs. */
+static uint64_t local_queue_len(void *arg)
+{
+	(void)arg;
+	return rt_deque_len(&rt__self()->dq);
+}
+
+static uint64_t queued_locally(const char *batch)
+{
+	/* the periodic look at the global queue takes one task: put it out of the way */
+	struct rt_sched *s = rt_test_start_with("ce", 1, "global_batch", batch,
+						"global_interval", "1000000", NULL);
+	struct rt_task *g, *first, *t[32];
+	uint64_t n;
+
+	__atomic_store_n(&gate_running, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&gate_open, 0, __ATOMIC_RELAXED);
+	g = rt_submit(s, gate, NULL);
+	/* the gate was taken alone: everything else waits in the global queue */
+	rt_test_await_u32(&gate_running, 1, "the gate runs");
+	first = rt_submit(s, local_queue_len, NULL);
+	for (int i = 0; i < 32; i++)
+		t[i] = rt_submit(s, leaf, NULL);
+	__atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
+	rt_join(g);
+	n = rt_join(first);
+	for (int i = 0; i < 32; i++)
+		rt_join(t[i]);
+	rt_sched_free(s);
+	return n;
+}
+
+Test(knobs, global_batch_off_takes_one_task_at_a_time)
+{
+	/* 33 tasks wait in the global queue behind the gate: a batch moves a share of them
+	 * into the worker's own queue along with the one it runs; without, none move */
+	cr_expect_eq(queued_locally("false"), 0);
+	cr_expect_gt(queued_locally("true"), 0);
 }
