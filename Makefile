@@ -3,7 +3,8 @@
 #   make            build build/schedlab
 #   make run        install what is missing, build, profile the default job
 #   make test       install what is missing, build and run the Criterion suite
-#   make bench      measure the runtime against plain pthreads (and Go); writes BENCHMARKS.md
+#   make bench      measure the runtime against plain pthreads (and Go), and the on-CPU
+#                   probe's stacks and cost against perf's; writes BENCHMARKS.md
 #   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
 #   make deps       install the Debian packages the build and the tests need
@@ -50,15 +51,17 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror \
 	  -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
 	  -MMD -MP -I. -I$(BUILD) $(SAN_FLAGS)
 LDFLAGS += -pthread $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -lpfm -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lpfm -lm
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -I$(dir $(VMLINUX_H)) -I. -I/usr/include/$(MULTIARCH) -MMD -MP
 
 # Debian packages, by name. `make run` and `make test` install any that are missing.
+# libdw-dev: DWARF unwinding of sampled stacks; libc6-dbg: glibc's symbol table (Debian strips
+# libc.so.6), so that stacks through libc name start_thread, malloc's internals and the like.
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
-	    libpfm4-dev libcriterion-dev systemtap-sdt-dev
-BENCH_PKGS := golang-go
+	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev
+BENCH_PKGS := golang-go linux-perf
 
 # ---------------------------------------------------------------------------
 # Sources
@@ -157,6 +160,10 @@ $(BUILD)/obj/%.o: %.S | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# The built-in stack rules are assembled into the library with .incbin, which the
+# assembler's -MMD output does not list.
+$(BUILD)/obj/analysis/rules_builtin.o: analysis/categories.rules
+
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -219,7 +226,8 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 bench: $(BIN) $(BENCH_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
-	$(Q)BUILD=$(BUILD) bench/run.sh > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
+	$(Q){ BUILD=$(BUILD) bench/run.sh && echo && BUILD=$(BUILD) bench/stacks.sh; } > BENCHMARKS.md.tmp && \
+		mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
 
 # How the presets scale with workers on this machine (Markdown on stdout); worth running

@@ -95,6 +95,16 @@ struct an_symtab *an_symtab_load(const char *path); /* NULL + errno */
 const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_t *offset);
 /* Map a file offset to the ELF virtual address that holds it. -ENOENT when no PT_LOAD does. */
 int an_symtab_offset_to_vaddr(const struct an_symtab *st, uint64_t file_off, uint64_t *vaddr);
+/* And back: the file offset of a virtual address in a PT_LOAD's file contents. */
+int an_symtab_vaddr_to_offset(const struct an_symtab *st, uint64_t vaddr, uint64_t *file_off);
+/* The function called name (the name kept for its address: see symtab.c), its address
+ * and size: the span an_symtab_lookup() names it for, so no further than the next
+ * symbol. 0 or -ENOENT. */
+int an_symtab_find(const struct an_symtab *st, const char *name, uint64_t *vaddr, uint64_t *size);
+/* The share of the file's functions (an even sample of them) that begin by setting up a
+ * frame pointer: near 1 for a build with -fno-omit-frame-pointer, near 0 for one without
+ * (Debian's glibc); NAN when no function could be read. */
+double an_symtab_frame_pointer_share(const struct an_symtab *st);
 void an_symtab_free(struct an_symtab *st);
 
 /* Symbol tables cached by file (device and inode), shared by every process symbolized. */
@@ -118,13 +128,69 @@ struct an_usyms *an_usyms_new(struct an_symcache *cache, struct an_procmaps *map
  * resolves to the caller. */
 void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
 void an_usyms_free(struct an_usyms *u);
+/* The base name of the file mapped at addr ("libc.so.6", "[vdso]"); false when no file
+ * mapping holds addr (an anonymous one, or none: a garbage address). */
+bool an_usyms_module(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
+
+/* Code of a process that a frame-pointer stack walk looks its frames up in. */
+#define AN_CODE_NOFP 1 /* an executable mapping of an object built without frame pointers:
+			* a walk through it cannot be trusted */
+#define AN_CODE_ROOT 2 /* a function that begins a thread's stack: a walk ends there */
+
+struct an_code_range {
+	uint64_t start, end; /* [start, end) */
+	unsigned kind;       /* AN_CODE_* */
+};
+
+/* The process's code ranges, sorted and disjoint: each function named in roots (NULL-
+ * terminated) that some mapped object defines, and every executable mapping of an object
+ * whose functions mostly lack a frame-pointer setup (an_symtab_frame_pointer_share()
+ * below one half), less the roots inside it. At most max are written, roots first; the
+ * rest are counted in *dropped. Returns the number written, or -errno. */
+int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
+			 struct an_code_range *out, size_t max, size_t *dropped);
 
 /* ---- reports ------------------------------------------------------------------------ */
 
-/* The categories on-CPU time is attributed to, indexed by the runtime's phase
- * (runtime/phase.h): "other" (not a runtime thread), "user" (the tasks' own work),
- * "sched", "submit", "park", "block", "alloc", "stackcap". */
-const char *an_phase_category(unsigned phase);
+/* ---- categories ------------------------------------------------------------------------ */
+
+/* What on-CPU time is attributed to. The first eight are the runtime's phases
+ * (runtime/phase.h) by the same number: a sample on a runtime thread takes the category
+ * of its phase word. */
+enum an_category {
+	AN_CAT_OTHER,    /* "other": none of these, or not a runtime thread */
+	AN_CAT_WORK,     /* "work": the tasks' own code */
+	AN_CAT_SCHED,    /* "scheduling": picking, switching, searching, stealing, waiting */
+	AN_CAT_SUBMIT,   /* "submission": spawning, enqueuing, waking a task or a worker */
+	AN_CAT_PARK,     /* "parking": a worker (or the reactor, the monitor) going idle */
+	AN_CAT_BLOCK,    /* "blocking": inside a blocking section */
+	AN_CAT_ALLOC,    /* "allocation" */
+	AN_CAT_STACKCAP, /* "stack-capture": filling an error's stack trace */
+	AN_CAT_KERNEL,   /* "kernel": by stack rules only, on threads that are not ours */
+	AN_CAT_COUNT
+};
+
+const char *an_category_name(unsigned cat);
+int an_category_parse(const char *name); /* -1: not a category */
+/* The category of a phase word's phase (RT_PHASE_KIND()). */
+unsigned an_phase_category(unsigned phase);
+
+/* Stack rules: "CATEGORY NAME..." lines, NAME a function, a prefix ending in '*', or
+ * '=' and a function that counts only as the user stack's leaf. */
+struct an_rules;
+/* From text (source names it in errors); a bad line is refused with "SOURCE:LINE: why"
+ * in err. NULL + errno. */
+struct an_rules *an_rules_parse(const char *text, size_t len, const char *source, char *err,
+				size_t errlen);
+struct an_rules *an_rules_load(const char *path, char *err, size_t errlen);
+/* analysis/categories.rules, compiled into the binary. */
+struct an_rules *an_rules_builtin(char *err, size_t errlen);
+void an_rules_free(struct an_rules *r);
+size_t an_rules_count(const struct an_rules *r);
+/* The category the first frame some rule names gives, reading frames leaf first as they
+ * are named in a folded file (kernel frames, ending in "_[k]", first); -1 when no rule
+ * names any of them. */
+int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n);
 
 struct an_kv {
 	const char *name;
@@ -144,6 +210,41 @@ struct an_table {
 	size_t nrows;
 };
 
+/* Where user stacks ended: whether they reached the function that began their thread
+ * (a fiber's entry, start_thread, _start) or broke, and where. */
+#define AN_BREAKS_MAX 8
+
+struct an_stack_break {
+	char object[64];        /* where the walk stopped: "libc.so.6", "[unknown]" */
+	char why[96];           /* "frame-pointer walk", "stack-end: ...", ... */
+	uint64_t count;
+};
+
+struct an_stack_quality {
+	uint64_t with_user;     /* samples with a user stack */
+	uint64_t rooted;        /* of them, reaching a root */
+	uint64_t runtime;       /* samples of the runtime's threads with a user stack */
+	uint64_t runtime_rooted;
+	uint64_t fp, dwarf;     /* user stacks from the frame-pointer walk, from DWARF */
+	uint64_t fallback;      /* DWARF ones that auto mode sent (the walk met code without
+				 * frame pointers) */
+	uint64_t garbage;       /* samples with a frame that is no code ([unknown 0x...]) */
+	uint64_t past_root;     /* samples with frames past their root, dropped */
+	struct an_stack_break breaks[AN_BREAKS_MAX]; /* the most frequent, most first */
+	size_t nbreaks;
+	uint64_t breaks_other;  /* broken stacks not in breaks[] */
+};
+
+/* The two methods on the runtime's threads: the phase word at the sample, and the
+ * stack rules over the sample's own frames. */
+struct an_agreement {
+	uint64_t samples;                   /* classified both ways */
+	uint64_t same;                      /* where both gave the same category */
+	uint64_t by_phase[AN_CAT_COUNT];
+	uint64_t by_stack[AN_CAT_COUNT];
+	uint64_t no_stack;                  /* runtime-thread samples without user frames */
+};
+
 struct an_probe_summary {
 	const char *name;       /* "oncpu" */
 	bool attached;
@@ -154,7 +255,18 @@ struct an_probe_summary {
 	uint64_t samples;       /* samples of the benchmark kept (losses included) */
 	uint64_t ustack_full, kstack_full, ustack_errors, kstack_errors;
 	uint64_t counts_full, truncated;
+	uint64_t ring_full;     /* samples that wanted DWARF but found the ring buffer full */
 	uint64_t phase_samples[8]; /* samples by the runtime's phase when sampled */
+	const char *callgraph;  /* "fp", "dwarf" or "auto" */
+	unsigned stack_copy;    /* DWARF: user stack bytes copied per sample */
+	unsigned ring_bytes;
+	uint64_t stack_bytes;   /* user stack bytes the DWARF samples copied */
+	uint64_t unwind_ns;     /* user-space time unwinding the DWARF samples */
+	uint64_t prog_runs, prog_ns; /* the sampling program's runs on every CPU and their
+				      * time in the kernel (0 runs: not measured) */
+	const struct an_stack_quality *quality;
+	const struct an_agreement *agreement;
+	size_t nrules;          /* stack rules the agreement used */
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
 };
@@ -203,5 +315,70 @@ void an_format_number(double v, int decimals, char *buf, size_t len);
  * none from 1,000 up ("3,060 ± 92"), else two ("4.95 ± 0.03"), three when the
  * error would show as 0.00. */
 int an_score_decimals(double score, double error);
+
+/* ---- DWARF unwinding ---------------------------------------------------------------- */
+
+/* A sampled user stack turned into return addresses with the CFI of the code it ran
+ * (.eh_frame, else .debug_frame), as `perf record --call-graph dwarf` does: what the
+ * frame-pointer walk cannot do through code built without frame pointers (Debian's
+ * glibc). One unwinder per process, made while it lives; it caches each module's CFI,
+ * so one sample costs microseconds. An unwinder does not lock: callers serialize. */
+
+/* x86-64 DWARF registers 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip. */
+#define AN_UNWIND_NREGS 17
+
+struct an_unwind;
+
+/* Report the images the process has loaded (from /proc/PID/maps), and read its vDSO
+ * (through /proc/PID/mem), now, while it lives. NULL + errno: EINVAL for pid <= 0,
+ * ENOENT once it is gone, ENOEXEC when libdw makes nothing of its mappings. */
+struct an_unwind *an_unwind_new(pid_t pid);
+void an_unwind_free(struct an_unwind *u); /* NULL: nothing */
+/* Report the images again, for code mapped since (a dlopen): a pc in no known module
+ * ends an unwind with AN_UNWIND_NO_MODULE until then. The CFI read so far is dropped.
+ * 0, or -errno as from an_unwind_new(), the old images kept. */
+int an_unwind_refresh(struct an_unwind *u);
+
+/* One sample, as the probe copied it; nothing is read from the process itself. */
+struct an_unwind_sample {
+	pid_t tid;	      /* the sampled thread; <= 0: the process's pid */
+	const uint64_t *regs; /* AN_UNWIND_NREGS of them, in DWARF order */
+	uint64_t stack_addr;  /* the user address of stack[0]: the sampled %rsp */
+	const void *stack;
+	size_t stack_len;     /* as copied: less than asked where the stack mapping ends */
+};
+
+/* Why an unwind stopped. Only OUTERMOST means the whole stack came back: the CFI of the
+ * last frame says its return address is undefined (or it is 0), as at a thread's root. */
+enum an_unwind_end {
+	AN_UNWIND_OUTERMOST, /* the last frame has no caller: _start, clone3, a fiber's entry */
+	AN_UNWIND_DEPTH,     /* more frames than max: the stack is cut there */
+	AN_UNWIND_STACK_END, /* the caller's registers lie beyond the copied stack */
+	AN_UNWIND_NO_MODULE, /* the last pc is in no module: garbage, JIT, mapped since */
+	AN_UNWIND_NO_CFI,    /* its module has no CFI for it, and %rbp led nowhere */
+	AN_UNWIND_ERROR,     /* anything else, a frame repeating itself included: see why */
+};
+
+struct an_unwind_result {
+	unsigned nframes;
+	enum an_unwind_end end;
+	uint64_t stop_pc; /* the last frame's pc (exact, or its return address); 0: none */
+	/* Frames found by libdw's frame-pointer fallback, because the pc before had no
+	 * module or its module no CFI: the frame of that pc's caller may be missing. */
+	unsigned fp_frames;
+	char why[160]; /* what stopped it, with libdw's message, unless OUTERMOST/DEPTH */
+};
+
+/* Unwind one sample into ips[0..max): ips[0] is the sampled pc, then return addresses,
+ * not minus one: callers subtract one to name them, as for frame-pointer stacks. A frame
+ * whose pc is exact (one a signal interrupted, and the signal trampoline) is stored as
+ * that pc plus one, so that the same rule names it. Never fails the whole sample: the
+ * frames found before a stop come back, and r (may be NULL) says why it stopped.
+ * Returns the number of frames, >= 1 when max >= 1 and regs hold a pc. Where libdw
+ * finds no CFI for a pc it falls back to the frame pointer, as perf does. */
+unsigned an_unwind_stack(struct an_unwind *u, const struct an_unwind_sample *s, uint64_t *ips,
+			 unsigned max, struct an_unwind_result *r);
+/* "outermost", "depth", "stack-end", "no-module", "no-cfi", "error"; "?" for others. */
+const char *an_unwind_end_name(enum an_unwind_end end);
 
 #endif /* SCHEDLAB_ANALYSIS_H */

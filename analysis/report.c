@@ -15,17 +15,6 @@
 #include "analysis/analysis.h"
 #include "runtime/phase.h"
 
-static const char *const categories[RT_PHASE_COUNT] = {
-	[RT_PHASE_NONE] = "other",   [RT_PHASE_RUN] = "user",   [RT_PHASE_SCHED] = "sched",
-	[RT_PHASE_SUBMIT] = "submit", [RT_PHASE_PARK] = "park",  [RT_PHASE_BLOCK] = "block",
-	[RT_PHASE_ALLOC] = "alloc",   [RT_PHASE_STACKCAP] = "stackcap",
-};
-
-const char *an_phase_category(unsigned phase)
-{
-	return phase < RT_PHASE_COUNT ? categories[phase] : "other";
-}
-
 void an_format_number(double v, int decimals, char *buf, size_t len)
 {
 	char digits[64];
@@ -102,6 +91,70 @@ static void json_num(FILE *out, double v)
 		fputs("null", out);
 }
 
+/* The largest gap, in points, between the phase word's and the stacks' share of a
+ * category; *worst is the category. 0 when nothing was classified. */
+static double agreement_gap(const struct an_agreement *a, unsigned *worst)
+{
+	double gap = 0;
+
+	*worst = AN_CAT_OTHER;
+	for (unsigned c = 0; a->samples && c < AN_CAT_COUNT; c++) {
+		double d = 100.0 * fabs((double)a->by_phase[c] - (double)a->by_stack[c]) /
+			   (double)a->samples;
+
+		if (d > gap) {
+			gap = d;
+			*worst = c;
+		}
+	}
+	return gap;
+}
+
+static void json_quality(FILE *out, const struct an_stack_quality *q)
+{
+	fprintf(out,
+		"{\"with_user_stack\": %llu, \"reached_root\": %llu, \"runtime_threads\": %llu, "
+		"\"runtime_reached_root\": %llu, \"frame_pointer\": %llu, \"dwarf\": %llu, "
+		"\"dwarf_fallback\": %llu, \"with_unknown_frames\": %llu, "
+		"\"frames_past_root_cut\": %llu, \"broken\": [",
+		(unsigned long long)q->with_user, (unsigned long long)q->rooted,
+		(unsigned long long)q->runtime, (unsigned long long)q->runtime_rooted,
+		(unsigned long long)q->fp, (unsigned long long)q->dwarf,
+		(unsigned long long)q->fallback, (unsigned long long)q->garbage,
+		(unsigned long long)q->past_root);
+	for (size_t i = 0; i < q->nbreaks; i++) {
+		fputs(i ? ", {\"object\": " : "{\"object\": ", out);
+		json_str(out, q->breaks[i].object);
+		fputs(", \"walk\": ", out);
+		json_str(out, q->breaks[i].why);
+		fprintf(out, ", \"samples\": %llu}", (unsigned long long)q->breaks[i].count);
+	}
+	fprintf(out, "], \"broken_elsewhere\": %llu}", (unsigned long long)q->breaks_other);
+}
+
+static void json_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
+{
+	unsigned worst;
+	double gap = agreement_gap(a, &worst);
+
+	fprintf(out, "{\"samples\": %llu, \"same_category\": %llu, \"without_user_stack\": %llu, "
+		     "\"rules\": %zu, \"largest_gap_points\": ",
+		(unsigned long long)a->samples, (unsigned long long)a->same,
+		(unsigned long long)a->no_stack, nrules);
+	json_num(out, a->samples ? gap : NAN);
+	fputs(", \"largest_gap_category\": ", out);
+	json_str(out, a->samples ? an_category_name(worst) : NULL);
+	fputs(", \"by_phase_word\": {", out);
+	for (unsigned c = 0; c < AN_CAT_COUNT; c++)
+		fprintf(out, "%s\"%s\": %llu", c ? ", " : "", an_category_name(c),
+			(unsigned long long)a->by_phase[c]);
+	fputs("}, \"by_stack\": {", out);
+	for (unsigned c = 0; c < AN_CAT_COUNT; c++)
+		fprintf(out, "%s\"%s\": %llu", c ? ", " : "", an_category_name(c),
+			(unsigned long long)a->by_stack[c]);
+	fputs("}}", out);
+}
+
 static void json_probe(FILE *out, const struct an_probe_summary *p)
 {
 	fputs("{\"name\": ", out);
@@ -112,19 +165,37 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->event);
 	fputs(", \"event_note\": ", out);
 	json_str(out, p->event_note);
+	fputs(", \"call_graph\": ", out);
+	json_str(out, p->callgraph);
 	fprintf(out,
 		", \"frequency_hz\": %u, \"samples\": %llu, \"lost\": {"
 		"\"user_stack_storage_full\": %llu, \"kernel_stack_storage_full\": %llu, "
 		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
-		"\"counts_map_full\": %llu, \"truncated_stacks\": %llu}, \"categories\": {",
+		"\"counts_map_full\": %llu, \"ring_buffer_full\": %llu, \"truncated_stacks\": %llu}, "
+		"\"dwarf\": {\"stack_copy_bytes\": %u, \"ring_buffer_bytes\": %u, "
+		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu}, "
+		"\"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
 		p->freq, (unsigned long long)p->samples, (unsigned long long)p->ustack_full,
 		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
-		(unsigned long long)p->truncated);
+		(unsigned long long)p->ring_full, (unsigned long long)p->truncated, p->stack_copy,
+		p->ring_bytes, (unsigned long long)p->stack_bytes,
+		(unsigned long long)p->unwind_ns, (unsigned long long)p->prog_runs,
+		(unsigned long long)p->prog_ns);
 	for (unsigned i = 0; i < RT_PHASE_COUNT; i++)
-		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", categories[i],
+		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", an_category_name(an_phase_category(i)),
 			(unsigned long long)p->phase_samples[i]);
-	fputs("}, \"folded\": ", out);
+	fputs("}, \"stacks\": ", out);
+	if (p->quality)
+		json_quality(out, p->quality);
+	else
+		fputs("null", out);
+	fputs(", \"agreement\": ", out);
+	if (p->agreement)
+		json_agreement(out, p->agreement, p->nrules);
+	else
+		fputs("null", out);
+	fputs(", \"folded\": ", out);
 	json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
 	json_str(out, p->svg);
@@ -246,10 +317,124 @@ int an_report_json(const struct an_run *r, FILE *out)
 
 /* ---- Markdown ---------------------------------------------------------------------------- */
 
+static void md_bytes(double b, char *buf, size_t len)
+{
+	if (b >= 1 << 20)
+		snprintf(buf, len, "%.1f MiB", b / (1 << 20));
+	else if (b >= 1 << 10)
+		snprintf(buf, len, "%.1f KiB", b / (1 << 10));
+	else
+		snprintf(buf, len, "%.0f bytes", b);
+}
+
+static void md_duration(double ns, char *buf, size_t len)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.1f µs", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* How user stacks were walked, what that cost, and whether they reached their roots. */
+static void md_stacks(FILE *out, const struct an_probe_summary *p)
+{
+	const struct an_stack_quality *q = p->quality;
+	char a[64], b[64], c[64];
+	uint64_t dwarf = q ? q->dwarf : 0;
+
+	if (!strcmp(p->callgraph, "fp"))
+		fputs("- Stacks: frame pointers (--call-graph fp)", out);
+	else
+		fprintf(out, "- Stacks: %s (%s); %llu samples unwound from DWARF, %s of user stack "
+			     "copied for each at most",
+			p->callgraph,
+			!strcmp(p->callgraph, "auto") ? "frame pointers, and DWARF for the samples "
+							"whose walk met code built without them "
+							"or did not reach its thread's root" :
+							"every sample unwound from DWARF",
+			(unsigned long long)dwarf,
+			(md_bytes(p->stack_copy, a, sizeof(a)), a));
+	if (dwarf) {
+		md_bytes((double)p->stack_bytes / (double)dwarf, b, sizeof(b));
+		md_duration((double)p->unwind_ns / (double)dwarf, c, sizeof(c));
+		fprintf(out, " (%s on average), %s unwinding each", b, c);
+	}
+	fputs(".", out);
+	if (p->prog_runs) {
+		md_duration((double)p->prog_ns / (double)p->prog_runs, a, sizeof(a));
+		md_duration(p->samples ? (double)p->prog_ns / (double)p->samples : 0, b, sizeof(b));
+		fprintf(out, " The sampling program ran %llu times (every CPU, other processes' "
+			     "samples included) for %s each: %s in the kernel per sample kept.",
+			(unsigned long long)p->prog_runs, a, b);
+	}
+	fputs("\n", out);
+	if (!q || !q->with_user)
+		return;
+	fprintf(out, "- Stack quality: %.1f%% of the user stacks reach their thread's root (a "
+		     "fiber's entry, start_thread, _start), %.1f%% on the runtime's threads",
+		pct(q->rooted, q->with_user), pct(q->runtime_rooted, q->runtime));
+	if (q->with_user > q->rooted) {
+		fprintf(out, "; %llu broke:", (unsigned long long)(q->with_user - q->rooted));
+		for (size_t i = 0; i < q->nbreaks; i++)
+			fprintf(out, "%s %s (%s) %llu", i ? "," : "", q->breaks[i].object,
+				q->breaks[i].why, (unsigned long long)q->breaks[i].count);
+		if (q->breaks_other)
+			fprintf(out, ", elsewhere %llu", (unsigned long long)q->breaks_other);
+	}
+	if (q->garbage)
+		fprintf(out, "; %llu with a frame in no code, shown as [unknown 0x...]",
+			(unsigned long long)q->garbage);
+	if (p->agreement && p->agreement->no_stack)
+		fprintf(out, "; %llu runtime-thread samples without a user stack",
+			(unsigned long long)p->agreement->no_stack);
+	fputs(".\n", out);
+}
+
+/* The phase word against the stack rules, on the runtime's threads. */
+static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
+{
+	unsigned worst;
+	double gap = agreement_gap(a, &worst);
+	char n[64];
+
+	if (!a->samples)
+		return;
+	an_format_number((double)a->samples, 0, n, sizeof(n));
+	fprintf(out, "  Phase word against stacks (%s samples of the runtime's threads, each "
+		     "classified by its phase word and by %zu stack rules over its own frames): ",
+		n, nrules);
+	if (gap > 0)
+		fprintf(out, "every category within %.1f points (the largest gap: %s)", gap,
+			an_category_name(worst));
+	else
+		fputs("the same shares", out);
+	fprintf(out, ", and %.1f%% of the samples in the same category both ways.\n\n",
+		pct(a->same, a->samples));
+	fputs("  | category | phase word | stacks | gap (points) |\n  | --- | ---: | ---: | ---: |\n",
+	      out);
+	for (unsigned c = 0; c < AN_CAT_COUNT; c++) {
+		if (!a->by_phase[c] && !a->by_stack[c])
+			continue;
+		fprintf(out, "  | %s | %.1f%% | %.1f%% | %.1f |\n", an_category_name(c),
+			pct(a->by_phase[c], a->samples), pct(a->by_stack[c], a->samples),
+			fabs(pct(a->by_phase[c], a->samples) - pct(a->by_stack[c], a->samples)));
+	}
+	fputs("\n", out);
+}
+
 static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
-	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors +
-			p->kstack_errors + p->counts_full;
+	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors + p->kstack_errors +
+			p->counts_full + p->ring_full;
 	char n[64];
 
 	if (!p->attached) {
@@ -265,25 +450,31 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		fprintf(out,
 			"; lost parts: %llu user and %llu kernel stacks with storage full, %llu "
 			"user-stack and %llu kernel-stack errors, %llu with the counts map full, "
-			"%llu truncated stacks (all kept in the folded file as [lost: ...] frames)",
+			"%llu with the ring buffer full, %llu truncated stacks (all kept in the "
+			"folded file as [lost: ...] or [truncated] frames)",
 			(unsigned long long)p->ustack_full,
 			(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
-			(unsigned long long)p->truncated);
+			(unsigned long long)p->ring_full, (unsigned long long)p->truncated);
 	else
 		fputs("; nothing lost", out);
 	fputs("\n", out);
+	if (p->callgraph)
+		md_stacks(out, p);
 	if (p->samples) {
 		fputs("\n  | category | samples | share |\n  | --- | ---: | ---: |\n", out);
 		for (unsigned i = 0; i < RT_PHASE_COUNT; i++) {
 			if (!p->phase_samples[i])
 				continue;
 			an_format_number((double)p->phase_samples[i], 0, n, sizeof(n));
-			fprintf(out, "  | %s | %s | %.1f%% |\n", categories[i], n,
+			fprintf(out, "  | %s | %s | %.1f%% |\n",
+				an_category_name(an_phase_category(i)), n,
 				100.0 * (double)p->phase_samples[i] / (double)p->samples);
 		}
 		fputs("\n", out);
 	}
+	if (p->agreement)
+		md_agreement(out, p->agreement, p->nrules);
 	if (p->svg)
 		fprintf(out, "  Flame graph: [%s](%s); folded stacks: [%s](%s)\n\n", p->svg, p->svg,
 			p->folded, p->folded);

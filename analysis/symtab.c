@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,13 @@ struct an_symtab {
 	struct an__seg *segs;
 	size_t nsegs;
 	char *names;
+	unsigned fp_checked, fp_with; /* functions whose prologue was read; of them, with
+				       * a frame-pointer setup */
 };
+
+/* Prologues read to judge whether a file was built with frame pointers: enough to be
+ * sure, few enough to cost nothing next to reading the symbols. */
+#define AN_FP_SAMPLE 2048
 
 struct sym_builder {
 	struct an__sym *syms;
@@ -323,6 +330,44 @@ static void finish_symbols(struct an_symtab *st, struct sym_builder *b)
 	*b = (struct sym_builder){0};
 }
 
+/* Count, over an even sample of the functions, those that begin by setting up a frame
+ * pointer (push %rbp; mov %rsp,%rbp, after an endbr64 where there is one), reading
+ * their first bytes from the file's own PT_LOAD contents. A build with
+ * -fno-omit-frame-pointer does this in nearly every function; Debian's glibc in almost
+ * none. The symbols may come from a detached debug file, whose code sections are
+ * empty: the bytes are always this file's. */
+static void read_frame_pointers(Elf *elf, struct an_symtab *st)
+{
+	size_t size, step = st->nsyms / AN_FP_SAMPLE + 1;
+	const unsigned char *raw = (const unsigned char *)elf_rawfile(elf, &size);
+
+	if (!raw)
+		return;
+	for (size_t i = 0; i < st->nsyms; i += step) {
+		const struct an__sym *s = &st->syms[i];
+		const unsigned char *p = NULL;
+
+		if (s->size < 4)
+			continue;
+		for (size_t j = 0; j < st->nsegs && !p; j++) {
+			const struct an__seg *g = &st->segs[j];
+
+			if (s->addr >= g->vaddr && s->addr - g->vaddr + 8 <= g->filesz &&
+			    g->off + (s->addr - g->vaddr) + 8 <= size)
+				p = raw + g->off + (s->addr - g->vaddr);
+		}
+		if (!p)
+			continue;
+		if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+			p += 4; /* endbr64 */
+		st->fp_checked++;
+		/* 55: push %rbp; 48 89 e5 or 48 8b ec: mov %rsp,%rbp */
+		if (p[0] == 0x55 && p[1] == 0x48 &&
+		    ((p[2] == 0x89 && p[3] == 0xe5) || (p[2] == 0x8b && p[3] == 0xec)))
+			st->fp_with++;
+	}
+}
+
 static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 {
 	struct sym_builder b = {0};
@@ -362,6 +407,7 @@ static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 			goto out_free;
 	}
 	finish_symbols(st, &b);
+	read_frame_pointers(elf, st);
 	return st;
 
 out_free:
@@ -464,6 +510,44 @@ const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_
 	if (offset)
 		*offset = vaddr - s->addr;
 	return st->names + s->name;
+}
+
+int an_symtab_find(const struct an_symtab *st, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+	if (!st || !name)
+		return -EINVAL;
+	for (size_t i = 0; i < st->nsyms; i++) {
+		if (strcmp(st->names + st->syms[i].name, name))
+			continue;
+		*vaddr = st->syms[i].addr;
+		*size = st->syms[i].size;
+		/* what an_symtab_lookup() names it: no further than the next symbol (a
+		 * zero-size one was given the rest of its segment by finish_symbols()) */
+		if (i + 1 < st->nsyms && st->syms[i + 1].addr - st->syms[i].addr < *size)
+			*size = st->syms[i + 1].addr - st->syms[i].addr;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+double an_symtab_frame_pointer_share(const struct an_symtab *st)
+{
+	return st && st->fp_checked ? (double)st->fp_with / st->fp_checked : NAN;
+}
+
+int an_symtab_vaddr_to_offset(const struct an_symtab *st, uint64_t vaddr, uint64_t *file_off)
+{
+	if (!st || !file_off)
+		return -EINVAL;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct an__seg *g = &st->segs[i];
+
+		if (vaddr >= g->vaddr && vaddr - g->vaddr < g->filesz) {
+			*file_off = vaddr - g->vaddr + g->off;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 int an_symtab_offset_to_vaddr(const struct an_symtab *st, uint64_t file_off, uint64_t *vaddr)

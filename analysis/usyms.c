@@ -313,3 +313,126 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
 }
+
+bool an_usyms_module(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
+{
+	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
+
+	if (i < 0 || u->maps->maps[i].path[0] == '\0')
+		return false;
+	if (buf && len)
+		snprintf(buf, len, "%s", base_name(u->maps->maps[i].path));
+	return true;
+}
+
+/* A file built with frame pointers sets one up in nearly every function; below this
+ * share it is taken to have been built without them. */
+#define AN_FP_SHARE_MIN 0.5
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct an_code_range *a = pa, *b = pb;
+
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The root functions inside mapping i, in runtime addresses, appended to roots; those
+ * past max are counted in *dropped. */
+static size_t find_roots(struct an_usyms *u, size_t i, struct an_symtab *st,
+			 const char *const *names, struct an_code_range *roots, size_t n,
+			 size_t max, size_t *dropped)
+{
+	const struct an__map *m = &u->maps->maps[i];
+
+	for (size_t k = 0; names && names[k]; k++) {
+		uint64_t vaddr, size, off;
+
+		if (an_symtab_find(st, names[k], &vaddr, &size) || !size ||
+		    an_symtab_vaddr_to_offset(st, vaddr, &off) || off < m->pgoff ||
+		    off - m->pgoff >= m->end - m->start)
+			continue;
+		if (n == max) {
+			(*dropped)++;
+			continue;
+		}
+		roots[n++] = (struct an_code_range){
+			.start = m->start + (off - m->pgoff),
+			.end = m->start + (off - m->pgoff) + size,
+			.kind = AN_CODE_ROOT,
+		};
+	}
+	return n;
+}
+
+int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
+			 struct an_code_range *out, size_t max, size_t *dropped)
+{
+	struct an_code_range rbuf[64], *nofp;
+	size_t nroots = 0, nnofp = 0, n = 0;
+
+	*dropped = 0;
+	if (!u)
+		return -EINVAL;
+	nofp = calloc(u->maps->n ? u->maps->n : 1, sizeof(*nofp));
+	if (!nofp)
+		return -ENOMEM;
+	for (size_t i = 0; i < u->maps->n; i++) {
+		const struct an__map *m = &u->maps->maps[i];
+		size_t vdso_size;
+		struct an_symtab *st = resolve(u, i, &vdso_size);
+
+		if (!st || (vdso_size && m->end - m->start < vdso_size))
+			continue;
+		nroots = find_roots(u, i, st, roots, rbuf, nroots, sizeof(rbuf) / sizeof(rbuf[0]),
+				    dropped);
+		/* unknown (nothing could be read) counts as built with them: a walk through
+		 * it is no worse off for being trusted */
+		if (an_symtab_frame_pointer_share(st) < AN_FP_SHARE_MIN)
+			nofp[nnofp++] = (struct an_code_range){ m->start, m->end, AN_CODE_NOFP };
+	}
+	qsort(rbuf, nroots, sizeof(*rbuf), range_cmp);
+	/* one range for a root named twice (or two roots that overlap): the table the
+	 * probe searches must be disjoint */
+	if (nroots) {
+		size_t k = 0;
+
+		for (size_t r = 1; r < nroots; r++) {
+			if (rbuf[r].start >= rbuf[k].end)
+				rbuf[++k] = rbuf[r];
+			else if (rbuf[r].end > rbuf[k].end)
+				rbuf[k].end = rbuf[r].end;
+		}
+		nroots = k + 1;
+	}
+	/* roots first, so that a full table drops pieces of objects, never a root */
+	for (size_t r = 0; r < nroots; r++) {
+		if (n < max)
+			out[n++] = rbuf[r];
+		else
+			(*dropped)++;
+	}
+	/* each object without frame pointers, less the roots inside it */
+	for (size_t i = 0; i < nnofp; i++) {
+		uint64_t cur = nofp[i].start;
+
+		for (size_t r = 0; r <= nroots; r++) {
+			uint64_t upto = r < nroots ? rbuf[r].start : nofp[i].end;
+
+			if (r < nroots && (rbuf[r].end <= cur || rbuf[r].start >= nofp[i].end))
+				continue;
+			if (upto > nofp[i].end)
+				upto = nofp[i].end;
+			if (upto > cur) {
+				if (n < max)
+					out[n++] = (struct an_code_range){ cur, upto, AN_CODE_NOFP };
+				else
+					(*dropped)++;
+			}
+			if (r < nroots && rbuf[r].end > cur)
+				cur = rbuf[r].end;
+		}
+	}
+	free(nofp);
+	qsort(out, n, sizeof(*out), range_cmp);
+	return (int)n;
+}

@@ -32,13 +32,21 @@ static const char doc[] =
 	"throughput ± the 99.9% confidence-interval half-width (Student's t, n - 1 degrees of "
 	"freedom) over every measured iteration. The on-CPU probe samples the forks only while "
 	"they measure, and each run gets result.json, report.md, oncpu.folded and an "
-	"interactive oncpu.svg in results/<run-id>/ (results/latest is the newest).\v"
+	"interactive oncpu.svg in results/<run-id>/ (results/latest is the newest).\n\n"
+	"Every sample's category (the root frame of oncpu.folded) comes from the runtime's "
+	"phase word; report.md checks it against each sample's own stack. User stacks are "
+	"walked by frame pointers, and in the default --call-graph auto a sample whose walk "
+	"met code built without them (Debian's glibc) or did not reach its thread's root is "
+	"unwound from DWARF instead, as 'perf record --call-graph dwarf' does; report.md says "
+	"how many stacks reached their thread's root, where the others broke, and what the "
+	"unwinding cost.\v"
 	"Examples:\n"
 	"  schedlab run spawn-join workers           the default job ('make run')\n"
 	"  schedlab run spawn-join --quick           a first look in about two seconds\n"
 	"  schedlab run workers -P rounds=256 --freq 499\n"
 	"  schedlab run spawn-join --preset kyo -c workers=4\n"
 	"  schedlab run spawn-join --probes none --json\n"
+	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
 	"Workloads, their parameters and the presets: 'schedlab list'. Exit status: 0 when "
 	"every run succeeded, 1 when one failed (its result.json says why), 2 for bad input.";
@@ -52,6 +60,8 @@ enum {
 	OPT_FREQ,
 	OPT_PROBES,
 	OPT_JSON,
+	OPT_CALL_GRAPH,
+	OPT_STACK_COPY,
 };
 
 static const struct argp_option options[] = {
@@ -68,6 +78,15 @@ static const struct argp_option options[] = {
 	{ "quick", OPT_QUICK, NULL, 0, "1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured", 1 },
 	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 2 },
 	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU (default 999)", 2 },
+	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0,
+	  "how user stacks are walked: fp (frame pointers), dwarf (every sample's stack copied "
+	  "and unwound from DWARF CFI, as perf does), auto (default: frame pointers, DWARF where "
+	  "the walk meets code built without them or does not reach its thread's root)",
+	  2 },
+	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0,
+	  "user stack a DWARF sample copies, from its stack pointer up (default 16384; 64 to "
+	  "65536, a multiple of 8)",
+	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0, "print each run's result.json on stdout instead of the table", 3 },
 	{ 0 },
@@ -84,7 +103,8 @@ struct run_args {
 	long forks, warmup, iterations; /* -1: not given */
 	double time_s;                  /* < 0: not given */
 	bool quick, json, oncpu;
-	long freq;
+	long freq, stack_copy;
+	int callgraph;
 	const char *out;
 	int bad;
 };
@@ -148,6 +168,26 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			a->bad = cli_usage_error("--freq '%s': expected samples per second from 1 to "
 						 "100000, e.g. --freq 999",
 						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_CALL_GRAPH: {
+		int cg = hx_callgraph_parse(arg);
+
+		if (cg < 0) {
+			a->bad = cli_usage_error("--call-graph '%s': the modes are fp, dwarf and auto",
+						 arg);
+			return EINVAL;
+		}
+		a->callgraph = cg;
+		return 0;
+	}
+	case OPT_STACK_COPY:
+		if (!cli_parse_long(arg, 64, PROBE_STACK_COPY_MAX, &a->stack_copy) ||
+		    a->stack_copy % 8) {
+			a->bad = cli_usage_error("--stack-copy '%s': expected bytes from 64 to %d, a "
+						 "multiple of 8, e.g. --stack-copy 16384",
+						 arg, PROBE_STACK_COPY_MAX);
 			return EINVAL;
 		}
 		return 0;
@@ -358,7 +398,10 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 			       s->wl->name, s->rt.preset, s->opt.forks, s->opt.warmup,
 			       s->opt.iterations, s->opt.time_s, a->oncpu ? "oncpu" : "none");
 	if (a->oncpu && off < len)
-		off += (size_t)snprintf(buf + off, len - off, " --freq %ld", a->freq);
+		off += (size_t)snprintf(buf + off, len - off, " --freq %ld --call-graph %s", a->freq,
+					hx_callgraph_name(a->callgraph));
+	if (a->oncpu && a->callgraph != PROBE_CG_FP && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --stack-copy %ld", a->stack_copy);
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -501,7 +544,18 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.kstack_errors = prof->stats.kstack_errors;
 		probe.counts_full = prof->stats.counts_full;
 		probe.truncated = prof->stats.truncated;
+		probe.ring_full = prof->stats.ring_full;
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
+		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
+		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
+		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
+		probe.stack_bytes = prof->stats.stack_bytes;
+		probe.unwind_ns = prof->unwind_ns;
+		probe.prog_runs = prof->prog_runs;
+		probe.prog_ns = prof->prog_ns;
+		probe.quality = &prof->quality;
+		probe.agreement = &prof->agreement;
+		probe.nrules = an_rules_count(prof->rules);
 	}
 
 	if (prof->attached && !err) {
@@ -646,6 +700,7 @@ int cmd_run(int argc, char **argv)
 	struct run_args a = {
 		.forks = -1, .warmup = -1, .iterations = -1, .time_s = -1,
 		.oncpu = true, .freq = 999, .out = "results",
+		.callgraph = PROBE_CG_AUTO, .stack_copy = PROBE_STACK_COPY_DEFAULT,
 	};
 	struct probe_oncpu_opts po = { 0 };
 	struct hx_spec *specs = NULL;
@@ -683,6 +738,8 @@ int cmd_run(int argc, char **argv)
 	self[len] = '\0';
 
 	po.freq = (unsigned)a.freq;
+	po.callgraph = (enum probe_callgraph)a.callgraph;
+	po.stack_copy = (unsigned)a.stack_copy;
 	if (hx_profile_open(&prof, a.oncpu, &po)) {
 		status = CLI_EXIT_FAIL;
 		cli_usage_error("out of memory");

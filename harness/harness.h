@@ -117,26 +117,48 @@ double hx_latency_quantile(const struct rt_worker_stats *st, double q);
 /* The on-CPU probe around a benchmark's forks: started when a fork begins measuring,
  * drained (and the fork's stacks symbolized while it lives) when it ends, folded
  * into one profile over all forks. A probe that cannot attach is not an error: the
- * benchmark runs anyway, and status says why there is no profile. */
+ * benchmark runs anyway, and status says why there is no profile.
+ *
+ * Each sample is classified twice: by the phase word it was taken with, and by the
+ * stack rules over its own frames; the first gives it its category (the folded root
+ * frame), the comparison is kept in agreement. Stacks are cut at their thread's root
+ * and judged: whether they reached it, and where they broke. */
+struct hx__live;
+
 struct hx_profile {
 	struct probe_oncpu *oncpu;
 	bool attached;
 	char status[320];            /* "attached" or "not attached: <reason>" */
+	enum probe_callgraph callgraph;
 	struct an_symcache *symcache;
 	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */
-	struct an_folded *folded;    /* comm;user frames;-;kernel frames_[k] */
+	struct an_rules *rules;      /* the stack rules (analysis/categories.rules) */
+	struct an_folded *folded;    /* [category];comm;user frames;-;kernel frames_[k] */
 	struct probe_oncpu_stats stats;
 	uint64_t phase_samples[RT_PHASE_COUNT];
+	struct an_stack_quality quality;
+	struct an_agreement agreement;
+	uint64_t unwind_ns;          /* time spent unwinding DWARF samples */
+	uint64_t prog_runs, prog_ns; /* the sampling program's cost in the kernel */
+	char unwind_error[160];      /* why a fork had no DWARF unwinder; "" if none */
+	struct an_stack_break all_breaks[64]; /* where stacks broke; quality has the top */
+	size_t nall_breaks;
+	uint64_t breaks_overflow;
+	struct hx__live *live;       /* the fork being measured */
 	int error;                   /* the first failure while collecting, -errno */
 };
 
-/* Open the probe (want_oncpu false: record "not attached: disabled"). 0 or -ENOMEM:
- * an unavailable probe is recorded in status, not returned. */
+/* Open the probe (want_oncpu false: record "not attached: disabled"). o->dwarf_fn is
+ * the profile's own; any given is ignored. 0, -ENOMEM, or -EINVAL when the built-in
+ * stack rules do not parse: an unavailable probe is recorded in status, not returned. */
 int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o);
 /* Hooks for hx_run() that drive p. */
 void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
 /* Forget the collected profile before the next benchmark; the probe stays loaded. */
 int hx_profile_reset(struct hx_profile *p);
 void hx_profile_close(struct hx_profile *p);
+/* "fp", "dwarf" or "auto"; and back (-1: not a mode). */
+const char *hx_callgraph_name(enum probe_callgraph cg);
+int hx_callgraph_parse(const char *name);
 
 #endif /* SCHEDLAB_HARNESS_H */

@@ -2,67 +2,151 @@
  * The on-CPU probe around a benchmark: start it when a fork begins its measured
  * iterations, and when they end stop it, drain the kernel's aggregates and turn them
  * into folded stacks while the fork is still alive (its /proc/PID/maps is read then,
- * so PIE and library addresses resolve).
+ * so PIE and library addresses resolve). Samples whose user stack the probe sends
+ * whole (DWARF mode, or auto where the frame-pointer walk met code without frame
+ * pointers) are unwound with libdw as they arrive, on the probe's reader thread,
+ * against the mappings read when the fork began measuring.
  *
- * A folded line is: the thread's name; the user frames, root first; a "-" frame and
- * the kernel frames with "_[k]" when the sample has a kernel stack. Nothing is
- * dropped: a part of a sample that was lost is kept as a "[lost: ...]" frame, so the
- * folded total equals the samples the probe counted.
+ * A folded line is: the sample's category as a "[category]" frame; the thread's name;
+ * the user frames, root first; a "-" frame and the kernel frames with "_[k]" when the
+ * sample has a kernel stack. Nothing is dropped: a part of a sample that was lost is
+ * kept as a "[lost: ...]" frame, so the folded total equals the samples the probe
+ * counted. Every sample is classified twice, by its phase word and by the stack rules
+ * over its own frames; the two are compared, not merged.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness/harness.h"
 
-#define MAX_FRAMES 300 /* user and kernel stacks of 127 each, comm, markers */
+#define MAX_FRAMES 300 /* category, comm, markers, user and kernel stacks of 127 each */
 #define NAME_LEN   256
+#define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
+
+/* The functions that begin a thread's stack: a fiber's entry, glibc's thread start
+ * (start_thread, and clone3/clone under it as DWARF sees them), and the main thread's
+ * start. A stack is cut at the first of them from the leaf: what lies past one is not
+ * the thread's (a frame-pointer walk reads on through whatever the caller left in %rbp;
+ * DWARF goes on to clone3), so the same place looks the same from either walk. */
+static const char *const thread_roots[] = {
+	"rt__fiber_start", "start_thread", "clone3", "__clone3", "clone", "__clone",
+	"__libc_start_call_main", "__libc_start_main", "_start", NULL,
+};
 
 struct fold_ctx {
 	struct hx_profile *p;
 	struct an_usyms *usyms;
 	char names[MAX_FRAMES][NAME_LEN];
-	const char *frames[MAX_FRAMES];
+	const char *frames[MAX_FRAMES];  /* root first, for the folded line */
+	const char *leaf[MAX_FRAMES];    /* leaf first, kernel then user, for the rules */
+	uint64_t ips[PROBE_MAX_DEPTH];
 };
 
-int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o)
+/* A fork while it is measured: what the reader thread needs for its DWARF samples. */
+struct hx__live {
+	pid_t pid;
+	struct an_usyms *usyms;  /* the mappings when it began measuring */
+	struct an_unwind *unwind; /* NULL: none could be made (unwind_error says why) */
+	unsigned refreshes;
+	uint64_t prog_runs, prog_ns; /* the program's counters at the start */
+	bool prog_stats;
+	struct fold_ctx *fold;   /* for DWARF samples: the reader's, then the stop's */
+};
+
+
+/* One sample (or an aggregate of identical ones) on its way into the profile. */
+struct sample {
+	uint64_t phase;
+	const char *comm;
+	const uint64_t *ustack;	 /* leaf first, raw: ustack[0] the sampled pc */
+	unsigned nuser;
+	const uint64_t *kstack;
+	unsigned nkernel;
+	uint32_t lost;
+	uint64_t count;
+	bool dwarf, fallback;
+	const struct an_unwind_result *unwound; /* DWARF: why the unwind stopped */
+	const char *no_unwinder; /* DWARF: the sample could not be unwound at all: why */
+};
+
+const char *hx_callgraph_name(enum probe_callgraph cg)
 {
-	char why[256];
-
-	memset(p, 0, sizeof(*p));
-	p->folded = an_folded_new();
-	p->symcache = an_symcache_new();
-	if (!p->folded || !p->symcache) {
-		hx_profile_close(p);
-		return -ENOMEM;
-	}
-	if (!want_oncpu) {
-		snprintf(p->status, sizeof(p->status), "not attached: disabled (--probes none)");
-		return 0;
-	}
-	p->oncpu = probe_oncpu_open(o, why, sizeof(why));
-	if (!p->oncpu) {
-		/* the reason already names the probe: "oncpu: not permitted: ..." */
-		const char *r = strncmp(why, "oncpu: ", 7) ? why : why + 7;
-
-		snprintf(p->status, sizeof(p->status), "not attached: %s", r);
-		return 0;
-	}
-	p->attached = true;
-	snprintf(p->status, sizeof(p->status), "attached");
-	p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
-	return 0;
+	return cg == PROBE_CG_DWARF ? "dwarf" : cg == PROBE_CG_AUTO ? "auto" : "fp";
 }
 
-static int begin(void *ctx, pid_t pid, int64_t tls_off)
+int hx_callgraph_parse(const char *name)
 {
-	struct hx_profile *p = ctx;
-	struct probe_target t = { .tgid = pid, .phase_tls_off = tls_off };
+	if (!strcmp(name, "fp"))
+		return PROBE_CG_FP;
+	if (!strcmp(name, "dwarf"))
+		return PROBE_CG_DWARF;
+	if (!strcmp(name, "auto"))
+		return PROBE_CG_AUTO;
+	return -1;
+}
 
-	if (!p->attached)
-		return 0;
-	return probe_oncpu_start(p->oncpu, &t);
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool is_root(const char *name)
+{
+	for (size_t i = 0; thread_roots[i]; i++)
+		if (!strcmp(name, thread_roots[i]))
+			return true;
+	return false;
+}
+
+/* Count a broken stack under (object, why). */
+static void count_break(struct hx_profile *p, const char *object, const char *why,
+			uint64_t count)
+{
+	size_t i;
+
+	for (i = 0; i < p->nall_breaks; i++)
+		if (!strcmp(p->all_breaks[i].object, object) && !strcmp(p->all_breaks[i].why, why))
+			break;
+	if (i == p->nall_breaks) {
+		if (i == sizeof(p->all_breaks) / sizeof(p->all_breaks[0])) {
+			p->breaks_overflow += count;
+			return;
+		}
+		snprintf(p->all_breaks[i].object, sizeof(p->all_breaks[i].object), "%s", object);
+		snprintf(p->all_breaks[i].why, sizeof(p->all_breaks[i].why), "%s", why);
+		p->all_breaks[i].count = 0;
+		p->nall_breaks++;
+	}
+	p->all_breaks[i].count += count;
+}
+
+static int break_cmp(const void *pa, const void *pb)
+{
+	const struct an_stack_break *a = pa, *b = pb;
+
+	if (a->count != b->count)
+		return (a->count < b->count) - (a->count > b->count);
+	return strcmp(a->object, b->object);
+}
+
+/* The top of all_breaks into quality, the rest counted. */
+static void summarize_breaks(struct hx_profile *p)
+{
+	struct an_stack_quality *q = &p->quality;
+
+	qsort(p->all_breaks, p->nall_breaks, sizeof(p->all_breaks[0]), break_cmp);
+	q->nbreaks = p->nall_breaks < AN_BREAKS_MAX ? p->nall_breaks : AN_BREAKS_MAX;
+	memcpy(q->breaks, p->all_breaks, q->nbreaks * sizeof(q->breaks[0]));
+	q->breaks_other = p->breaks_overflow;
+	for (size_t i = q->nbreaks; i < p->nall_breaks; i++)
+		q->breaks_other += p->all_breaks[i].count;
 }
 
 static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t len)
@@ -76,79 +160,368 @@ static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t l
 		snprintf(buf, len, "[k]+0x%llx_[k]", (unsigned long long)addr);
 }
 
-static int fold_one(const struct probe_stack *s, void *arg)
+/* Name the user frames into f->names[base..] leaf first, cut at the thread's root.
+ * Returns how many; *rooted says whether a root ended them, *garbage whether one is no
+ * code at all. */
+static unsigned name_user(struct fold_ctx *f, const struct sample *s, size_t base, bool *rooted,
+			  bool *garbage, bool *past_root)
 {
-	struct fold_ctx *f = arg;
-	struct hx_profile *p = f->p;
-	size_t n = 0;
+	unsigned n = 0;
 
-#define ADD(...)                                                             \
-	do {                                                                 \
-		snprintf(f->names[n], NAME_LEN, __VA_ARGS__);                \
-		f->frames[n] = f->names[n];                                  \
-		n++;                                                         \
-	} while (0)
+	*rooted = *garbage = *past_root = false;
+	for (unsigned i = 0; i < s->nuser && base + n < MAX_FRAMES - 4; i++) {
+		uint64_t addr = s->ustack[i];
+		char *buf = f->names[base + n];
 
-	p->phase_samples[RT_PHASE_KIND(s->phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(s->phase) : 0] +=
-		s->count;
-	if (s->lost & PROBE_LOST_COUNTS_FULL) {
-		ADD("[lost: counts map full]");
-		return an_folded_add(p->folded, f->frames, n, s->count);
-	}
-	ADD("%.16s", s->comm[0] ? s->comm : "[unknown]");
-	for (size_t i = 0; i < strlen(f->names[0]); i++)
-		if (f->names[0][i] == ' ')
-			f->names[0][i] = '_';
-
-	if (s->lost & PROBE_LOST_USTACK_FULL) {
-		ADD("[lost: user stack storage full]");
-	} else if (s->lost & PROBE_LOST_USTACK_ERROR) {
-		ADD("[lost: user stack error]");
-	} else {
-		if (s->lost & PROBE_TRUNCATED_USTACK)
-			ADD("[truncated]");
-		/* root first; every frame but the sampled IP holds a return address */
-		for (uint32_t i = s->nuser; i-- > 0 && n < MAX_FRAMES - 140;) {
-			an_usyms_name(f->usyms, i ? s->ustack[i] - 1 : s->ustack[i], f->names[n],
-				      NAME_LEN);
-			f->frames[n] = f->names[n];
-			n++;
+		/* every frame but the sampled pc holds a return address: one past its call */
+		if (addr < 4096 || !an_usyms_module(f->usyms, addr, NULL, 0)) {
+			/* no code is mapped there: a frame pointer that pointed at data, or a
+			 * return address of 0 or 1; shown as it was read */
+			snprintf(buf, NAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
+			*garbage = true;
+		} else {
+			an_usyms_name(f->usyms, i ? addr - 1 : addr, buf, NAME_LEN);
+		}
+		n++;
+		if (is_root(buf)) {
+			*rooted = true;
+			*past_root = i + 1 < s->nuser;
+			break;
 		}
 	}
+	return n;
+}
 
-	if (s->nkernel || (s->lost & (PROBE_LOST_KSTACK_FULL | PROBE_LOST_KSTACK_ERROR))) {
-		ADD("-");
-		if (s->lost & PROBE_LOST_KSTACK_FULL) {
-			ADD("[lost: kernel stack storage full]");
-		} else if (s->lost & PROBE_LOST_KSTACK_ERROR) {
-			ADD("[lost: kernel stack error]");
-		} else {
-			if (s->lost & PROBE_TRUNCATED_KSTACK)
-				ADD("[truncated]");
-			for (uint32_t i = s->nkernel; i-- > 0 && n < MAX_FRAMES;) {
-				kernel_name(p, i ? s->kstack[i] - 1 : s->kstack[i], f->names[n],
-					    NAME_LEN);
-				f->frames[n] = f->names[n];
-				n++;
+/* Where a stack that reached no root stopped, for the quality table: the object of its
+ * last frame in code, the one the walk could not get past. */
+static void note_break(struct fold_ctx *f, const struct sample *s, unsigned nuser)
+{
+	char object[64] = "[unknown]", why[96];
+
+	for (unsigned i = nuser; i-- > 0;) {
+		uint64_t addr = s->ustack[i];
+
+		if (addr >= 4096 && an_usyms_module(f->usyms, i ? addr - 1 : addr, object,
+						    sizeof(object)))
+			break;
+	}
+	if (!s->dwarf)
+		snprintf(why, sizeof(why), "frame-pointer walk");
+	else if (s->unwound)
+		snprintf(why, sizeof(why), "dwarf: %s", an_unwind_end_name(s->unwound->end));
+	else
+		snprintf(why, sizeof(why), "dwarf: not unwound");
+	count_break(f->p, object, why, s->count);
+}
+
+/* Add one sample to the profile: name it, cut and judge its user stack, classify it
+ * both ways, and add its folded line under its category. */
+static int fold(struct fold_ctx *f, const struct sample *s)
+{
+	struct hx_profile *p = f->p;
+	unsigned kind = RT_PHASE_KIND(s->phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(s->phase) : 0;
+	bool runtime = kind != RT_PHASE_NONE, rooted = false, garbage = false, past = false;
+	size_t nleaf = 0, nroot = 0, ucount = 0, kbase, ubase;
+	const char *marker = NULL;
+	int by_stack;
+	unsigned cat;
+
+	p->phase_samples[kind] += s->count;
+	if (s->lost & PROBE_LOST_COUNTS_FULL)
+		marker = "[lost: counts map full]";
+	else if (s->lost & PROBE_LOST_USTACK_FULL)
+		marker = "[lost: user stack storage full]";
+	else if ((s->lost & PROBE_LOST_RING) && !s->nuser)
+		marker = "[lost: ring buffer full]";
+	else if (s->no_unwinder)
+		marker = "[lost: no DWARF unwinder]";
+	else if (s->lost & PROBE_LOST_USTACK_ERROR)
+		marker = "[lost: user stack error]";
+
+	/* names[0] category, [1] comm, then kernel frames leaf first, then user frames
+	 * leaf first; frames[] is put together root first at the end */
+	snprintf(f->names[1], NAME_LEN, "%.16s", s->comm && s->comm[0] ? s->comm : "[unknown]");
+	for (char *c = f->names[1]; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	kbase = 2;
+	for (unsigned i = 0; i < s->nkernel && i < PROBE_MAX_DEPTH; i++) {
+		/* every frame but the interrupted one holds a return address */
+		kernel_name(p, i ? s->kstack[i] - 1 : s->kstack[i], f->names[kbase + i], NAME_LEN);
+		f->leaf[nleaf++] = f->names[kbase + i];
+	}
+	ubase = kbase + (s->nkernel < PROBE_MAX_DEPTH ? s->nkernel : PROBE_MAX_DEPTH);
+	if (!(s->lost & (PROBE_LOST_COUNTS_FULL | PROBE_LOST_USTACK_FULL)) && !s->no_unwinder)
+		ucount = name_user(f, s, ubase, &rooted, &garbage, &past);
+	for (size_t i = 0; i < ucount; i++)
+		f->leaf[nleaf++] = f->names[ubase + i];
+
+	/* the stack's own category: the first frame from the leaf that a rule names; no
+	 * rule on a runtime thread means the task's own code */
+	by_stack = an_rules_classify(p->rules, f->leaf, nleaf);
+	if (by_stack < 0)
+		by_stack = runtime ? AN_CAT_WORK : AN_CAT_OTHER;
+	cat = runtime ? an_phase_category(kind) : (unsigned)by_stack;
+
+	if (!(s->lost & PROBE_LOST_COUNTS_FULL)) {
+		struct an_stack_quality *q = &p->quality;
+
+		if (ucount) {
+			q->with_user += s->count;
+			q->runtime += runtime ? s->count : 0;
+			if (s->dwarf)
+				q->dwarf += s->count;
+			else
+				q->fp += s->count;
+			q->fallback += s->fallback ? s->count : 0;
+			q->garbage += garbage ? s->count : 0;
+			q->past_root += past ? s->count : 0;
+			if (rooted) {
+				q->rooted += s->count;
+				q->runtime_rooted += runtime ? s->count : 0;
+			} else {
+				note_break(f, s, ucount);
 			}
 		}
+		if (runtime && ucount) {
+			p->agreement.samples += s->count;
+			p->agreement.by_phase[cat] += s->count;
+			p->agreement.by_stack[by_stack] += s->count;
+			p->agreement.same += cat == (unsigned)by_stack ? s->count : 0;
+		} else if (runtime) {
+			p->agreement.no_stack += s->count;
+		}
 	}
-#undef ADD
-	return an_folded_add(p->folded, f->frames, n, s->count);
+
+	snprintf(f->names[0], NAME_LEN, "[%s]", an_category_name(cat));
+	f->frames[nroot++] = f->names[0];
+	if (!(s->lost & PROBE_LOST_COUNTS_FULL))
+		f->frames[nroot++] = f->names[1];
+	if (marker)
+		f->frames[nroot++] = marker;
+	if (!marker && (s->lost & PROBE_LOST_RING))
+		f->frames[nroot++] = "[lost: ring buffer full]"; /* the frame-pointer walk's */
+	if (ucount && (s->lost & PROBE_TRUNCATED_USTACK) && !rooted)
+		f->frames[nroot++] = "[truncated]";
+	for (size_t i = ucount; i-- > 0;)
+		f->frames[nroot++] = f->names[ubase + i];
+	if (s->nkernel || (s->lost & (PROBE_LOST_KSTACK_FULL | PROBE_LOST_KSTACK_ERROR))) {
+		f->frames[nroot++] = "-";
+		if (s->lost & PROBE_LOST_KSTACK_FULL)
+			f->frames[nroot++] = "[lost: kernel stack storage full]";
+		else if (s->lost & PROBE_LOST_KSTACK_ERROR)
+			f->frames[nroot++] = "[lost: kernel stack error]";
+		if (s->lost & PROBE_TRUNCATED_KSTACK)
+			f->frames[nroot++] = "[truncated]";
+		for (size_t i = s->nkernel < PROBE_MAX_DEPTH ? s->nkernel : PROBE_MAX_DEPTH;
+		     i-- > 0;)
+			f->frames[nroot++] = f->names[kbase + i];
+	}
+	return an_folded_add(p->folded, f->frames, nroot, s->count);
+}
+
+/* An aggregate from the kernel's maps (frame-pointer stacks), at the drain. */
+static int fold_aggregate(const struct probe_stack *ps, void *arg)
+{
+	struct fold_ctx *f = arg;
+	struct sample s = {
+		.phase = ps->phase,
+		.comm = ps->comm,
+		.ustack = ps->ustack,
+		.nuser = ps->nuser,
+		.kstack = ps->kstack,
+		.nkernel = ps->nkernel,
+		.lost = ps->lost,
+		.count = ps->count,
+	};
+
+	return fold(f, &s);
+}
+
+/* A DWARF sample, on the probe's reader thread while the fork measures. */
+static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
+{
+	struct hx_profile *p = arg;
+	struct hx__live *live = p->live;
+	struct an_unwind_result r = { 0 };
+	struct fold_ctx *f;
+	struct sample s = {
+		.phase = ds->phase,
+		.comm = ds->comm,
+		.kstack = ds->kstack,
+		.nkernel = ds->nkernel,
+		.lost = ds->lost,
+		.count = 1,
+		.dwarf = true,
+		.fallback = ds->fallback,
+	};
+	if (!live)
+		return -EINVAL;
+	f = live->fold;
+	f->p = p;
+	f->usyms = live->usyms;
+	if (live->unwind) {
+		struct an_unwind_sample us = {
+			.tid = (pid_t)ds->tid,
+			.regs = ds->regs,
+			.stack_addr = ds->regs[7],
+			.stack = ds->stack,
+			.stack_len = ds->stack_len,
+		};
+		uint64_t t0 = now_ns();
+
+		s.nuser = an_unwind_stack(live->unwind, &us, f->ips, PROBE_MAX_DEPTH, &r);
+		if (r.end == AN_UNWIND_NO_MODULE && live->refreshes < UNWIND_REFRESH_MAX) {
+			/* code mapped since the fork began measuring (a dlopen): once more
+			 * with fresh mappings, for the names too */
+			struct an_procmaps *maps = an_procmaps_read(live->pid);
+			struct an_usyms *fresh = maps ? an_usyms_new(p->symcache, maps) : NULL;
+
+			live->refreshes++;
+			if (fresh && !an_unwind_refresh(live->unwind)) {
+				an_usyms_free(live->usyms);
+				live->usyms = f->usyms = fresh;
+				s.nuser = an_unwind_stack(live->unwind, &us, f->ips, PROBE_MAX_DEPTH,
+							  &r);
+			} else {
+				an_usyms_free(fresh);
+			}
+		}
+		p->unwind_ns += now_ns() - t0;
+		s.ustack = f->ips;
+		s.unwound = &r;
+		if (r.end == AN_UNWIND_DEPTH)
+			s.lost |= PROBE_TRUNCATED_USTACK;
+	} else {
+		s.no_unwinder = p->unwind_error;
+	}
+	return fold(f, &s);
+}
+
+int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o)
+{
+	struct probe_oncpu_opts opts = o ? *o : (struct probe_oncpu_opts){ 0 };
+	char why[256];
+
+	memset(p, 0, sizeof(*p));
+	p->folded = an_folded_new();
+	p->symcache = an_symcache_new();
+	if (!p->folded || !p->symcache) {
+		hx_profile_close(p);
+		return -ENOMEM;
+	}
+	p->rules = an_rules_builtin(why, sizeof(why));
+	if (!p->rules) {
+		int err = -errno;
+
+		fprintf(stderr, "schedlab: %s\n", why);
+		hx_profile_close(p);
+		return err;
+	}
+	p->callgraph = opts.callgraph;
+	if (!want_oncpu) {
+		snprintf(p->status, sizeof(p->status), "not attached: disabled (--probes none)");
+		return 0;
+	}
+	opts.dwarf_fn = fold_dwarf;
+	opts.dwarf_ctx = p;
+	p->oncpu = probe_oncpu_open(&opts, why, sizeof(why));
+	if (!p->oncpu) {
+		/* the reason already names the probe: "oncpu: not permitted: ..." */
+		const char *r = strncmp(why, "oncpu: ", 7) ? why : why + 7;
+
+		snprintf(p->status, sizeof(p->status), "not attached: %s", r);
+		return 0;
+	}
+	p->attached = true;
+	snprintf(p->status, sizeof(p->status), "attached");
+	p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
+	return 0;
+}
+
+static void live_free(struct hx__live *live)
+{
+	if (!live)
+		return;
+	an_unwind_free(live->unwind);
+	an_usyms_free(live->usyms);
+	free(live->fold);
+	free(live);
+}
+
+/* The fork is about to measure: read its mappings (for the code ranges the walk
+ * checks, and the names and unwinding of DWARF samples), then start the probe. */
+static int begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct hx_profile *p = ctx;
+	struct an_code_range cr[PROBE_MAX_RANGES];
+	struct probe_range ranges[PROBE_MAX_RANGES];
+	struct probe_target t = { .tgid = pid, .phase_tls_off = tls_off };
+	struct an_procmaps *maps;
+	struct hx__live *live;
+	size_t dropped = 0;
+	int n, err;
+
+	if (!p->attached)
+		return 0;
+	live = calloc(1, sizeof(*live));
+	if (!live || !(live->fold = calloc(1, sizeof(*live->fold)))) {
+		free(live);
+		return -ENOMEM;
+	}
+	live->pid = pid;
+	maps = an_procmaps_read(pid);
+	live->usyms = maps ? an_usyms_new(p->symcache, maps) : NULL;
+	if (!live->usyms) {
+		err = -errno;
+		live_free(live);
+		return err;
+	}
+	n = an_usyms_code_ranges(live->usyms, thread_roots, cr, PROBE_MAX_RANGES, &dropped);
+	for (int i = 0; i < n; i++)
+		ranges[i] = (struct probe_range){
+			.start = cr[i].start,
+			.end = cr[i].end,
+			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
+		};
+	t.ranges = ranges;
+	t.nranges = n > 0 ? (unsigned)n : 0;
+	if (p->callgraph != PROBE_CG_FP) {
+		live->unwind = an_unwind_new(pid);
+		if (!live->unwind)
+			snprintf(p->unwind_error, sizeof(p->unwind_error),
+				 "libdw could not attach to pid %d: %s", (int)pid, strerror(errno));
+	}
+	live->prog_stats = !probe_oncpu_prog_stats(p->oncpu, &live->prog_runs, &live->prog_ns);
+	p->live = live;
+	err = probe_oncpu_start(p->oncpu, &t);
+	if (err) {
+		p->live = NULL;
+		live_free(live);
+	}
+	return err;
 }
 
 static int end(void *ctx, pid_t pid)
 {
 	struct hx_profile *p = ctx;
+	struct hx__live *live = p->live;
 	struct an_procmaps *maps;
 	struct fold_ctx *f;
+	uint64_t runs, ns;
 	int err;
 
 	if (!p->attached)
 		return 0;
-	err = probe_oncpu_stop(p->oncpu);
-	if (err)
-		return err;
+	err = probe_oncpu_stop(p->oncpu); /* the last DWARF samples are folded by now */
+	if (live && live->prog_stats && !probe_oncpu_prog_stats(p->oncpu, &runs, &ns)) {
+		p->prog_runs += runs - live->prog_runs;
+		p->prog_ns += ns - live->prog_ns;
+	}
+	p->live = NULL;
+	live_free(live);
+	if (err && !p->error)
+		p->error = err;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -163,8 +536,9 @@ static int end(void *ctx, pid_t pid)
 		err = -ENOMEM;
 		goto out_free;
 	}
-	err = probe_oncpu_drain(p->oncpu, fold_one, f, &p->stats);
+	err = probe_oncpu_drain(p->oncpu, fold_aggregate, f, &p->stats);
 	an_usyms_free(f->usyms);
+	summarize_breaks(p);
 out_free:
 	free(f);
 	if (err && !p->error)
@@ -189,13 +563,21 @@ int hx_profile_reset(struct hx_profile *p)
 	p->folded = fresh;
 	memset(&p->stats, 0, sizeof(p->stats));
 	memset(p->phase_samples, 0, sizeof(p->phase_samples));
+	memset(&p->quality, 0, sizeof(p->quality));
+	memset(&p->agreement, 0, sizeof(p->agreement));
+	p->unwind_ns = p->prog_runs = p->prog_ns = 0;
+	p->unwind_error[0] = '\0';
+	p->nall_breaks = 0;
+	p->breaks_overflow = 0;
 	p->error = 0;
 	return 0;
 }
 
 void hx_profile_close(struct hx_profile *p)
 {
+	live_free(p->live);
 	probe_oncpu_free(p->oncpu);
+	an_rules_free(p->rules);
 	an_ksyms_free(p->ksyms);
 	an_symcache_free(p->symcache);
 	an_folded_free(p->folded);

@@ -7,8 +7,12 @@
  * phase word, and aggregates counts in the kernel. Stacks are stored once each, keyed
  * by a hash of their contents, so distinct stacks never evict or refuse one another.
  * Every sample that cannot be kept whole (a full stacks map, a failed walk, a full
- * counts map, a stack at the depth limit) is counted, and comes back as a sample with
- * the loss marked, so that the folded totals still equal the samples taken.
+ * counts map, a stack at the depth limit, a full ring buffer) is counted, and comes back
+ * as a sample with the loss marked, so that the folded totals still equal the samples
+ * taken. Samples whose user stack frame pointers cannot give (--call-graph dwarf, or
+ * auto where the walk met code built without them or did not reach its thread's root)
+ * come to user space whole instead,
+ * registers and top of stack, for DWARF unwinding there.
  *
  * Every constructor fills err with one line that names what failed and how to fix it
  * ("oncpu: not root: run as root or grant CAP_BPF and CAP_PERFMON").
@@ -26,17 +30,73 @@ bool probe_bpf_available(char *why, size_t len);
 
 /* ---- oncpu ---------------------------------------------------------------------------- */
 
+/* How user stacks are walked. */
+enum probe_callgraph {
+	PROBE_CG_FP,     /* frame pointers, walked in the kernel and aggregated there */
+	PROBE_CG_DWARF,  /* every sample's registers and top of stack go to user space, to be
+			  * unwound from the objects' DWARF CFI (as perf's --call-graph dwarf) */
+	PROBE_CG_AUTO,   /* frame pointers, and DWARF for the samples whose walk met code
+			  * built without them (a code range marked PROBE_RANGE_NOFP) or
+			  * did not reach a PROBE_RANGE_ROOT */
+};
+
+#define PROBE_MAX_DEPTH          127   /* frames a walked stack holds at most */
+#define PROBE_STACK_COPY_DEFAULT 16384 /* bytes of user stack a DWARF sample copies */
+#define PROBE_STACK_COPY_MAX     65536
+#define PROBE_NREGS              17    /* x86-64 DWARF registers 0..16, rip last */
+
+/* A user-space sample for DWARF unwinding, valid only during the callback. */
+struct probe_dwarf_sample {
+	uint32_t tgid, tid;
+	char comm[16];
+	uint64_t phase;          /* as in struct probe_stack */
+	const uint64_t *regs;    /* PROBE_NREGS, DWARF order: rax rdx rcx rbx rsi rdi rbp rsp
+				  * r8..r15 rip */
+	const void *stack;       /* the user stack from regs[7] (%rsp) up */
+	uint32_t stack_len;      /* bytes; less than asked where the stack's mapping ends */
+	const uint64_t *kstack;  /* leaf first */
+	uint32_t nkernel;
+	uint32_t lost;           /* PROBE_LOST_KSTACK_* */
+	bool fallback;           /* auto mode: the frame-pointer walk could not be trusted */
+};
+
+/* Called for each DWARF sample on the probe's reader thread while sampling, and on the
+ * caller's thread by probe_oncpu_stop() for what remains; never concurrently. A
+ * non-zero return is kept and returned by probe_oncpu_stop(); the samples keep coming. */
+typedef int (*probe_dwarf_fn)(const struct probe_dwarf_sample *s, void *ctx);
+
 struct probe_oncpu_opts {
 	unsigned freq;           /* samples per second per CPU; 0: 999 */
 	unsigned stack_entries;  /* distinct stacks (user and kernel) kept per drain; 0: 16384
 				  * (about 1 KiB of kernel memory each, preallocated) */
 	unsigned count_entries;  /* aggregated-counts map size; 0: 40960 */
 	bool software_only;      /* skip hardware cycles even where a PMU exists */
+	enum probe_callgraph callgraph;
+	unsigned stack_copy;     /* DWARF: user stack bytes per sample; 0: the default, else
+				  * 8 .. PROBE_STACK_COPY_MAX, rounded down to a multiple of 8 */
+	unsigned ring_bytes;     /* DWARF: ring buffer size; 0: a quarter second of samples on
+				  * every CPU, at least 64 KiB; rounded up to a power of two */
+	probe_dwarf_fn dwarf_fn; /* required unless callgraph is PROBE_CG_FP */
+	void *dwarf_ctx;
+};
+
+/* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */
+#define PROBE_RANGE_NOFP  1 /* code built without frame pointers: a walk through it is not
+			     * to be trusted (auto mode unwinds such samples from DWARF) */
+#define PROBE_RANGE_ROOT  2 /* a function that begins a thread's stack (start_thread, a
+			     * fiber's entry): a walk ends there, and what lies past it is cut */
+#define PROBE_MAX_RANGES  128
+
+struct probe_range {
+	uint64_t start, end;     /* [start, end) */
+	unsigned kind;           /* PROBE_RANGE_* */
 };
 
 struct probe_target {
 	pid_t tgid;              /* the process whose threads are sampled */
 	int64_t phase_tls_off;   /* offset of rt_phase_ptr from the thread pointer; 0: none */
+	const struct probe_range *ranges; /* may be NULL; at most PROBE_MAX_RANGES are used */
+	unsigned nranges;
 };
 
 struct probe_oncpu;
@@ -51,8 +111,19 @@ unsigned probe_oncpu_freq(const struct probe_oncpu *p);
  * hardware PMU)"), or "" when cycles are in use. */
 const char *probe_oncpu_event_note(const struct probe_oncpu *p);
 
+enum probe_callgraph probe_oncpu_callgraph(const struct probe_oncpu *p);
+/* How often the sampling program has run on every CPU since the probe opened, and for
+ * how long in all (the kernel's BPF run-time statistics, turned on while the probe is
+ * open). 0, or -ENOTSUP where the kernel would not turn them on. */
+int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns);
+/* DWARF modes: the user stack bytes each sample copies, and the ring buffer's size. */
+unsigned probe_oncpu_stack_copy(const struct probe_oncpu *p);
+unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p);
+
 /* Start keeping samples of t's threads; stop keeping any. Aggregates persist across
- * start/stop until drained. 0 or -errno. */
+ * start/stop until drained. Stopping hands the DWARF samples still in the ring buffer
+ * to dwarf_fn before it returns. 0 or -errno (stop: or the first non-zero return of
+ * dwarf_fn since the start). */
 int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t);
 int probe_oncpu_stop(struct probe_oncpu *p);
 
@@ -64,6 +135,9 @@ int probe_oncpu_stop(struct probe_oncpu *p);
 #define PROBE_LOST_COUNTS_FULL      (1u << 4) /* no room in the counts map: stacks unknown */
 #define PROBE_TRUNCATED_USTACK      (1u << 5) /* the walk reached the depth limit */
 #define PROBE_TRUNCATED_KSTACK      (1u << 6)
+#define PROBE_LOST_RING             (1u << 7) /* wanted DWARF unwinding, but the ring buffer
+					       * was full: the user stack is the frame-pointer
+					       * walk's (auto) or missing (dwarf) */
 
 struct probe_stack {
 	uint32_t tgid;
@@ -89,6 +163,10 @@ struct probe_oncpu_stats {
 	uint64_t kstack_errors;
 	uint64_t counts_full;      /* samples whose stacks are unknown: counts map full */
 	uint64_t truncated;        /* stacks at the depth limit */
+	uint64_t dwarf_samples;    /* samples handed to dwarf_fn instead of aggregated */
+	uint64_t ring_full;        /* samples that found the ring buffer full (PROBE_LOST_RING) */
+	uint64_t stack_bytes;      /* user stack bytes the DWARF samples copied */
+	uint64_t root_cut;         /* frame-pointer walks cut at a PROBE_RANGE_ROOT */
 };
 
 typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);

@@ -3,35 +3,19 @@
  *
  * Every call adds to the calling worker's counters (calls and bytes), so a workload's
  * bytes per op is exact, as a JVM harness's normalized allocation rate is; the phase
- * word says "alloc" while the system allocator runs, so the on-CPU profile attributes
- * that time too. Calls from threads that drive no worker are not counted: a harness
- * thread's allocations are not an op's.
+ * word says "alloc" for the whole of each entry point, the counting too, so the on-CPU
+ * profile attributes that time as well. Calls from threads that drive no worker are
+ * not counted: a harness thread's allocations are not an op's.
  */
 #include <stdlib.h>
 
 #include "runtime/internal.h"
 
-/* One look-up of the calling thread per call: nothing here switches tasks, so the
- * thread cannot change under us. */
-static inline struct rt__thread *enter(uint64_t *phase)
+/* Counted on the worker the calling thread drives, if any: nothing here switches
+ * tasks, so the thread cannot change under us. */
+static inline void count(size_t bytes)
 {
 	struct rt__thread *th = rt__thread();
-
-	if (th) {
-		*phase = th->phase;
-		rt__phase(th, RT_PHASE_ALLOC, RT_PHASE_TASK(*phase));
-	}
-	return th;
-}
-
-static inline void leave(struct rt__thread *th, uint64_t phase)
-{
-	if (th)
-		__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
-}
-
-static inline void count(struct rt__thread *th, size_t bytes)
-{
 	struct rt__worker *w = th && !th->blocking ? th->w : NULL;
 
 	if (w) {
@@ -40,40 +24,38 @@ static inline void count(struct rt__thread *th, size_t bytes)
 	}
 }
 
-void *rt_alloc(size_t bytes)
+RT_PHASE_FN void *rt_alloc(size_t bytes)
 {
-	uint64_t phase = 0;
-	struct rt__thread *th = enter(&phase);
+	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	void *p = malloc(bytes);
 
-	leave(th, phase);
 	if (p)
-		count(th, bytes);
+		count(bytes);
+	rt__phase_pop(phase);
 	return p;
 }
 
-void *rt_calloc(size_t n, size_t size)
+RT_PHASE_FN void *rt_calloc(size_t n, size_t size)
 {
-	uint64_t phase = 0;
-	struct rt__thread *th = enter(&phase);
+	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	void *p = calloc(n, size);
 
-	leave(th, phase);
 	if (p)
-		count(th, n * size);
+		count(n * size);
+	rt__phase_pop(phase);
 	return p;
 }
 
-void rt_free(void *p)
+RT_PHASE_FN void rt_free(void *p)
 {
-	uint64_t phase = 0;
+	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	struct rt__thread *th;
 
-	if (!p)
-		return;
-	th = enter(&phase);
-	free(p);
-	leave(th, phase);
-	if (th && !th->blocking && th->w)
-		RT_STAT_INC(th->w, frees);
+	if (p) {
+		free(p);
+		th = rt__thread();
+		if (th && !th->blocking && th->w)
+			RT_STAT_INC(th->w, frees);
+	}
+	rt__phase_pop(phase);
 }

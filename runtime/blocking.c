@@ -1,7 +1,7 @@
 /*
  * Blocking sections, the threads that drive workers, and the monitor.
  *
- * Every thread that drives a worker runs thread_main(): it drives its worker until a
+ * Every thread that drives a worker runs worker_thread_main(): it drives its worker until a
  * blocking section hands the worker to another thread, then waits as a spare until it
  * is handed one itself (or its keep-alive runs out). The blocking knob decides what a
  * section does:
@@ -43,22 +43,23 @@
 /* ---- threads -------------------------------------------------------------------------- */
 
 /* Wait as a spare until handed a worker. false: shutdown or keep-alive over; exit. */
-static bool spare_wait(struct rt__thread *th)
+static RT_PHASE_FN bool spare_wait(struct rt__thread *th)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	struct rt_sched *s = th->sched;
 	struct timespec ts = { .tv_sec = SPARE_KEEPALIVE_S };
+	bool handed = false;
 
 	pthread_mutex_lock(&s->spare_lock);
 	if (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&s->spare_lock);
-		return false;
+		goto out;
 	}
 	__atomic_store_n(&th->futex, 0, __ATOMIC_RELAXED);
 	th->next = s->spares;
 	s->spares = th;
 	pthread_mutex_unlock(&s->spare_lock);
 
-	rt__phase(th, RT_PHASE_PARK, 0);
 	while (!__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE)) {
 		rt__futex_wait_timeout(&th->futex, 0, &ts);
 		if (__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE))
@@ -69,25 +70,29 @@ static bool spare_wait(struct rt__thread *th)
 				/* nobody took us: leave the list and exit */
 				*p = th->next;
 				pthread_mutex_unlock(&s->spare_lock);
-				return false;
+				goto out;
 			}
 		}
 		/* taken meanwhile: the futex store is on its way */
 		pthread_mutex_unlock(&s->spare_lock);
 	}
-	return th->w != NULL; /* NULL: woken for shutdown */
+	handed = th->w != NULL; /* NULL: woken for shutdown */
+out:
+	rt__phase_pop(phase);
+	return handed;
 }
 
-static void *thread_main(void *arg)
+static RT_PHASE_FN void *worker_thread_main(void *arg)
 {
 	struct rt__thread *th = arg;
 
-	pthread_setname_np(pthread_self(), "rt-worker");
 	rt__thread_bind(th);
+	/* the base: scheduling, on no worker until rt__drive says which */
+	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0));
+	pthread_setname_np(pthread_self(), "rt-worker");
 	for (;;) {
 		if (th->w) {
 			__atomic_store_n(&th->w->driver_clock, th->cpu_clock, __ATOMIC_RELAXED);
-			rt__phase(th, RT_PHASE_SCHED, 0);
 			rt__drive(th);
 			if (th->w)
 				break; /* shutdown */
@@ -107,6 +112,8 @@ int rt__thread_start(struct rt__thread *th, void *(*fn)(void *), size_t stack_si
 	pthread_t tid;
 	int err;
 
+	/* what the word will say from the moment the thread binds it (its main's base) */
+	th->phase = RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (stack_size)
@@ -127,16 +134,16 @@ void rt__thread_exit(struct rt__thread *th)
 {
 	struct rt_sched *s = th->sched;
 
-	rt__phase(th, RT_PHASE_NONE, 0);
-	rt__thread_bind(NULL);
 	pthread_mutex_lock(&s->spare_lock);
 	s->nthreads_live--;
 	pthread_cond_broadcast(&s->threads_gone);
 	pthread_mutex_unlock(&s->spare_lock);
+	/* the phase word is th's: unbound before it goes */
+	rt__thread_bind(NULL);
 	free(th);
 }
 
-int rt__handoff(struct rt_sched *s, struct rt__worker *w)
+static int handoff(struct rt_sched *s, struct rt__worker *w)
 {
 	struct rt__thread *th;
 	int err;
@@ -163,9 +170,18 @@ int rt__handoff(struct rt_sched *s, struct rt__worker *w)
 	th->sched = s;
 	th->w = w;
 	__atomic_store_n(&w->thread, th, __ATOMIC_RELEASE);
-	err = rt__thread_start(th, thread_main, 0);
+	err = rt__thread_start(th, worker_thread_main, 0);
 	if (err)
 		free(th);
+	return err;
+}
+
+RT_PHASE_FN int rt__handoff(struct rt_sched *s, struct rt__worker *w)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	int err = handoff(s, w);
+
+	rt__phase_pop(phase);
 	return err;
 }
 
@@ -208,6 +224,24 @@ struct rt__worker *rt__worker_add(struct rt_sched *s)
 
 /* ---- the blocking pool (offload) ------------------------------------------------------------ */
 
+/* A blocking-pool thread's idle wait, under spare_lock: until a task is queued, the
+ * keep-alive runs out or the scheduler shuts down. */
+static RT_PHASE_FN void offload_wait(struct rt_sched *s, const struct timespec *until)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
+
+	while (!s->offload_head && !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
+		int rc;
+
+		s->offload_idle++;
+		rc = pthread_cond_timedwait(&s->offload_cv, &s->spare_lock, until);
+		s->offload_idle--;
+		if (rc == ETIMEDOUT)
+			break;
+	}
+	rt__phase_pop(phase);
+}
+
 /* The next task for a blocking-pool thread; NULL: keep-alive over or shutdown, and the
  * thread is no longer counted. */
 static struct rt_task *offload_take(struct rt_sched *s)
@@ -218,15 +252,7 @@ static struct rt_task *offload_take(struct rt_sched *s)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SPARE_KEEPALIVE_S;
 	pthread_mutex_lock(&s->spare_lock);
-	while (!s->offload_head && !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
-		int rc;
-
-		s->offload_idle++;
-		rc = pthread_cond_timedwait(&s->offload_cv, &s->spare_lock, &until);
-		s->offload_idle--;
-		if (rc == ETIMEDOUT)
-			break;
-	}
+	offload_wait(s, &until);
 	t = s->offload_head;
 	if (t) {
 		s->offload_head = t->next;
@@ -248,10 +274,8 @@ static void offload_run(struct rt__thread *th, struct rt_task *t)
 
 	for (;;) {
 		th->current = t;
-		rt__phase(th, RT_PHASE_RUN, t->id);
 		rt__switch_in(th, t);
 		th->current = NULL;
-		rt__phase(th, RT_PHASE_SCHED, 0);
 		switch (th->after.kind) {
 		case RT_AFTER_DONE:
 			rt__task_finished(th, t);
@@ -267,13 +291,14 @@ static void offload_run(struct rt__thread *th, struct rt_task *t)
 	}
 }
 
-static void *offload_main(void *arg)
+static RT_PHASE_FN void *offload_thread_main(void *arg)
 {
 	struct rt__thread *th = arg;
 	struct rt_task *t;
 
-	pthread_setname_np(pthread_self(), "rt-blocking");
 	rt__thread_bind(th);
+	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0)); /* the base */
+	pthread_setname_np(pthread_self(), "rt-blocking");
 	while ((t = offload_take(th->sched)))
 		offload_run(th, t);
 	rt__thread_exit(th);
@@ -311,7 +336,7 @@ static bool offload_commit(struct rt_task *self, void *arg)
 	if (th) {
 		th->sched = s;
 		th->offload = true;
-		if (!rt__thread_start(th, offload_main, 0))
+		if (!rt__thread_start(th, offload_thread_main, 0))
 			return true;
 		free(th);
 	}
@@ -350,21 +375,25 @@ static void compensate(struct rt_sched *s, struct rt__worker *w)
 		RT_STAT_ATOMIC_ADD(w, compensations, 1);
 }
 
-void rt_blocking_begin(void)
+/* The section's own work (a hand-off, compensation, the move to the blocking pool) is
+ * blocking too, and the word stays BLOCK when it returns: the section has begun. */
+RT_PHASE_FN void rt_blocking_begin(void)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_BLOCK);
 	struct rt__thread *th = rt__thread();
 	struct rt_sched *s;
 	struct rt__worker *w;
 	uint64_t now;
 
-	if (!th || !th->current || th->blocking)
+	if (!th || !th->current || th->blocking) {
+		rt__phase_pop(phase); /* no section begins (or one already has) */
 		return;
+	}
 	s = th->sched;
 	w = th->w;
 	if (w && s->cfg.blocking_flush)
 		rt__drain(w, w);
 	if (w && s->cfg.blocking == RT_BLOCK_OFFLOAD && s->cfg.stack_mode != RT_STACK_COMPACT) {
-		rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
 		rt__suspend(offload_commit, NULL);
 		th = rt__thread();
 		if (th->offload) {
@@ -380,12 +409,11 @@ void rt_blocking_begin(void)
 	th->blocking = true;
 	th->block_start_ns = now;
 	th->block_w = w;
+	th->block_phase = phase; /* on the thread the section runs on, which it never leaves */
 	__atomic_fetch_add(&s->blocking_now, 1, __ATOMIC_RELAXED);
 	RT_USDT(block_begin, w ? w->index : RT_NO_WORKER, th->current->id);
-	if (!w) {
-		rt__phase(th, RT_PHASE_BLOCK, RT_PHASE_TASK(th->phase));
+	if (!w)
 		return;
-	}
 	RT_STAT_ATOMIC_ADD(w, blocking_episodes, 1);
 	__atomic_store_n(&w->section_flagged, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->bstart_ns, now, __ATOMIC_RELAXED);
@@ -396,9 +424,11 @@ void rt_blocking_begin(void)
 	case RT_BLOCK_HANDOFF:
 		__atomic_store_n(&w->bstate, RT_W_TAKEN, __ATOMIC_RELEASE);
 		th->w = NULL;
+		rt__phase_set_worker(RT_PHASE_NO_WORKER);
 		if (rt__handoff(s, w)) {
 			/* no thread to take it: keep it and block with it */
 			th->w = w;
+			rt__phase_set_worker(w->index);
 			__atomic_store_n(&w->bstate, RT_W_RUNNING, __ATOMIC_RELEASE);
 		} else {
 			RT_STAT_ATOMIC_ADD(w, handoffs, 1);
@@ -417,7 +447,6 @@ void rt_blocking_begin(void)
 	case RT_BLOCK_OFFLOAD: /* here only when the pool had no thread for it */
 		break; /* the runtime does not know; only a detector may find out */
 	}
-	rt__phase(th, RT_PHASE_BLOCK, RT_PHASE_TASK(th->phase));
 }
 
 /* rt__suspend's commit for a task whose thread lost its worker: back to the pool. */
@@ -429,15 +458,21 @@ static bool back_to_pool(struct rt_task *self, void *arg)
 	return true;
 }
 
-void rt_blocking_end(void)
+/* Ends the section in BLOCK (giving the task back to the pool is the section's work),
+ * then restores the word the section began in, on whichever thread the task is now. */
+RT_PHASE_FN void rt_blocking_end(void)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_BLOCK);
 	struct rt__thread *th = rt__thread();
 	struct rt_sched *s;
 	struct rt__worker *w;
 	uint64_t dt;
 
-	if (!th || !th->blocking)
+	if (!th || !th->blocking) {
+		rt__phase_pop(phase); /* no section to end */
 		return;
+	}
+	phase = th->block_phase; /* what the end restores: the word the section began in */
 	s = th->sched;
 	w = th->block_w;
 	dt = rt__now_ns() - th->block_start_ns;
@@ -453,15 +488,13 @@ void rt_blocking_end(void)
 	if (!w && th->offload) {
 		/* on a blocking-pool thread: back to the workers */
 		th->blocking = false;
-		rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
 		rt__suspend(back_to_pool, NULL);
-		return;
+		goto out;
 	}
 	if (!w) {
 		/* began with no worker (a task with its own thread): nothing to give back */
 		th->blocking = false;
-		rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
-		return;
+		goto out;
 	}
 	if (th->w) {
 		uint32_t expect = RT_W_BLOCKING;
@@ -470,25 +503,37 @@ void rt_blocking_end(void)
 		    s->cfg.stack_mode == RT_STACK_COMPACT) {
 			th->blocking = false;
 			th->block_w = NULL;
-			rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
-			return;
+			goto out;
 		}
 		/* Go's exitsyscall fast path: keep the worker unless the monitor took it */
 		if (__atomic_compare_exchange_n(&w->bstate, &expect, RT_W_RUNNING, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			th->blocking = false;
 			th->block_w = NULL;
-			rt__phase(th, RT_PHASE_RUN, RT_PHASE_TASK(th->phase));
-			return;
+			goto out;
 		}
 		th->w = NULL; /* retaken: it belongs to another thread now */
+		rt__phase_set_worker(RT_PHASE_NO_WORKER);
 	}
 	/* no worker any more: go back to the pool, and this thread becomes a spare */
 	th->blocking = false;
-	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(th->phase));
 	rt__suspend(back_to_pool, NULL);
 	th = rt__thread(); /* resumed on some worker's thread */
 	th->block_w = NULL;
+out:
+	rt__phase_pop_moved(phase);
+}
+
+RT_PHASE_FN int rt_blocking(int (*fn)(void *arg), void *arg)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_BLOCK);
+	int ret;
+
+	rt_blocking_begin();
+	ret = fn(arg);
+	rt_blocking_end();
+	rt__phase_pop_moved(phase);
+	return ret;
 }
 
 /* ---- the monitor --------------------------------------------------------------------------- */
@@ -617,16 +662,26 @@ static bool retake(struct rt_sched *s, unsigned n, uint64_t now)
 	return blocked;
 }
 
-static void *monitor_main(void *arg)
+/* The monitor's wait between ticks (or until a section wakes it for a retake). */
+static RT_PHASE_FN void monitor_sleep(struct rt_sched *s, const struct timespec *ts)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
+
+	rt__futex_wait_timeout(&s->monitor_futex, 0, ts);
+	rt__phase_pop(phase);
+}
+
+static RT_PHASE_FN void *monitor_main(void *arg)
 {
 	struct rt_sched *s = arg;
-	uint64_t last = rt__now_ns(), last_detect = last;
+	uint64_t last, last_detect;
 	bool retaking = false;
 
-	pthread_setname_np(pthread_self(), "rt-monitor");
-	/* its ticks' work is scheduling, its waits between them parking */
+	/* its ticks' work is scheduling (the base), its waits between them parking */
 	rt__phase_bind(&s->monitor_phase);
-	rt__phase_set(&s->monitor_phase, RT_PHASE_SCHED);
+	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0));
+	pthread_setname_np(pthread_self(), "rt-monitor");
+	last = last_detect = rt__now_ns();
 	while (!__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
 		unsigned tick_us = s->cfg.monitor_us, n;
 		struct timespec ts;
@@ -639,9 +694,7 @@ static void *monitor_main(void *arg)
 		ts.tv_sec = tick_us / 1000000;
 		ts.tv_nsec = (long)(tick_us % 1000000) * 1000;
 		slept_from = rt__now_ns();
-		rt__phase_set(&s->monitor_phase, RT_PHASE_PARK);
-		rt__futex_wait_timeout(&s->monitor_futex, 0, &ts);
-		rt__phase_set(&s->monitor_phase, RT_PHASE_SCHED);
+		monitor_sleep(s, &ts);
 		__atomic_store_n(&s->monitor_futex, 0, __ATOMIC_RELAXED);
 
 		now = rt__now_ns();
@@ -675,6 +728,9 @@ int rt__monitor_start(struct rt_sched *s)
 
 	/* set before any task runs, so that no run spans the clock's first step from 0 */
 	__atomic_store_n(&s->coarse_ms, rt__now_ns() / 1000000, __ATOMIC_RELAXED);
+	/* what the word will say from the moment the monitor binds it (its base) */
+	__atomic_store_n(&s->monitor_phase, RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0),
+			 __ATOMIC_RELAXED);
 	err = pthread_create(&s->monitor, NULL, monitor_main, s);
 
 	if (err)

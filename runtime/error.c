@@ -55,13 +55,15 @@ static void **chain(struct rt_task **owner)
 	return t ? &t->err_top : &thread_top;
 }
 
-/* Inlined, so that the frame backtrace() sees first is rt_error_new()'s own. */
+/* Inlined, so that the frame backtrace() sees first is rt_error_new()'s own. The phase
+ * is STACKCAP exactly around the call: glibc's backtrace() is the phase function, the
+ * one frame of it every sample of a capture has (runtime/phase.h). */
 static inline __attribute__((always_inline)) unsigned capture(void **frames, int max)
 {
-	uint64_t phase = rt__phase_enter(RT_PHASE_STACKCAP);
+	uint64_t phase = rt__phase_push(RT_PHASE_STACKCAP);
 	int n = backtrace(frames, max);
 
-	rt__phase_restore(phase);
+	rt__phase_pop(phase);
 	return n > 0 ? (unsigned)n : 0;
 }
 

@@ -9,8 +9,8 @@
  * calls no allocator in the steady state.
  *
  * A new task's stack holds the frame rt__switch pops: zeroed callee-saved registers,
- * %r12 = the task, and rt__fiber_start as the return address. The zero %rbp ends every
- * frame-pointer walk at the fiber's entry.
+ * %r12 = the task, and rt__fiber_start (just past its leading nop) as the return
+ * address. The zero %rbp ends every frame-pointer walk at the fiber's entry.
  *
  * Compact mode keeps a parked task in the few hundred bytes its stack actually uses:
  * every task of a worker runs on that worker's one shared stack, and when a task
@@ -127,7 +127,9 @@ static void frame_init(struct rt_task *t, void *stack_top)
 {
 	uint64_t *top = (uint64_t *)((uintptr_t)stack_top & ~(uintptr_t)15);
 
-	top[-1] = (uint64_t)(uintptr_t)rt__fiber_start; /* return address; after ret, %rsp = top */
+	/* the return address: past rt__fiber_start's leading nop (switch_x86_64.S says why);
+	 * after the ret, %rsp = top */
+	top[-1] = (uint64_t)(uintptr_t)rt__fiber_start + 1;
 	top[-2] = 0;                                    /* %rbp: ends frame-pointer walks */
 	top[-3] = 0;                                    /* %rbx */
 	top[-4] = (uint64_t)(uintptr_t)t;               /* %r12: rt__fiber_start's argument */

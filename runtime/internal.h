@@ -100,6 +100,7 @@ struct rt__thread {
 	bool blocking;             /* inside rt_blocking_begin .. end */
 	uint64_t block_start_ns;
 	struct rt__worker *block_w; /* the worker it had when the section began */
+	uint64_t block_phase;      /* the phase word the section began in, for its end */
 	struct rt_task *own;       /* the threads executor: the one task it runs */
 	bool offload;              /* a blocking-pool thread (RT_BLOCK_OFFLOAD) */
 	uint32_t futex;            /* a spare: 1 once handed a worker; a task's own: ready */
@@ -246,6 +247,18 @@ struct rt_sched {
 #define IDLE_UNPARKED(st)  ((st) >> 16)
 #define IDLE_UNPARKED_OF(s) IDLE_UNPARKED(__atomic_load_n(&(s)->idle_state, __ATOMIC_RELAXED))
 
+/* The notify knob's rule on idle state st: a parked worker should be woken to search
+ * (unless one searches already, where the rule allows that). Inline, so that a push
+ * that needs no wake-up calls nothing: rt__notify_parked() and rt__notify_local() do
+ * the waking. */
+static inline bool rt__notify_wanted(struct rt_sched *s, uint32_t st)
+{
+	bool any_searcher_ok = s->cfg.notify == RT_NOTIFY_ALWAYS;
+
+	return (any_searcher_ok || !IDLE_SEARCHING(st)) &&
+	       IDLE_UNPARKED(st) < __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED);
+}
+
 /* ---- switch_x86_64.S ---- */
 void rt__switch(void **save_sp, void *load_sp);
 void rt__fiber_start(void);
@@ -269,17 +282,183 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #define RT_TSAN_CURRENT()     NULL
 #endif
 
-/* From a thread's own context into task t, and from task t back to its thread. */
+/* ---- the phase word (runtime/phase.h) ---- */
+
+/* A phase function (the contract is in runtime/phase.h): out of line, so that it is a
+ * frame of its own in every stack the on-CPU probe samples (and, under GCC, noclone:
+ * its constant-propagation clones would carry another name). The phase functions, by
+ * phase, as symbolized stacks name them:
+ *   RUN       rt__task_main (a fiber's first run; a resumed task gets its word back
+ *             from the operation that switched it out)
+ *   SCHED     rt__drive; the thread mains worker_thread_main, offload_thread_main,
+ *             task_thread_main, monitor_main, io_main (each thread's base); in a task:
+ *             rt_join, rt_yield, rt_detach, rt__wait, rt__suspend, rt__task_exit
+ *   SUBMIT    rt_spawn, rt_spawn_elsewhere, rt_submit, rt_flush, rt__place, rt__ready,
+ *             rt__wake, rt__wake_all, rt__notify_parked, rt__notify_local,
+ *             rt__unpark_worker, rt__wake_one_parked, rt__inbox_push, rt__inject_push,
+ *             rt__drain, rt__drain_remote, rt__task_thread_ready, rt__handoff
+ *   PARK      rt__park, spare_wait, offload_wait, monitor_sleep, io_epoll_wait,
+ *             task_thread_wait
+ *   BLOCK     rt_blocking, rt_blocking_begin, rt_blocking_end (and, by exception, the
+ *             code between these two: a section begun by hand leaves BLOCK set)
+ *   ALLOC     rt_alloc, rt_calloc, rt_free
+ *   STACKCAP  glibc's backtrace (__backtrace), which error.c calls in that phase
+ * Anything else inherits the phase of the nearest phase function below it, and a phase
+ * function calling another of its own phase may call its body instead (rt_join waits
+ * through rt__wait's, rt__wake readies through rt__ready's, rt_spawn and rt__ready
+ * place through rt__place_submitting()): the word is the same either way. */
+#if defined(__clang__)
+#define RT_PHASE_FN __attribute__((noinline))
+#else
+#define RT_PHASE_FN __attribute__((noinline, noclone))
+#endif
+/* The helpers below, inlined even into cold code (clang takes a noreturn function for
+ * cold): they are a few instructions on every transition. */
+#define RT_PHASE_INLINE __attribute__((always_inline))
+
+/* The calling thread's phase word: th->phase on the runtime's task threads, a word of
+ * their own on the reactor and the monitor, NULL elsewhere. Local-exec, as
+ * rt__tls_thread: its offset from the thread pointer is one constant, which is all the
+ * probe needs (rt_phase_tls_offset()). */
+extern __thread uint64_t *rt_phase_ptr __attribute__((tls_model("local-exec")));
+
+/* Read the pointer fresh, for the reason rt__thread() gives: a task that switched may
+ * run on another thread now, and a cached TLS address would be the old thread's. */
+static inline RT_PHASE_INLINE uint64_t *rt__phase_word(void)
+{
+	uint64_t *p;
+
+	__asm__ volatile("movq %%fs:rt_phase_ptr@tpoff, %0" : "=r"(p) : : "memory");
+	return p;
+}
+
+/* The stores are relaxed with no fence: the probe samples the thread in an interrupt
+ * on its own CPU, which sees the thread's stores in program order. Each transition
+ * stores only the field it changes, and reads no more than the kind: no
+ * read-modify-write of the whole word, and so fewer instructions before the store (the
+ * window where the stack already shows a phase function and the word does not yet), and
+ * no load wider than a store still in flight, which the store buffer cannot forward.
+ * The fields (little-endian): the kind is byte 0, the task id bytes 4..7. */
+static inline RT_PHASE_INLINE void rt__phase_store(uint64_t *p, uint64_t word)
+{
+	__atomic_store_n(p, word, __ATOMIC_RELAXED);
+}
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the phase word's fields are stored at byte offsets of a little-endian word");
+
+static inline RT_PHASE_INLINE uint8_t *rt__phase_kind_of(uint64_t *p)
+{
+	return (uint8_t *)p;
+}
+
+static inline RT_PHASE_INLINE uint32_t *rt__phase_task_of(uint64_t *p)
+{
+	return (uint32_t *)p + 1;
+}
+
+/* Enter phase `kind`: the kind is set, the worker and task bits stay. Returns what
+ * rt__phase_pop() restores: the kind found (0, and no store, on a thread with no
+ * word). */
+static inline RT_PHASE_INLINE uint64_t rt__phase_push(unsigned kind)
+{
+	uint64_t *p = rt__phase_word(), old;
+
+	if (!p)
+		return 0;
+	old = __atomic_load_n(rt__phase_kind_of(p), __ATOMIC_RELAXED);
+	__atomic_store_n(rt__phase_kind_of(p), (uint8_t)kind, __ATOMIC_RELAXED);
+	return old;
+}
+
+/* Leave a phase on the thread that entered it, nothing switched in between. */
+static inline RT_PHASE_INLINE void rt__phase_pop(uint64_t old)
+{
+	uint64_t *p = rt__phase_word();
+
+	if (p)
+		__atomic_store_n(rt__phase_kind_of(p), (uint8_t)old, __ATOMIC_RELAXED);
+}
+
+/* Leave a phase entered before a switch that may have moved the task to another
+ * thread: the kind from then; the worker bits stay the current thread's, and the task
+ * id is the task's own again since rt__switch_out() came back. So it is the same store
+ * as rt__phase_pop(), made on whichever thread the task is on now. */
+static inline RT_PHASE_INLINE void rt__phase_pop_moved(uint64_t old)
+{
+	rt__phase_pop(old);
+}
+
+/* Set the task id, and with it whether a task runs: the task's own on its way in
+ * (rt__task_main(), rt__switch_out()), 0 when the thread is back in its own context. */
+static inline RT_PHASE_INLINE void rt__phase_set_task(uint64_t *p, uint64_t id)
+{
+	__atomic_store_n(rt__phase_task_of(p), (uint32_t)id, __ATOMIC_RELAXED);
+}
+
+/* Set the whole word: the base of rt__drive (SCHED on its worker, no task) and of a
+ * thread main (SCHED, no worker, no task). Returns the word it replaced (0: none), for
+ * rt__phase_unset() to put back whole. */
+static inline RT_PHASE_INLINE uint64_t rt__phase_set(uint64_t word)
+{
+	uint64_t *p = rt__phase_word(), old;
+
+	if (!p)
+		return 0;
+	old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	rt__phase_store(p, word);
+	return old;
+}
+
+static inline RT_PHASE_INLINE void rt__phase_unset(uint64_t old)
+{
+	uint64_t *p = rt__phase_word();
+
+	if (p)
+		rt__phase_store(p, old);
+}
+
+/* The worker bits say which worker the thread drives: updated where the calling thread
+ * gains or loses one outside rt__drive (a blocking section's hand-off; rare enough for
+ * a read-modify-write of the word). */
+static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
+{
+	uint64_t *p = rt__phase_word();
+
+	if (p)
+		rt__phase_store(p, (__atomic_load_n(p, __ATOMIC_RELAXED) & ~RT_PHASE_WORKER_MASK) |
+					   RT_PHASE_WORD(0, index, 0));
+}
+
+/* The helper threads (the reactor, the monitor) run no tasks and drive no worker, but
+ * their CPU time is the runtime's too: each binds a word of its own (NULL: unbind). */
+void rt__phase_bind(uint64_t *word);
+
+/* From a thread's own context into task t, and from task t back to its thread. Both
+ * sides switch in SCHED code, so the kind is SCHED throughout: the thread stays SCHED
+ * through the switch (the task sets its own word when it resumes) and, back, clears
+ * the task id; the task, resumed on whichever thread, puts its id back, and the SCHED
+ * operation that switched it out then restores its caller's kind (pop_moved). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
+	uint64_t *p;
+
 	RT_TSAN_SWITCH(t->tsan_fiber);
 	rt__switch(&th->sched_sp, t->sp);
+	p = rt__phase_word();
+	if (p)
+		rt__phase_set_task(p, 0);
 }
 
 static inline void rt__switch_out(struct rt__thread *th, struct rt_task *t)
 {
+	uint64_t *p;
+
 	RT_TSAN_SWITCH(th->tsan_fiber);
 	rt__switch(&t->sp, th->sched_sp);
+	p = rt__phase_word();
+	if (p)
+		rt__phase_set_task(p, t->id);
 }
 
 /* ---- fiber.c: tasks and their stacks ---- */
@@ -299,8 +478,10 @@ void rt__task_pool_free(struct rt_sched *s);
 /* Stop the timer/reactor thread, if it was started: rt_sched_free() calls it once the
  * workers have stopped (a worker may still be in a wait commit until then). */
 void rt__io_stop(struct rt_sched *s);
-/* The reactor thread's phase word (0: no reactor yet); for tests. */
+/* The reactor thread's phase word (0: no reactor yet), and the thread itself (false: no
+ * reactor yet); for tests. */
 uint64_t rt__io_phase(const struct rt_sched *s);
+bool rt__io_thread(const struct rt_sched *s, pthread_t *thread);
 
 /* ---- sched.c ---- */
 extern __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
@@ -322,6 +503,8 @@ static inline struct rt__thread *rt__thread(void)
 struct rt__worker *rt__self(void);
 /* Suspend the running task; commit runs on the thread once it is switched out. */
 void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg);
+/* A task's function returned (t->fn, called from rt__task_main): switch out for good. */
+__attribute__((noreturn)) void rt__task_exit(struct rt_task *t);
 /* A task's function returned: wake its joiner or free it. Its stack is not in use. */
 void rt__task_finished(struct rt__thread *th, struct rt_task *t);
 /* Make a suspended task runnable again, from any thread, by the wake policy. */
@@ -374,6 +557,10 @@ void *rt__park_area(size_t size);
 /* ---- place.c: placement and stealing ---- */
 /* Make t runnable from thread th (may be NULL: from outside) by `how`. */
 void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t, enum rt_place how);
+/* The same for a caller that is a SUBMIT phase function itself (spawning, waking): it
+ * leaves the phase word alone, one transition and one call fewer on those paths. */
+void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_task *t,
+			  enum rt_place how);
 /* Push onto w's inbox from any thread, and wake w if it is parked. */
 void rt__inbox_push(struct rt__worker *w, struct rt_task *t);
 /* Owner: move up to the queue's room from the inbox into the queue; the first task. */
@@ -450,30 +637,6 @@ void rt__latency_record(struct rt__worker *w, struct rt_task *t);
 		if ((w)->sched->cfg.metrics)                                                   \
 			__atomic_fetch_add(&(w)->stats.field, (n), __ATOMIC_RELAXED);          \
 	} while (0)
-
-/* Publish what the thread does now: a plain store, read by the sampler. */
-static inline void rt__phase(struct rt__thread *th, unsigned kind, uint64_t task_id)
-{
-	__atomic_store_n(&th->phase,
-			 RT_PHASE_WORD(kind, th->w ? th->w->index : RT_PHASE_NO_WORKER, task_id),
-			 __ATOMIC_RELAXED);
-}
-
-/* Enter a phase on the calling thread (a no-op outside the runtime's threads) and
- * return the word to restore with rt__phase_restore() when done; for code that runs
- * inside a task: allocation, stack capture. */
-uint64_t rt__phase_enter(unsigned kind);
-void rt__phase_restore(uint64_t prev);
-
-/* The runtime's helper threads (the reactor, the monitor) run no tasks and drive no
- * worker, but their CPU time is the runtime's too: each binds a word of its own as the
- * calling thread's phase word, so the probe attributes their samples, and sets it. */
-void rt__phase_bind(uint64_t *word);
-
-static inline void rt__phase_set(uint64_t *word, unsigned kind)
-{
-	__atomic_store_n(word, RT_PHASE_WORD(kind, RT_PHASE_NO_WORKER, 0), __ATOMIC_RELAXED);
-}
 
 /* ==== Added for sync.c, chan.c and io.c (the waiting primitives) ======================
  * Kept apart from the scheduler's declarations above; nothing above depends on them. */

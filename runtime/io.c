@@ -1,7 +1,7 @@
 /*
  * Timers and the I/O reactor: one thread per scheduler ("rt-io"), started on first use
  * under s->io_lock, sleeps in epoll_wait until the earliest timer or a watched file
- * descriptor is ready, and makes the waiting tasks runnable with rt__ready().
+ * descriptor is ready, and makes the waiting tasks runnable with rt__wake_all().
  *
  * A task's wait is a struct io_wait in the task's park area (never on its stack, which
  * compact mode copies away while the task waits): a node of an intrusive binary
@@ -240,14 +240,18 @@ static void io_end(struct rt__io *io, struct io_wait *iw, int result, struct rt_
 	*wake = &iw->w;
 }
 
-static int io_epoll_wait(struct rt__io *io, struct epoll_event *ev, uint64_t until)
+/* The reactor's parking: the wait in epoll until the earliest deadline. */
+static RT_PHASE_FN int io_epoll_wait(struct rt__io *io, struct epoll_event *ev, uint64_t until)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	struct timespec ts;
 	uint64_t now;
 	int n;
 
-	if (until == IO_NO_TIMER)
-		return epoll_pwait2(io->epfd, ev, IO_BATCH, NULL, NULL);
+	if (until == IO_NO_TIMER) {
+		n = epoll_pwait2(io->epfd, ev, IO_BATCH, NULL, NULL);
+		goto out;
+	}
 	now = rt_now_ns();
 	ts = ts_of(until > now ? until - now : 0);
 	n = epoll_pwait2(io->epfd, ev, IO_BATCH, &ts, NULL);
@@ -258,20 +262,22 @@ static int io_epoll_wait(struct rt__io *io, struct epoll_event *ev, uint64_t unt
 
 		n = epoll_wait(io->epfd, ev, IO_BATCH, ms > 1000000 ? 1000000 : (int)ms);
 	}
+out:
+	rt__phase_pop(phase);
 	return n;
 }
 
-static void *io_main(void *arg)
+static RT_PHASE_FN void *io_main(void *arg)
 {
 	struct rt__io *io = arg;
 	struct epoll_event ev[IO_BATCH];
 	struct rt__waiter *wake = NULL;
 
-	pthread_setname_np(pthread_self(), "rt-io");
-	/* expiring timers and reading events is scheduling; waking their tasks is
-	 * submitting; waiting in epoll is this thread's parking */
+	/* expiring timers and reading events is scheduling (the base); waking their tasks
+	 * is submitting (rt__wake_all); waiting in epoll is this thread's parking */
 	rt__phase_bind(&io->phase);
-	rt__phase_set(&io->phase, RT_PHASE_SCHED);
+	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0));
+	pthread_setname_np(pthread_self(), "rt-io");
 	rt__lock(&io->lock);
 	while (!io->stop) {
 		uint64_t now = rt_now_ns(), until;
@@ -283,12 +289,9 @@ static void *io_main(void *arg)
 		io->sleep_until = until;
 		rt__unlock(&io->lock);
 
-		rt__phase_set(&io->phase, RT_PHASE_SUBMIT);
 		rt__wake_all(wake);
 		wake = NULL;
-		rt__phase_set(&io->phase, RT_PHASE_PARK);
 		n = io_epoll_wait(io, ev, until);
-		rt__phase_set(&io->phase, RT_PHASE_SCHED);
 
 		rt__lock(&io->lock);
 		io->sleep_until = 0; /* awake: registrations need not kick us */
@@ -310,7 +313,6 @@ static void *io_main(void *arg)
 		}
 	}
 	rt__unlock(&io->lock);
-	rt__phase_set(&io->phase, RT_PHASE_SUBMIT);
 	rt__wake_all(wake); /* nothing, unless a task still waited at rt_sched_free() */
 	rt__phase_bind(NULL);
 	return NULL;
@@ -329,6 +331,8 @@ static struct rt__io *io_start(struct rt_sched *s, int *err)
 	}
 	io->sched = s;
 	io->evfd = -1;
+	/* what the word will say from the moment the reactor binds it (its base) */
+	io->phase = RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0);
 	io->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (io->epfd < 0) {
 		*err = -errno;
@@ -386,6 +390,15 @@ uint64_t rt__io_phase(const struct rt_sched *s)
 	const struct rt__io *io = __atomic_load_n(&s->io, __ATOMIC_ACQUIRE);
 
 	return io ? __atomic_load_n(&io->phase, __ATOMIC_RELAXED) : 0;
+}
+
+bool rt__io_thread(const struct rt_sched *s, pthread_t *thread)
+{
+	const struct rt__io *io = __atomic_load_n(&s->io, __ATOMIC_ACQUIRE);
+
+	if (io)
+		*thread = io->thread;
+	return io != NULL;
 }
 
 void rt__io_stop(struct rt_sched *s)

@@ -1,5 +1,5 @@
 /*
- * The per-worker phase word: what a runtime thread is doing right now.
+ * The per-thread phase word: what a runtime thread is doing right now.
  *
  * Shared by the runtime (which stores it with plain relaxed writes on every
  * transition) and the BPF on-CPU probe (which reads it at each sample), so it holds
@@ -15,6 +15,30 @@
  *   bits  8..23  worker index (0xffff: not a worker: a blocking-section thread, the
  *                reactor rt-io, the monitor rt-monitor)
  *   bits 32..63  low 32 bits of the running task's id (0: none)
+ *
+ * The contract: the word says, at every instruction outside a function's prologue and
+ * epilogue, what a leaf-first walk of the thread's stack says. Walking from the leaf
+ * toward the root, the first frame that is a *phase function* gives the phase; a stack
+ * with none is the task's own work (RUN). The runtime keeps that true by one discipline:
+ *   1. A phase function sets its phase at its very first statement and restores the
+ *      word it found just before it returns. Phase functions are out of line
+ *      (RT_PHASE_FN), so each is a frame of its own in every stack, and nothing else
+ *      stores the word: a static helper a phase function calls inherits its phase, and
+ *      a phase function called from another nests (push, then pop). A thread's main
+ *      sets the thread's base (SCHED, no task) and rt__drive that of a worker's loop.
+ *   2. Stores are relaxed, with no fences: the sampler interrupts the thread on its own
+ *      CPU, so program order is all it can observe.
+ *   3. Every store goes through the calling thread's rt_phase_ptr, read afresh, since a
+ *      task may resume on another thread. A switch is made only from SCHED code on
+ *      both sides: the thread stays SCHED through it and clears the task id when it is
+ *      back; the task takes back the word of the operation that switched it out, with
+ *      the worker bits of the thread it resumed on, and so do the operations
+ *      themselves when they return.
+ * The worker bits say which worker the thread drives (0xffff: none, as in a blocking
+ * section that handed its worker off). One exception is by design: a blocking section
+ * begun with rt_blocking_begin() says BLOCK until rt_blocking_end(), though no phase
+ * function is on the stack in between (rt_blocking() is the way without it). The list
+ * of phase functions, by phase, is in runtime/internal.h (RT_PHASE_FN).
  */
 #ifndef SCHEDLAB_RT_PHASE_H
 #define SCHEDLAB_RT_PHASE_H
@@ -29,10 +53,18 @@
 #define RT_PHASE_STACKCAP 7 /* capturing a stack trace for an error object */
 #define RT_PHASE_COUNT    8
 
-#define RT_PHASE_KIND(w)   ((unsigned)((w) & 0xff))
-#define RT_PHASE_WORKER(w) ((unsigned)(((w) >> 8) & 0xffff))
+#define RT_PHASE_KIND_MASK   0xffull
+#define RT_PHASE_WORKER_MASK 0xffff00ull
+#define RT_PHASE_TASK_MASK   0xffffffff00000000ull
+
+#define RT_PHASE_KIND(w)   ((unsigned)((w) & RT_PHASE_KIND_MASK))
+#define RT_PHASE_WORKER(w) ((unsigned)(((w) & RT_PHASE_WORKER_MASK) >> 8))
 #define RT_PHASE_TASK(w)   ((unsigned)((w) >> 32))
 #define RT_PHASE_NO_WORKER 0xffff
+
+/* The word with its task id masked off: phase and worker only (what the probe keys on,
+ * since a key per task would make every task's samples a stack of their own). */
+#define RT_PHASE_WITHOUT_TASK(w) ((w) & ~RT_PHASE_TASK_MASK)
 
 #define RT_PHASE_WORD(kind, worker, task) \
 	((((unsigned long long)(task)) << 32) | (((unsigned long long)(worker) & 0xffff) << 8) | \

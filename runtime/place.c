@@ -106,8 +106,11 @@ static inline struct rt_task *lifo_swap(struct rt__worker *w, struct rt_task *t)
 
 /* ---- the global injection queue --------------------------------------------------- */
 
-void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *tail, size_t n)
+RT_PHASE_FN void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *tail,
+				 size_t n)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
 	tail->next = NULL;
 	pthread_mutex_lock(&s->inject_lock);
 	if (s->inject_tail)
@@ -117,6 +120,7 @@ void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *t
 	s->inject_tail = tail;
 	__atomic_store_n(&s->inject_len, s->inject_len + n, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->inject_lock);
+	rt__phase_pop(phase);
 }
 
 static inline bool inject_empty(struct rt_sched *s)
@@ -334,17 +338,22 @@ static void inbox_append(struct rt__worker *w, struct rt_task *head, struct rt_t
 	pthread_mutex_unlock(&w->inbox_lock);
 }
 
-void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
+RT_PHASE_FN void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
 	if (heap_mode(w->sched))
 		heap_add(w, t);
 	else
 		inbox_append(w, t, t, 1);
 	RT_STAT_ATOMIC_ADD(w, place_remote, 1);
 	/* a full barrier between the push and the look at w->parked; pairs with the seq_cst
-	 * store in rt__park(): either w sees the task or we see w parked and wake it */
+	 * store in rt__park(): either w sees the task or we see w parked and wake it (the
+	 * look is rt__unpark_worker()'s own first one, inline: most pushes find w awake) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	rt__unpark_worker(w->sched, w);
+	if (__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
+		rt__unpark_worker(w->sched, w);
+	rt__phase_pop(phase);
 }
 
 /* Take up to max tasks from w's inbox (max 0: as many as fit in dst's queue plus one
@@ -432,7 +441,9 @@ static void local_push(struct rt__worker *w, struct rt_task *t)
 static void after_local_push(struct rt_sched *s, struct rt__worker *w)
 {
 	if (s->cfg.notify != RT_NOTIFY_NEVER) {
-		rt__notify_local(s, w);
+		/* the check inline: most pushes wake nobody, and call nothing */
+		if (rt__notify_wanted(s, __atomic_load_n(&s->idle_state, __ATOMIC_RELAXED)))
+			rt__notify_local(s, w);
 	} else if (s->cfg.metrics &&
 		   IDLE_UNPARKED_OF(s) < __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED)) {
 		RT_STAT_INC(w, missed_idle); /* a worker is parked, and nobody wakes it */
@@ -504,7 +515,9 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 	return best == exclude ? NULL : best;
 }
 
-void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t, enum rt_place how)
+/* rt__place()'s body, which SUBMIT callers call as it is (internal.h). */
+void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_task *t,
+			  enum rt_place how)
 {
 	struct rt__worker *w = th && !th->blocking && th->w && th->w->sched == s ? th->w : NULL;
 	struct rt__worker *counter = w;
@@ -583,8 +596,18 @@ void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t, enu
 				break;
 }
 
-unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
+RT_PHASE_FN void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t,
+			   enum rt_place how)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
+	rt__place_submitting(s, th, t, how);
+	rt__phase_pop(phase);
+}
+
+RT_PHASE_FN unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_sched *s = w->sched;
 	struct rt_task *t;
 	unsigned moved = 0;
@@ -620,11 +643,13 @@ unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
 	if (counter)
 		RT_STAT_ATOMIC_ADD(counter, place_flush, moved);
 	RT_USDT(flush, w->index, moved);
+	rt__phase_pop(phase);
 	return moved;
 }
 
-unsigned rt__drain_remote(struct rt__worker *w)
+RT_PHASE_FN unsigned rt__drain_remote(struct rt__worker *w)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_sched *s = w->sched;
 	unsigned moved = 0;
 	bool fallback;
@@ -663,6 +688,7 @@ unsigned rt__drain_remote(struct rt__worker *w)
 		moved++;
 	}
 	RT_STAT_ATOMIC_ADD(w, place_flush, moved);
+	rt__phase_pop(phase);
 	return moved;
 }
 

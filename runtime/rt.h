@@ -8,9 +8,9 @@
  * new or woken task goes, who is woken and how blocking is handled are knobs of
  * struct rt_config, and named presets set them the way real runtimes do.
  *
- * Every worker publishes what it is doing in its phase word (runtime/phase.h), which
- * the on-CPU probe reads at each sample, and keeps always-on counters (struct
- * rt_worker_stats) that explain placement.
+ * Every runtime thread publishes what it is doing in its phase word (runtime/phase.h),
+ * which the on-CPU probe reads at each sample, and every worker keeps always-on counters
+ * (struct rt_worker_stats) that explain placement.
  *
  * Threads: rt_spawn, rt_yield and rt_current are for code running in a task;
  * rt_submit and rt_join work from any thread (from a task, join suspends the task;
@@ -220,10 +220,16 @@ struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg);
  * many moved; 0 outside a worker. */
 unsigned rt_flush(void);
 
-/* A blocking call (a read on a socket, a sleep) between these two tells the
- * scheduler, which acts by its blocking knob: nothing, hand the worker's queue to
- * another thread, let a monitor retake it, or compensate with a spare worker. The
- * task may finish the section on another thread than it began. Not nestable. */
+/* Run a blocking call (a read on a socket, a sleep) as fn(arg) in a blocking section,
+ * and return its result. The section tells the scheduler, which acts by its blocking
+ * knob: nothing, hand the worker's queue to another thread, let a monitor retake it,
+ * compensate with a spare worker, or move the task to a blocking-pool thread. The task
+ * may finish the section on another thread than it began. The way to block: the
+ * section is a frame of its own in every sampled stack, and the phase word says
+ * RT_PHASE_BLOCK for all of it. Not nestable (an inner section is part of the outer). */
+int rt_blocking(int (*fn)(void *arg), void *arg);
+/* The same section by hand, for code that cannot pass a function: the phase word says
+ * RT_PHASE_BLOCK from begin until end, whatever the stack between them shows. */
 void rt_blocking_begin(void);
 void rt_blocking_end(void);
 

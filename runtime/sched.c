@@ -36,9 +36,10 @@
 __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
 /* The probe finds each runtime thread's phase word through this pointer; it must be
- * initial-exec TLS of the executable so that its offset from the thread pointer is
- * one constant for every thread. */
-__thread uint64_t *rt_phase_ptr __attribute__((tls_model("initial-exec"), used));
+ * TLS of the executable (local-exec: the runtime is linked into it) so that its offset
+ * from the thread pointer is one constant for every thread. Read through
+ * rt__phase_word() only. */
+__thread uint64_t *rt_phase_ptr __attribute__((tls_model("local-exec"), used));
 
 struct rt__worker *rt__self(void)
 {
@@ -50,7 +51,7 @@ struct rt__worker *rt__self(void)
 void rt__thread_bind(struct rt__thread *th)
 {
 	rt__tls_thread = th;
-	rt_phase_ptr = th ? &th->phase : NULL;
+	rt__phase_bind(th ? &th->phase : NULL);
 	if (th)
 		th->tsan_fiber = RT_TSAN_CURRENT();
 	if (th && pthread_getcpuclockid(pthread_self(), &th->cpu_clock))
@@ -59,27 +60,8 @@ void rt__thread_bind(struct rt__thread *th)
 
 void rt__phase_bind(uint64_t *word)
 {
-	rt_phase_ptr = word;
-}
-
-uint64_t rt__phase_enter(unsigned kind)
-{
-	struct rt__thread *th = rt__thread();
-	uint64_t prev;
-
-	if (!th)
-		return 0;
-	prev = th->phase;
-	rt__phase(th, kind, RT_PHASE_TASK(prev));
-	return prev;
-}
-
-void rt__phase_restore(uint64_t prev)
-{
-	struct rt__thread *th = rt__thread();
-
-	if (th)
-		__atomic_store_n(&th->phase, prev, __ATOMIC_RELAXED);
+	/* atomic: a reader elsewhere (the probe, a test) may follow the pointer meanwhile */
+	__atomic_store_n(&rt_phase_ptr, word, __ATOMIC_RELAXED);
 }
 
 int64_t rt_phase_tls_offset(void)
@@ -167,22 +149,24 @@ static void notify_slow(struct rt_sched *s, struct rt__worker *from);
  * parking, the caller still runs the task itself; only parallelism is lost. */
 static inline void notify_check(struct rt_sched *s, struct rt__worker *from, uint32_t st)
 {
-	bool any_searcher_ok = s->cfg.notify == RT_NOTIFY_ALWAYS;
-
-	if ((!any_searcher_ok && IDLE_SEARCHING(st)) ||
-	    IDLE_UNPARKED(st) >= __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED))
-		return;
-	notify_slow(s, from);
+	if (rt__notify_wanted(s, st))
+		notify_slow(s, from);
 }
 
-void rt__notify_parked(struct rt_sched *s, struct rt__worker *from)
+RT_PHASE_FN void rt__notify_parked(struct rt_sched *s, struct rt__worker *from)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
 	notify_check(s, from, __atomic_fetch_add(&s->idle_state, 0, __ATOMIC_SEQ_CST));
+	rt__phase_pop(phase);
 }
 
-void rt__notify_local(struct rt_sched *s, struct rt__worker *from)
+RT_PHASE_FN void rt__notify_local(struct rt_sched *s, struct rt__worker *from)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
 	notify_check(s, from, __atomic_load_n(&s->idle_state, __ATOMIC_RELAXED));
+	rt__phase_pop(phase);
 }
 
 static void notify_slow(struct rt_sched *s, struct rt__worker *from)
@@ -205,36 +189,43 @@ static void notify_slow(struct rt_sched *s, struct rt__worker *from)
 	unpark(v);
 }
 
-bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w)
+RT_PHASE_FN bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	bool woke = false;
+
 	if (!__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
-		return false;
+		goto out;
 	pthread_mutex_lock(&s->idle_lock);
 	if (!__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
 		pthread_mutex_unlock(&s->idle_lock);
-		return false;
+		goto out;
 	}
 	/* it has work of its own waiting: not a searcher */
 	sleeper_remove(s, w, false);
 	pthread_mutex_unlock(&s->idle_lock);
 	unpark(w);
-	return true;
+	woke = true;
+out:
+	rt__phase_pop(phase);
+	return woke;
 }
 
-bool rt__wake_one_parked(struct rt_sched *s)
+RT_PHASE_FN bool rt__wake_one_parked(struct rt_sched *s)
 {
-	struct rt__worker *v;
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	struct rt__worker *v = NULL;
 
 	pthread_mutex_lock(&s->idle_lock);
-	if (!s->nsleepers) {
-		pthread_mutex_unlock(&s->idle_lock);
-		return false;
+	if (s->nsleepers) {
+		v = s->workers[s->sleepers[s->nsleepers - 1]];
+		sleeper_remove(s, v, true);
 	}
-	v = s->workers[s->sleepers[s->nsleepers - 1]];
-	sleeper_remove(s, v, true);
 	pthread_mutex_unlock(&s->idle_lock);
-	unpark(v);
-	return true;
+	if (v)
+		unpark(v);
+	rt__phase_pop(phase);
+	return v != NULL;
 }
 
 static bool enter_searching(struct rt__worker *w)
@@ -264,10 +255,10 @@ static void leave_searching(struct rt__worker *w)
 		rt__notify_parked(s, w);
 }
 
-bool rt__park(struct rt__worker *w)
+/* Parking, all of it: the sleepers-list protocol as much as the wait. */
+static bool park(struct rt__worker *w)
 {
 	struct rt_sched *s = w->sched;
-	struct rt__thread *th = w->thread;
 	bool last_searcher;
 	uint32_t prev;
 
@@ -305,7 +296,6 @@ bool rt__park(struct rt__worker *w)
 		rt__notify_parked(s, w);
 	}
 
-	rt__phase(th, RT_PHASE_PARK, 0);
 	RT_STAT_INC(w, parks);
 	RT_USDT(park, w->index);
 	if (s->cfg.park_spin_us) {
@@ -321,8 +311,16 @@ bool rt__park(struct rt__worker *w)
 	while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
 		rt__futex_wait_timeout(&w->futex, 0, NULL);
 	RT_USDT(unpark, w->index, (int)w->searching);
-	rt__phase(th, RT_PHASE_SCHED, 0);
 	return !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
+}
+
+RT_PHASE_FN bool rt__park(struct rt__worker *w)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
+	bool more = park(w);
+
+	rt__phase_pop(phase);
+	return more;
 }
 
 /* ---- finding work --------------------------------------------------------------------- */
@@ -417,7 +415,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 					rt__compact_restore(t);
 			}
 		}
-		rt__phase(th, RT_PHASE_RUN, t->id);
+		/* the word stays SCHED through the switch: the task sets its own */
 		RT_USDT(run_begin, t->id, w ? w->index : RT_NO_WORKER);
 		/* queue=heap's key: time run, on the monitor's coarse clock as Kyo counts it
 		 * on its InternalClock; a load, not a clock read, each side of the run */
@@ -433,7 +431,6 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 		w = th->w;
 		if (w)
 			__atomic_store_n(&w->running, 0, __ATOMIC_RELAXED);
-		rt__phase(th, RT_PHASE_SCHED, 0);
 		/* compact mode: keep what it used of the shared stack before anyone else runs */
 		if (t->home && th->after.kind != RT_AFTER_DONE && rt__compact_save(t)) {
 			fprintf(stderr, "schedlab runtime: out of memory saving a parked task's stack\n");
@@ -459,20 +456,37 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 	}
 }
 
-/* The body of every fiber, entered from rt__fiber_start on the task's own stack. */
-__attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
+/* The body of every fiber, entered from rt__fiber_start on the task's own stack: the
+ * task's own work begins here, on the worker that switched to it. */
+RT_PHASE_FN __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
+{
+	uint64_t *p = rt__phase_word();
+
+	if (p) {
+		/* the kind first: it is what the probe attributes by */
+		__atomic_store_n(rt__phase_kind_of(p), RT_PHASE_RUN, __ATOMIC_RELAXED);
+		rt__phase_set_task(p, t->id);
+	}
+	t->result = t->fn(t->arg);
+	rt__task_exit(t);
+}
+
+RT_PHASE_FN __attribute__((noreturn)) void rt__task_exit(struct rt_task *t)
 {
 	struct rt__thread *th;
 
-	t->result = t->fn(t->arg);
+	/* never popped: the thread that switches back sets its own word */
+	(void)rt__phase_push(RT_PHASE_SCHED);
 	th = rt__thread();
 	th->after.kind = RT_AFTER_DONE;
 	rt__switch_out(th, t);
 	__builtin_unreachable();
 }
 
-void rt__drive(struct rt__thread *th)
+RT_PHASE_FN void rt__drive(struct rt__thread *th)
 {
+	/* the thread's own context: scheduling, on its worker, no task */
+	uint64_t phase = rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, th->w->index, 0));
 	bool woken = false;
 
 	while (th->w) {
@@ -485,7 +499,7 @@ void rt__drive(struct rt__thread *th)
 			if (woken)
 				RT_STAT_INC(w, noop_wakeups);
 			if (!rt__park(w))
-				return;
+				break;
 			woken = true;
 			continue;
 		}
@@ -494,11 +508,16 @@ void rt__drive(struct rt__thread *th)
 			leave_searching(w);
 		run_task(th, t);
 	}
+	rt__phase_unset(phase);
 }
 
 /* ---- the task API ------------------------------------------------------------------- */
 
-void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
+/* The bodies of rt__suspend(), rt__wait() and rt__ready() are inlined into the phase
+ * functions of the same phase that call them (rt_join, rt__wake): a phase function
+ * called from one of its own phase would only store the word it found. */
+
+static inline void suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
 {
 	struct rt__thread *th = rt__thread();
 	struct rt_task *t = th->current;
@@ -510,33 +529,45 @@ void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
 	/* resumed, perhaps on another thread */
 }
 
-void rt__ready(struct rt_task *t)
+RT_PHASE_FN void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
+
+	suspend(commit, arg);
+	rt__phase_pop_moved(phase);
+}
+
+static inline void ready(struct rt_task *t)
 {
 	struct rt__thread *th;
-	uint64_t phase;
 
 	if (t->own) {
 		rt__task_thread_ready(t);
 		return;
 	}
 	th = rt__thread();
-	if (!th) {
-		rt__place(t->sched, NULL, t, t->sched->cfg.submit);
-		return;
-	}
-	phase = th->phase;
-	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
-	rt__place(t->sched, th, t, t->sched->cfg.wake);
-	__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
+	if (th)
+		rt__place_submitting(t->sched, th, t, t->sched->cfg.wake);
+	else
+		rt__place_submitting(t->sched, NULL, t, t->sched->cfg.submit);
 }
 
-static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
+RT_PHASE_FN void rt__ready(struct rt_task *t)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+
+	ready(t);
+	rt__phase_pop(phase);
+}
+
+/* rt_spawn and rt_spawn_elsewhere, in their SUBMIT phase. One copy, out of line: its
+ * rt:spawn probe point is one site in the binary, as tracers expect. */
+static __attribute__((noinline)) struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 {
 	struct rt__thread *th = rt__thread();
 	struct rt__worker *w;
 	struct rt_sched *s;
 	struct rt_task *t;
-	uint64_t phase;
 
 	if (!th || !th->current) {
 		errno = EPERM; /* outside a task: use rt_submit() */
@@ -553,8 +584,6 @@ static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 		}
 		return t;
 	}
-	phase = th->phase;
-	rt__phase(th, RT_PHASE_SUBMIT, RT_PHASE_TASK(phase));
 	t = rt__task_new(s, w, fn, arg);
 	if (t) {
 		if (w)
@@ -567,26 +596,33 @@ static struct rt_task *spawn_placed(rt_fn fn, void *arg, bool elsewhere)
 			if (v && v != w)
 				rt__inbox_push(v, t);
 			else
-				rt__place(s, th, t, RT_PLACE_EXTERNAL);
+				rt__place_submitting(s, th, t, RT_PLACE_EXTERNAL);
 		} else {
-			rt__place(s, th, t, s->cfg.spawn);
+			rt__place_submitting(s, th, t, s->cfg.spawn);
 		}
 	}
-	__atomic_store_n(&th->phase, phase, __ATOMIC_RELAXED);
 	return t;
 }
 
-struct rt_task *rt_spawn(rt_fn fn, void *arg)
+RT_PHASE_FN struct rt_task *rt_spawn(rt_fn fn, void *arg)
 {
-	return spawn_placed(fn, arg, false);
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	struct rt_task *t = spawn_placed(fn, arg, false);
+
+	rt__phase_pop(phase);
+	return t;
 }
 
-struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg)
+RT_PHASE_FN struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg)
 {
-	return spawn_placed(fn, arg, true);
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	struct rt_task *t = spawn_placed(fn, arg, true);
+
+	rt__phase_pop(phase);
+	return t;
 }
 
-struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
+static struct rt_task *submit(struct rt_sched *s, rt_fn fn, void *arg)
 {
 	struct rt__thread *th = rt__thread();
 	struct rt__worker *w = th && th->sched == s ? rt__self() : NULL;
@@ -602,7 +638,17 @@ struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
 		}
 		return t;
 	}
-	rt__place(s, th && th->sched == s ? th : NULL, t, s->cfg.submit);
+	rt__place_submitting(s, th && th->sched == s ? th : NULL, t, s->cfg.submit);
+	return t;
+}
+
+/* A phase function on a runtime thread only: elsewhere there is no word to set. */
+RT_PHASE_FN struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
+	struct rt_task *t = submit(s, fn, arg);
+
+	rt__phase_pop(phase);
 	return t;
 }
 
@@ -620,7 +666,8 @@ static bool wait_commit(struct rt_task *self, void *arg)
 	return c->commit(c->w, c->arg);
 }
 
-void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg), void *arg)
+static inline void wait_on(struct rt__waiter *w,
+			   bool (*commit)(struct rt__waiter *w, void *arg), void *arg)
 {
 	struct rt__thread *th = rt__thread();
 
@@ -631,7 +678,7 @@ void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *a
 	if (w->task) {
 		struct wait_commit c = { w, commit, arg };
 
-		rt__suspend(wait_commit, &c);
+		suspend(wait_commit, &c);
 		return;
 	}
 	if (!commit(w, arg))
@@ -640,19 +687,30 @@ void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *a
 		rt__futex_wait_timeout(&w->futex, 0, NULL);
 }
 
-void rt__wake(struct rt__waiter *w)
+RT_PHASE_FN void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg),
+			  void *arg)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
+
+	wait_on(w, commit, arg);
+	rt__phase_pop_moved(phase);
+}
+
+RT_PHASE_FN void rt__wake(struct rt__waiter *w)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_task *t = w->task; /* read first: w may be gone once woken */
 
 	if (t) {
-		rt__ready(t);
-		return;
+		ready(t);
+	} else {
+		/* release: what the waker did before is visible to the woken thread; the
+		 * futex call after the store may touch a word whose owner already returned,
+		 * which at worst wakes nobody */
+		__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
+		rt__futex_wake(&w->futex, 1);
 	}
-	/* release: what the waker did before is visible to the woken thread; the futex
-	 * call after the store may touch a word whose owner already returned, which at
-	 * worst wakes nobody */
-	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
-	rt__futex_wake(&w->futex, 1);
+	rt__phase_pop(phase);
 }
 
 void *rt__park_area(size_t size)
@@ -676,43 +734,46 @@ static bool join_commit(struct rt__waiter *w, void *arg)
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-uint64_t rt_join(struct rt_task *t)
+RT_PHASE_FN uint64_t rt_join(struct rt_task *t)
 {
-	uint64_t result;
+	uint64_t phase = rt__phase_push(RT_PHASE_SCHED), result;
 
 	if (!(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) & RT_TASK_DONE)) {
 		struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local;
 
-		rt__wait(w, join_commit, t);
+		wait_on(w, join_commit, t);
 	}
 	/* the acquire above, or the hand-off that woke us, orders the result */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	result = t->result;
 	rt__task_put(t->sched, rt__self(), t);
+	rt__phase_pop_moved(phase);
 	return result;
 }
 
-void rt_detach(struct rt_task *t)
+RT_PHASE_FN void rt_detach(struct rt_task *t)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 	uint32_t old = __atomic_fetch_or(&t->state, RT_TASK_DETACHED, __ATOMIC_ACQ_REL);
 
 	if (old & RT_TASK_DONE)
 		rt__task_put(t->sched, rt__self(), t);
+	rt__phase_pop(phase);
 }
 
-void rt_yield(void)
+RT_PHASE_FN void rt_yield(void)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 	struct rt__thread *th = rt__thread();
 	struct rt_task *t = th && !th->blocking ? th->current : NULL;
 
-	if (!t)
-		return;
-	if (t->own) {
+	if (t && t->own) {
 		sched_yield(); /* a task with its own thread yields the CPU */
-		return;
+	} else if (t) {
+		th->after.kind = RT_AFTER_YIELD;
+		rt__switch_out(th, t);
 	}
-	th->after.kind = RT_AFTER_YIELD;
-	rt__switch_out(th, t);
+	rt__phase_pop_moved(phase);
 }
 
 void rt_preempt_point(void)
@@ -728,11 +789,14 @@ void rt_preempt_point(void)
 	rt_yield();
 }
 
-unsigned rt_flush(void)
+RT_PHASE_FN unsigned rt_flush(void)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt__worker *w = rt__self();
+	unsigned moved = w ? rt__drain(w, w) : 0;
 
-	return w ? rt__drain(w, w) : 0;
+	rt__phase_pop(phase);
+	return moved;
 }
 
 struct rt_task *rt_current(void)

@@ -1,8 +1,9 @@
 /*
  * The threads executor: one OS thread per task, created when the task is spawned,
  * as platform threads are. The task still runs on its fiber stack, switched to from
- * its own thread; when it waits, that thread sleeps on a futex until rt__ready()
- * wakes it, so every wait is an OS-level block and every wake a futex wake.
+ * its own thread; when it waits, that thread sleeps on a futex until a wake of the
+ * task (rt__task_thread_ready()) wakes it, so every wait is an OS-level block and every
+ * wake a futex wake.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,21 +12,30 @@
 
 #include "runtime/internal.h"
 
-static void *task_thread_main(void *arg)
+/* The thread's wait while its task waits, until rt__task_thread_ready(). */
+static RT_PHASE_FN void task_thread_wait(struct rt__thread *th)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
+
+	while (!__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE))
+		rt__futex_wait_timeout(&th->futex, 0, NULL);
+	rt__phase_pop(phase);
+}
+
+static RT_PHASE_FN void *task_thread_main(void *arg)
 {
 	struct rt__thread *th = arg;
 	struct rt_task *t = th->own;
 
 	rt__thread_bind(th);
+	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0)); /* the base */
 	for (;;) {
 		/* cleared before the switch: a wake that comes while the task is still
 		 * switching out sets it again, and the wait below returns at once */
 		__atomic_store_n(&th->futex, 0, __ATOMIC_RELAXED);
 		th->current = t;
-		rt__phase(th, RT_PHASE_RUN, t->id);
 		rt__switch_in(th, t);
 		th->current = NULL;
-		rt__phase(th, RT_PHASE_SCHED, 0);
 		if (th->after.kind == RT_AFTER_DONE)
 			break;
 		if (th->after.kind == RT_AFTER_YIELD) {
@@ -34,9 +44,7 @@ static void *task_thread_main(void *arg)
 		}
 		if (!th->after.commit(t, th->after.arg))
 			continue; /* the wait was already over */
-		rt__phase(th, RT_PHASE_PARK, 0);
-		while (!__atomic_load_n(&th->futex, __ATOMIC_ACQUIRE))
-			rt__futex_wait_timeout(&th->futex, 0, NULL);
+		task_thread_wait(th);
 	}
 	rt__task_finished(th, t);
 	rt__thread_exit(th);
@@ -63,12 +71,14 @@ int rt__task_thread_start(struct rt_sched *s, struct rt_task *t)
 	return 0;
 }
 
-void rt__task_thread_ready(struct rt_task *t)
+RT_PHASE_FN void rt__task_thread_ready(struct rt_task *t)
 {
+	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt__thread *th = t->own;
 
 	/* release: what the waker did is visible to the task; pairs with the acquire load
-	 * in task_thread_main()'s wait loop */
+	 * in task_thread_wait() */
 	__atomic_store_n(&th->futex, 1, __ATOMIC_RELEASE);
 	rt__futex_wake(&th->futex, 1);
+	rt__phase_pop(phase);
 }

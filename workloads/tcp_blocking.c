@@ -1,7 +1,7 @@
 /*
  * tcp-blocking: 256 exchanges over 64 persistent loopback connections, each a blocking
- * send and recv inside a blocking section; a separate server process sleeps `delay`
- * (1 ms) before each response.
+ * send and recv inside a blocking section (rt_blocking()); a separate server process
+ * sleeps `delay` (1 ms) before each response.
  *
  * The studies' "blocking TCP" benchmark, the one that made Kyo 30x slower: the op
  * spawns a task per connection and joins them; each task runs its 4 exchanges in
@@ -50,19 +50,30 @@ static int tcp_blocking_recv(int fd, void *buf, size_t len)
 	return 0;
 }
 
+struct tcp_blocking_call {
+	const struct wl__tcp_conn *c;
+	const struct wl__tcp_msg *req;
+	struct wl__tcp_msg *resp;
+};
+
+/* The blocking call itself: run by rt_blocking(), so that every sample of it has the
+ * section's frame (and the phase word says blocking). */
+static int tcp_blocking_send_recv(void *arg)
+{
+	const struct tcp_blocking_call *x = arg;
+	int err = tcp_blocking_send(x->c->fd, x->req, sizeof(*x->req));
+
+	return err ? err : tcp_blocking_recv(x->c->fd, x->resp, sizeof(*x->resp));
+}
+
 /* Not inlined: the flame graph shows the blocking section by name. */
 static __attribute__((noinline)) int tcp_blocking_exchange(const struct wl__tcp_conn *c,
 							   const struct wl__tcp_msg *req,
 							   struct wl__tcp_msg *resp)
 {
-	int err;
+	struct tcp_blocking_call x = { c, req, resp };
 
-	rt_blocking_begin();
-	err = tcp_blocking_send(c->fd, req, sizeof(*req));
-	if (!err)
-		err = tcp_blocking_recv(c->fd, resp, sizeof(*resp));
-	rt_blocking_end();
-	return err;
+	return rt_blocking(tcp_blocking_send_recv, &x);
 }
 
 static uint64_t tcp_blocking_connection(void *arg)

@@ -3,24 +3,32 @@
  * oncpu: perf-event sampler that keeps the threads of one target process.
  *
  * Runs on every sample of every CPU (hardirq or NMI context), so it does the least
- * it can: filter by tgid, copy the user and kernel stacks into a per-CPU scratch
- * buffer and hash their contents, read the runtime's phase word, and add one to the
- * count under {tgid, stack hashes, phase, comm}; only a key's first sample stores its
- * stacks in the stacks map. Invariants: every sample of the target while enabled adds
- * one to samples and one either to a key's count or to counts_full; a key's stack
- * hashes name stacks in the stacks map; a stack that cannot be walked or stored is
- * kept in the key as a loss bit, never dropped (see probes.h).
+ * it can: filter by tgid, walk the kernel stack and (unless in dwarf mode) the user
+ * stack by frame pointers into a per-CPU scratch buffer, read the runtime's phase
+ * word, and add one to the count under {tgid, stack hashes, phase, comm}; only a key's
+ * first sample stores its stacks in the stacks map. A sample whose user stack the
+ * frame-pointer walk cannot give (dwarf mode, or in auto mode a walk that met code
+ * built without frame pointers or did not reach its thread's root) goes to user space
+ * whole instead: its registers and
+ * the top of its user stack, to be unwound there from DWARF CFI. Invariants: every
+ * sample of the target while enabled adds one to samples and one to exactly one of a
+ * key's count, dwarf_samples or counts_full; a key's stack hashes name stacks in the
+ * stacks map; a stack that cannot be walked or stored is kept in the key as a loss bit,
+ * never dropped (see probes.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "probes/oncpu/oncpu.h"
+#include "runtime/phase.h"
 
 #define ENOENT 2
 #define E2BIG  7
 #define ENOMEM 12
+#define EFAULT 14
 #define EEXIST 17
+#define ENOSPC 28
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -29,12 +37,19 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 pidns_dev = 0;
 const volatile __u64 pidns_ino = 0;
 
-/* Written by the loader through the mmapped .bss: target and phase offset first, then
- * enabled (a release store; x86 keeps the order). Zero at load: warm-up samples taken
- * before the first start are never kept. */
+/* ONCPU_CG_*, and the user stack bytes a DWARF sample copies (a multiple of 8, at most
+ * ONCPU_STACK_MAX). */
+const volatile __u32 callgraph = ONCPU_CG_FP;
+const volatile __u32 stack_copy = 16384;
+
+/* Written by the loader through the mmapped .bss: target, phase offset and code ranges
+ * first, then enabled (a release store; x86 keeps the order). Zero at load: warm-up
+ * samples taken before the first start are never kept. */
 __u32 enabled = 0;
 __u32 target_tgid = 0;
 __s64 phase_tls_off = 0;
+__u32 nranges = 0;
+struct oncpu_range ranges[ONCPU_MAX_RANGES] = {};
 
 /* Stacks keyed by a 64-bit hash of their contents, user and kernel alike (their ips
  * never overlap), written only by a counts key's first sample. Unlike a
@@ -67,6 +82,25 @@ struct {
 	__type(value, struct oncpu_counters);
 	__uint(max_entries, 1);
 } counters SEC(".maps");
+
+/* DWARF samples for user space; the loader sizes it from the frequency and the CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} dwarf_ring SEC(".maps");
+
+/* Where a DWARF sample is built before it is copied into the ring buffer (whose
+ * reservations must be of constant size): a header and up to ONCPU_STACK_MAX bytes of
+ * stack, plus the slack a last page-sized read may need, indexed by CPU. A plain array:
+ * a per-CPU one cannot hold values this big. */
+#define DWARF_SCRATCH (sizeof(struct oncpu_dwarf_sample) + ONCPU_STACK_MAX + ONCPU_STACK_SLACK)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__uint(value_size, DWARF_SCRATCH);
+	__uint(max_entries, 1);
+} dwarf_scratch SEC(".maps");
 
 /* Where the sample's two stacks are walked before they are hashed and, the first
  * time, stored: 2 KiB, too big for the 512-byte BPF stack. One per CPU is enough: the
@@ -134,21 +168,175 @@ static __always_inline __u64 stack_hash(const struct oncpu_stack *s)
 	return h ? h : 1;
 }
 
-/* Walk one stack (flags: BPF_F_USER_STACK, or 0 for the kernel's) into s. Its hash,
- * or ONCPU_NO_STACK with *err set: the walk's -errno, or -ENOENT when it found no
- * frame. */
-static __always_inline __u64 walk_stack(struct bpf_perf_event_data *ctx, struct oncpu_stack *s,
-					__u64 flags, long *err)
+/* Walk one stack (flags: BPF_F_USER_STACK, or 0 for the kernel's) into s. 0, or the
+ * walk's -errno, or -ENOENT when it found no frame (s->nr is then 0). */
+static __always_inline long walk_stack(struct bpf_perf_event_data *ctx, struct oncpu_stack *s,
+				       __u64 flags)
 {
 	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
 
-	if (n <= 0) {
-		*err = n ? n : -ENOENT;
-		return ONCPU_NO_STACK;
+	s->nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
+	if (n <= 0)
+		return n ? n : -ENOENT;
+	return 0;
+}
+
+/* The kind of the code range holding ip (ONCPU_RANGE_*), 0 for none: a binary search
+ * over the loader's sorted, disjoint ranges. */
+static __always_inline __u32 range_kind(__u64 ip)
+{
+	__u32 lo = 0, hi = nranges;
+
+	if (hi > ONCPU_MAX_RANGES)
+		hi = ONCPU_MAX_RANGES;
+	for (int i = 0; i < 8; i++) { /* 2^7 = ONCPU_MAX_RANGES, and one to spare */
+		struct oncpu_range *r;
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = (lo + hi) / 2;
+		r = &ranges[mid & (ONCPU_MAX_RANGES - 1)];
+		if (ip < r->start)
+			hi = mid;
+		else if (ip >= r->end)
+			lo = mid + 1;
+		else
+			return r->kind;
 	}
-	*err = 0;
-	s->nr = n / sizeof(s->ips[0]);
-	return stack_hash(s);
+	return 0;
+}
+
+struct walk_check {
+	struct oncpu_stack *s;
+	__u32 nr;	 /* frames up to and including a root, once one is met */
+	__u32 untrusted; /* a frame before the root is in code without frame pointers */
+	__u32 rooted;	 /* a root was met */
+};
+
+/* One frame of check_walk(), through bpf_loop(), so that the verifier checks the
+ * search once rather than once per frame. */
+static long check_frame(__u64 i, void *arg)
+{
+	struct walk_check *w = arg;
+	__u64 ip;
+	__u32 kind;
+
+	if (i >= w->s->nr || i >= ONCPU_MAX_DEPTH)
+		return 1;
+	ip = w->s->ips[i];
+	/* a return address may be one past the end of its call's function */
+	kind = range_kind(i ? ip - 1 : ip);
+	if (kind == ONCPU_RANGE_ROOT) {
+		w->nr = i + 1;
+		w->rooted = 1;
+		return 1;
+	}
+	if (kind == ONCPU_RANGE_NOFP) {
+		w->untrusted = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Look a frame-pointer walk's ips up in the target's code ranges: cut it after the
+ * first root (what the walk read past the function that began the thread is not the
+ * thread's stack), and say whether it cannot be trusted: it went through code built
+ * without frame pointers before the root (the frame of the function that called into
+ * it is missing, and what follows may be garbage), or it never reached a root (it
+ * began in a function's prologue or epilogue, or in code that keeps no frame, and
+ * skipped that function's caller). */
+static __always_inline bool untrusted_walk(struct oncpu_stack *s, struct oncpu_counters *c)
+{
+	struct walk_check w = { .s = s, .nr = s->nr };
+
+	if (!nranges || !s->nr)
+		return false;
+	bpf_loop(ONCPU_MAX_DEPTH, check_frame, &w, 0);
+	if (!w.untrusted && w.nr < s->nr) {
+		s->nr = w.nr;
+		c->root_cut++;
+	}
+	return w.untrusted || !w.rooted;
+}
+
+/* Copy the sample's user registers, the top of its user stack and its kernel stack
+ * into the ring buffer for unwinding in user space. The registers are the ones the
+ * kernel saved on entry from user mode (task_pt_regs): the interrupted user state for
+ * a sample in user mode, the state at the system call or fault for one in the kernel.
+ * The stack is read a page at a time, so a copy stops where the stack's mapping ends
+ * instead of failing whole. 0 or -errno. */
+static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_key *key, __u32 tid,
+				       __u32 fallback, struct oncpu_counters *c)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 want = stack_copy, got = 0;
+	struct oncpu_dwarf_sample *d;
+	struct pt_regs regs;
+	__u8 *buf;
+	__u64 sp;
+
+	buf = bpf_map_lookup_elem(&dwarf_scratch, &cpu);
+	if (!buf)
+		return -ENOENT;
+	d = (struct oncpu_dwarf_sample *)buf;
+	if (bpf_probe_read_kernel(&regs, sizeof(regs),
+				  (void *)bpf_task_pt_regs(bpf_get_current_task_btf())))
+		return -EFAULT;
+	d->regs[0] = regs.ax;
+	d->regs[1] = regs.dx;
+	d->regs[2] = regs.cx;
+	d->regs[3] = regs.bx;
+	d->regs[4] = regs.si;
+	d->regs[5] = regs.di;
+	d->regs[6] = regs.bp;
+	d->regs[7] = regs.sp;
+	d->regs[8] = regs.r8;
+	d->regs[9] = regs.r9;
+	d->regs[10] = regs.r10;
+	d->regs[11] = regs.r11;
+	d->regs[12] = regs.r12;
+	d->regs[13] = regs.r13;
+	d->regs[14] = regs.r14;
+	d->regs[15] = regs.r15;
+	d->regs[16] = regs.ip;
+	sp = regs.sp;
+
+	if (want > ONCPU_STACK_MAX)
+		want = ONCPU_STACK_MAX;
+	for (int i = 0; i < ONCPU_STACK_MAX / 4096 + 1; i++) {
+		__u64 addr = sp + got, chunk = 4096 - (addr & 4095);
+
+		if (got >= want)
+			break;
+		if (chunk > want - got)
+			chunk = want - got;
+		/* keep the compiler from handing the verifier the unbounded operand of the
+		 * min above instead of its bounded result */
+		__asm__ volatile("" : "+r"(chunk));
+		if (chunk > 4096 || got >= ONCPU_STACK_MAX)
+			break; /* never: for the verifier */
+		if (bpf_probe_read_user(&d->stack[got], chunk, (void *)addr))
+			break;
+		got += chunk;
+	}
+	if (got > ONCPU_STACK_MAX)
+		got = ONCPU_STACK_MAX;
+
+	d->tgid = key->tgid;
+	d->tid = tid;
+	d->phase = key->phase;
+	d->lost = key->lost & (ONCPU_LOST_KSTACK_FULL | ONCPU_LOST_KSTACK_ERROR);
+	d->stack_len = got;
+	d->fallback = fallback;
+	d->knr = sc->kernel.nr < ONCPU_MAX_DEPTH ? sc->kernel.nr : ONCPU_MAX_DEPTH;
+	__builtin_memcpy(d->comm, key->comm, sizeof(d->comm));
+	if (bpf_probe_read_kernel(d->kips, sizeof(d->kips), sc->kernel.ips))
+		return -EFAULT;
+	if (bpf_ringbuf_output(&dwarf_ring, d, sizeof(*d) + got, 0))
+		return -ENOSPC;
+	c->stack_bytes += got;
+	return 0;
 }
 
 /* Store s under *id unless the stacks map has it already. If it cannot (-E2BIG: no
@@ -177,6 +365,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	struct scratch *sc;
 	__u64 zero64 = 0, *val;
 	__u32 zero = 0;
+	bool dwarf = callgraph == ONCPU_CG_DWARF, fallback = false;
 	long err;
 
 	if (!enabled)
@@ -193,22 +382,43 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	c->samples++;
 
 	key.tgid = ns.tgid;
-	/* An empty user walk (a thread whose mm is gone) is a loss like a failed one. */
-	key.ustack = walk_stack(ctx, &sc->user, BPF_F_USER_STACK, &err);
-	if (err)
-		key.lost |= ONCPU_LOST_USTACK_ERROR;
 	/* A sample in user mode has no kernel stack, and the walk would only say so: skip
 	 * it there (user addresses have the top bit clear on x86-64 and arm64; an unsure
 	 * case, such as the vsyscall page, walks and finds nothing, which is no loss). */
+	sc->kernel.nr = 0;
 	if ((__s64)PT_REGS_IP(&ctx->regs) < 0) {
-		key.kstack = walk_stack(ctx, &sc->kernel, 0, &err);
+		err = walk_stack(ctx, &sc->kernel, 0);
 		if (err && err != -ENOENT)
 			key.lost |= ONCPU_LOST_KSTACK_ERROR;
 	}
-	/* phase and worker only: the task id (the high half) would make every task's
-	 * samples a key of their own and fill the map on a spawn-heavy workload */
-	key.phase = read_phase() & 0xffffffffull;
+	/* phase and worker only: the task id would make every task's samples a key of
+	 * their own and fill the map on a spawn-heavy workload */
+	key.phase = RT_PHASE_WITHOUT_TASK(read_phase());
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
+
+	if (!dwarf) {
+		/* An empty user walk (a thread whose mm is gone) is a loss like a failed
+		 * one; in auto mode either goes to the DWARF unwinder instead. */
+		err = walk_stack(ctx, &sc->user, BPF_F_USER_STACK);
+		if (callgraph == ONCPU_CG_AUTO)
+			fallback = err || untrusted_walk(&sc->user, c);
+		else if (!err)
+			untrusted_walk(&sc->user, c); /* for the cut at the root */
+		if (err && !fallback)
+			key.lost |= ONCPU_LOST_USTACK_ERROR;
+	}
+	if (dwarf || fallback) {
+		if (!emit_dwarf(sc, &key, ns.pid, fallback, c)) {
+			c->dwarf_samples++;
+			return 0;
+		}
+		/* No room: keep the sample, with the frame-pointer walk's stack in auto
+		 * mode, and say so. */
+		c->ring_full++;
+		key.lost |= ONCPU_LOST_RING;
+	}
+	key.ustack = sc->user.nr && !dwarf ? stack_hash(&sc->user) : ONCPU_NO_STACK;
+	key.kstack = sc->kernel.nr ? stack_hash(&sc->kernel) : ONCPU_NO_STACK;
 
 	/* The common case, a key seen before, costs one lookup: its stacks were stored
 	 * when it was first inserted, and only the drain removes either. */

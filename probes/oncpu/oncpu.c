@@ -4,11 +4,15 @@
  * skeleton's mmapped .bss, and drains the kernel's aggregates into probe_stack
  * records.
  *
- * Invariant kept by the drain: the counts handed to fn add up to the samples the
- * kernel counted (stats->samples); samples whose stacks are unknown because the
- * counts map was full come back as one record flagged PROBE_LOST_COUNTS_FULL. Each
- * drain empties the stacks map too, so stack_entries bounds the distinct stacks
- * between two drains, not over the probe's life.
+ * In the DWARF modes a reader thread, started and stopped with sampling, hands each
+ * ring-buffer sample to the caller's dwarf_fn as it arrives, so the ring needs room for
+ * a fraction of a second of samples, not for the whole measurement.
+ *
+ * Invariant kept by the drain: the counts handed to fn plus the DWARF samples handed to
+ * dwarf_fn add up to the samples the kernel counted (stats->samples); samples whose
+ * stacks are unknown because the counts map was full come back as one record flagged
+ * PROBE_LOST_COUNTS_FULL. Each drain empties the stacks map too, so stack_entries
+ * bounds the distinct stacks between two drains, not over the probe's life.
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
@@ -22,6 +26,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,20 +36,33 @@
 
 _Static_assert(sizeof(struct oncpu_key) == 48, "oncpu_key ABI");
 _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
-_Static_assert(sizeof(struct oncpu_counters) == 48, "oncpu_counters ABI");
+_Static_assert(sizeof(struct oncpu_counters) == 80, "oncpu_counters ABI");
+_Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
+_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1200, "oncpu_dwarf_sample ABI");
 _Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       ONCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       ONCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
-	       ONCPU_LOST_KSTACK_ERROR == PROBE_LOST_KSTACK_ERROR, "loss bits");
+	       ONCPU_LOST_KSTACK_ERROR == PROBE_LOST_KSTACK_ERROR &&
+	       ONCPU_LOST_RING == PROBE_LOST_RING, "loss bits");
+_Static_assert(ONCPU_CG_FP == PROBE_CG_FP && ONCPU_CG_DWARF == PROBE_CG_DWARF &&
+	       ONCPU_CG_AUTO == PROBE_CG_AUTO, "call-graph modes");
+_Static_assert(ONCPU_RANGE_NOFP == PROBE_RANGE_NOFP && ONCPU_RANGE_ROOT == PROBE_RANGE_ROOT &&
+	       ONCPU_MAX_RANGES == PROBE_MAX_RANGES, "code ranges");
+_Static_assert(ONCPU_NREGS == PROBE_NREGS && ONCPU_STACK_MAX == PROBE_STACK_COPY_MAX &&
+	       ONCPU_MAX_DEPTH == PROBE_MAX_DEPTH, "sizes");
 
 #define DEFAULT_FREQ	      999
 #define DEFAULT_STACK_ENTRIES 16384
 #define DEFAULT_COUNT_ENTRIES 40960
+#define RING_MIN	      (64u << 10)
+#define RING_MAX	      (256u << 20)
+#define READER_POLL_MS	      50
 
 struct probe_oncpu {
 	struct oncpu_bpf *skel;
 	struct probe__perf pe;
 	struct bpf_link **links;   /* one per pe CPU; each owns its perf fd */
+	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
 	unsigned freq;
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
@@ -56,6 +74,18 @@ struct probe_oncpu {
 	__u64 *ids;                /* drain scratch, stacks-map keys, stack_entries long */
 	struct oncpu_stack sbuf;   /* drain scratch, one stacks-map value */
 	uint64_t ubuf[ONCPU_MAX_DEPTH], kbuf[ONCPU_MAX_DEPTH];
+
+	/* DWARF modes: the ring buffer's reader, running between start and stop */
+	enum probe_callgraph callgraph;
+	unsigned stack_copy, ring_bytes;
+	probe_dwarf_fn dwarf_fn;
+	void *dwarf_ctx;
+	struct ring_buffer *ring;
+	pthread_t reader;
+	bool reader_running;
+	bool reader_stop;          /* atomic: the reader's loop condition */
+	int dwarf_err;             /* dwarf_fn's first non-zero return since the start */
+	uint64_t dwarf_seen;       /* records handed to dwarf_fn since the last drain */
 };
 
 /* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
@@ -70,6 +100,61 @@ static void step_error(char *err, size_t len, const char *step, int e)
 		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
 	else
 		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+}
+
+/* A quarter second of DWARF samples on every CPU (the reader polls every 50 ms and
+ * wakes on the first sample after it caught up), as a power of two the kernel accepts. */
+static unsigned ring_size(unsigned asked, unsigned freq, int ncpus, unsigned stack_copy)
+{
+	uint64_t want = asked ? asked :
+		(uint64_t)ncpus * freq * (sizeof(struct oncpu_dwarf_sample) + stack_copy) / 4;
+	unsigned size = RING_MIN;
+
+	while (size < want && size < RING_MAX)
+		size <<= 1;
+	return size;
+}
+
+/* A ring-buffer record to dwarf_fn. The kernel writes whole records of the size they
+ * say; a shorter one would be an ABI mismatch, and is cut to what it holds. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct probe_oncpu *p = ctx;
+	const struct oncpu_dwarf_sample *d = data;
+	struct probe_dwarf_sample s;
+	int ret;
+
+	if (size < sizeof(*d))
+		return 0;
+	s = (struct probe_dwarf_sample){
+		.tgid = d->tgid,
+		.tid = d->tid,
+		.phase = d->phase,
+		.regs = (const uint64_t *)d->regs,
+		.stack = d->stack,
+		.stack_len = d->stack_len <= size - sizeof(*d) ? d->stack_len :
+								   (uint32_t)(size - sizeof(*d)),
+		.kstack = (const uint64_t *)d->kips,
+		.nkernel = d->knr < ONCPU_MAX_DEPTH ? d->knr : ONCPU_MAX_DEPTH,
+		.lost = d->lost,
+		.fallback = d->fallback,
+	};
+	memcpy(s.comm, d->comm, sizeof(s.comm));
+	s.comm[sizeof(s.comm) - 1] = '\0';
+	p->dwarf_seen++;
+	ret = p->dwarf_fn(&s, p->dwarf_ctx);
+	if (ret && !p->dwarf_err)
+		p->dwarf_err = ret;
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct probe_oncpu *p = arg;
+
+	while (!__atomic_load_n(&p->reader_stop, __ATOMIC_ACQUIRE))
+		ring_buffer__poll(p->ring, READER_POLL_MS);
+	return NULL;
 }
 
 struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err, size_t errlen)
@@ -95,7 +180,23 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		errno = ENOMEM;
 		return NULL;
 	}
+	p->stats_fd = -1;
 	p->freq = o->freq ? o->freq : DEFAULT_FREQ;
+	p->callgraph = o->callgraph;
+	if (p->callgraph != PROBE_CG_FP && !o->dwarf_fn) {
+		snprintf(err, errlen, "oncpu: DWARF call graphs need a sample handler");
+		free(p);
+		errno = EINVAL;
+		return NULL;
+	}
+	p->dwarf_fn = o->dwarf_fn;
+	p->dwarf_ctx = o->dwarf_ctx;
+	p->stack_copy = o->stack_copy ? o->stack_copy : PROBE_STACK_COPY_DEFAULT;
+	if (p->stack_copy > PROBE_STACK_COPY_MAX)
+		p->stack_copy = PROBE_STACK_COPY_MAX;
+	p->stack_copy &= ~7u;
+	if (!p->stack_copy)
+		p->stack_copy = 8;
 	stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
 	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
 	/* The walk stops at the smaller of the map's depth and this sysctl. */
@@ -133,9 +234,19 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	}
 	p->skel->rodata->pidns_dev = ns.st_dev;
 	p->skel->rodata->pidns_ino = ns.st_ino;
+	p->skel->rodata->callgraph = p->callgraph;
+	p->skel->rodata->stack_copy = p->stack_copy;
+	p->ring_bytes = p->callgraph == PROBE_CG_FP ? (unsigned)sysconf(_SC_PAGESIZE) :
+			ring_size(o->ring_bytes, p->freq, p->ncpus, p->stack_copy);
 	ret = bpf_map__set_max_entries(p->skel->maps.stacks, stack_entries);
 	if (!ret)
 		ret = bpf_map__set_max_entries(p->skel->maps.counts, p->count_entries);
+	if (!ret)
+		ret = bpf_map__set_max_entries(p->skel->maps.dwarf_ring, p->ring_bytes);
+	/* one scratch per CPU where DWARF samples are built; none needed otherwise */
+	if (!ret)
+		ret = bpf_map__set_max_entries(p->skel->maps.dwarf_scratch,
+					       p->callgraph == PROBE_CG_FP ? 1 : p->ncpus);
 	if (ret) {
 		step_error(err, errlen, "sizing maps", -ret);
 		goto out_destroy;
@@ -144,6 +255,15 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	if (ret) {
 		step_error(err, errlen, "load", -ret);
 		goto out_destroy;
+	}
+	if (p->callgraph != PROBE_CG_FP) {
+		p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.dwarf_ring), on_record, p,
+					   NULL);
+		if (!p->ring) {
+			ret = -errno;
+			step_error(err, errlen, "ring buffer", errno);
+			goto out_destroy;
+		}
 	}
 
 	ret = probe__perf_open(&p->pe, p->freq, o->software_only, msg, sizeof(msg));
@@ -168,6 +288,10 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		}
 		p->pe.fds[i] = -1; /* the link closes it */
 	}
+	/* What a sample costs is measured, not guessed: the kernel times every BPF
+	 * program while this fd is open (two clock reads a run). Without it the report
+	 * says the cost was not measured. */
+	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	return p;
 
 out_close_perf:
@@ -176,6 +300,7 @@ out_close_perf:
 	free(p->links);
 	probe__perf_close(&p->pe);
 out_destroy:
+	ring_buffer__free(p->ring);
 	oncpu_bpf__destroy(p->skel);
 out_free:
 	free(p->ids);
@@ -190,11 +315,15 @@ void probe_oncpu_free(struct probe_oncpu *p)
 {
 	if (!p)
 		return;
+	probe_oncpu_stop(p);
 	for (int i = 0; i < p->pe.n; i++)
 		bpf_link__destroy(p->links[i]);
 	free(p->links);
 	probe__perf_close(&p->pe);
+	ring_buffer__free(p->ring);
 	oncpu_bpf__destroy(p->skel);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
 	free(p->ids);
 	free(p->keys);
 	free(p->pcpu);
@@ -211,6 +340,35 @@ unsigned probe_oncpu_freq(const struct probe_oncpu *p)
 	return p->freq;
 }
 
+int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (p->stats_fd < 0)
+		return -ENOTSUP;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.oncpu_sample), &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
+}
+
+enum probe_callgraph probe_oncpu_callgraph(const struct probe_oncpu *p)
+{
+	return p->callgraph;
+}
+
+unsigned probe_oncpu_stack_copy(const struct probe_oncpu *p)
+{
+	return p->stack_copy;
+}
+
+unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p)
+{
+	return p->ring_bytes;
+}
+
 const char *probe_oncpu_event_note(const struct probe_oncpu *p)
 {
 	return p->pe.note;
@@ -218,10 +376,31 @@ const char *probe_oncpu_event_note(const struct probe_oncpu *p)
 
 int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 {
+	unsigned n;
+	int err;
+
 	if (!t || t->tgid <= 0)
 		return -EINVAL;
+	if (p->started)
+		return -EBUSY;
+	n = t->ranges ? (t->nranges < ONCPU_MAX_RANGES ? t->nranges : ONCPU_MAX_RANGES) : 0;
+	for (unsigned i = 0; i < n; i++)
+		p->skel->bss->ranges[i] = (struct oncpu_range){
+			.start = t->ranges[i].start,
+			.end = t->ranges[i].end,
+			.kind = t->ranges[i].kind,
+		};
+	p->skel->bss->nranges = n;
 	p->skel->bss->target_tgid = t->tgid;
 	p->skel->bss->phase_tls_off = t->phase_tls_off;
+	p->dwarf_err = 0;
+	if (p->ring) {
+		__atomic_store_n(&p->reader_stop, false, __ATOMIC_RELAXED);
+		err = pthread_create(&p->reader, NULL, reader_main, p);
+		if (err)
+			return -err;
+		p->reader_running = true;
+	}
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
@@ -242,7 +421,14 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 	 * finished and the drain sees it. nohz_full kernels refuse it: wait instead. */
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
 		usleep(20 * 1000);
-	return 0;
+	if (p->reader_running) {
+		__atomic_store_n(&p->reader_stop, true, __ATOMIC_RELEASE);
+		pthread_join(p->reader, NULL);
+		p->reader_running = false;
+		/* what the reader had not reached yet: every sample is in the ring by now */
+		ring_buffer__consume(p->ring);
+	}
+	return p->dwarf_err;
 }
 
 /* The leaf-first ips of the stack stored under id into buf: their number, 0 for no
@@ -278,6 +464,10 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 		c->kstack_full += p->pcpu[i].kstack_full;
 		c->ustack_errors += p->pcpu[i].ustack_errors;
 		c->kstack_errors += p->pcpu[i].kstack_errors;
+		c->dwarf_samples += p->pcpu[i].dwarf_samples;
+		c->ring_full += p->pcpu[i].ring_full;
+		c->stack_bytes += p->pcpu[i].stack_bytes;
+		c->root_cut += p->pcpu[i].root_cut;
 	}
 	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
 	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
@@ -378,6 +568,19 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 
 		ret = fn(&s, ctx);
 	}
+	/* Every record the kernel put in the ring was read by the stop; one that was not
+	 * would be a reader bug, and still counts, as a sample without stacks. */
+	if (c.dwarf_samples > p->dwarf_seen && !ret && fn) {
+		struct probe_stack s = {
+			.tgid = p->last_tgid,
+			.ustack = p->ubuf,
+			.kstack = p->kbuf,
+			.lost = PROBE_LOST_RING,
+			.count = c.dwarf_samples - p->dwarf_seen,
+		};
+
+		ret = fn(&s, ctx);
+	}
 	if (stats) {
 		stats->samples += c.samples;
 		stats->ustack_full += c.ustack_full;
@@ -386,6 +589,11 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		stats->kstack_errors += c.kstack_errors + kerrors;
 		stats->counts_full += c.counts_full;
 		stats->truncated += truncated;
+		stats->dwarf_samples += c.dwarf_samples;
+		stats->ring_full += c.ring_full;
+		stats->stack_bytes += c.stack_bytes;
+		stats->root_cut += c.root_cut;
 	}
+	p->dwarf_seen = 0;
 	return ret;
 }

@@ -4,7 +4,11 @@
  * rule (sizes, aliases, .dynsym fallback, PT_LOAD offsets) has a known answer,
  * /proc/PID/maps parsing (procmaps.c) from a fixture, and the user symbolizer (usyms.c)
  * on this very process: its own functions (PIE), libc, the vDSO, anonymous memory, a
- * deleted file reached through /proc/PID/map_files, and a forked child.
+ * deleted file reached through /proc/PID/map_files, and a forked child. Then what the
+ * frame-pointer walk's checks are built from: the frame-pointer share of a file (from
+ * written prologues, this binary and glibc), finding a function by name, the module of
+ * an address, and the code ranges of a process, exactly for written files and in
+ * outline for this one.
  *
  * Fixtures live in tests/analysis/data/, found relative to this file's path as the
  * compiler saw it, so the binary is run from the repository root.
@@ -17,6 +21,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -197,7 +202,13 @@ struct fake_elf {
 	uint64_t vaddr[2]; /* PT_LOAD 0: file [0, 0x3000); PT_LOAD 1: file [0x3000, 0x4000) */
 	const struct fake_sym *symtab, *dynsym;
 	size_t nsymtab, ndynsym;
+	const unsigned char *code; /* .text's FAKE_TEXT_SIZE bytes; NULL: zeros */
 };
+
+#define FAKE_TEXT_SIZE 0x100
+/* A fake_sym.seg that places the symbol at .text's first byte plus rel, wherever the
+ * layout put .text (inside PT_LOAD 0), so that its bytes are fake_elf.code's. */
+#define SEG_TEXT 2
 
 /* Offsets of the names in the section-name string table below. */
 #define SHSTR_TEXT     1
@@ -246,7 +257,7 @@ static void add_symbols(Elf *e, const struct fake_elf *fe, const struct fake_sym
 		    .st_name = (Elf64_Word)str_len,
 		    .st_info = ELF64_ST_INFO(syms[i].bind, syms[i].type),
 		    .st_shndx = syms[i].undef ? SHN_UNDEF : (Elf64_Section)text_index,
-		    .st_value = syms[i].undef ? 0 : fe->vaddr[syms[i].seg] + syms[i].rel,
+		    .st_value = syms[i].undef ? 0 : fe->vaddr[syms[i].seg & 1] + syms[i].rel,
 		    .st_size = syms[i].size,
 		};
 		str_len += len + 1;
@@ -266,7 +277,8 @@ static void add_symbols(Elf *e, const struct fake_elf *fe, const struct fake_sym
 
 static void write_fake_elf(const char *path, const struct fake_elf *fe)
 {
-	static unsigned char text[0x100];
+	static unsigned char zeros[FAKE_TEXT_SIZE];
+	unsigned char *text = fe->code ? (unsigned char *)fe->code : zeros;
 	void *keep[4] = {0};
 
 	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
@@ -284,7 +296,7 @@ static void write_fake_elf(const char *path, const struct fake_elf *fe)
 	cr_assert_not_null(elf64_newphdr(e, 2));
 
 	Elf_Scn *textscn =
-	    add_section(e, SHSTR_TEXT, SHT_PROGBITS, text, sizeof(text), ELF_T_BYTE, 16);
+	    add_section(e, SHSTR_TEXT, SHT_PROGBITS, text, FAKE_TEXT_SIZE, ELF_T_BYTE, 16);
 	size_t text_index = elf_ndxscn(textscn);
 	if (fe->symtab)
 		add_symbols(e, fe, fe->symtab, fe->nsymtab, false, text_index, keep);
@@ -295,6 +307,19 @@ static void write_fake_elf(const char *path, const struct fake_elf *fe)
 	eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shstr);
 
 	cr_assert_geq(elf_update(e, ELF_C_NULL), 0, "elf_update: %s", elf_errmsg(-1));
+	/* Now that .text has its offset, move the SEG_TEXT symbols onto it. */
+	uint64_t text_off = elf64_getshdr(textscn)->sh_offset;
+	const struct fake_sym *tabs[2] = { fe->symtab, fe->dynsym };
+	size_t ns[2] = { fe->nsymtab, fe->ndynsym };
+	for (int t = 0; t < 2; t++) {
+		Elf64_Sym *tab = keep[2 * t];
+
+		for (size_t i = 0; tabs[t] && i < ns[t]; i++)
+			if (tabs[t][i].seg == SEG_TEXT && !tabs[t][i].undef)
+				tab[i + 1].st_value += text_off;
+	}
+	cr_assert_leq(text_off + FAKE_TEXT_SIZE, 0x3000, "PT_LOAD 0 must hold .text");
+	elf_flagelf(e, ELF_C_SET, ELF_F_DIRTY);
 	Elf64_Phdr *ph = elf64_getphdr(e);
 	cr_assert_not_null(ph);
 	ph[0] = (Elf64_Phdr){.p_type = PT_LOAD,
@@ -985,5 +1010,598 @@ Test(usyms_fake, fixed_address_executable)
 	expect_name(u, 0x400120, "app+0x400120");
 	expect_name(u, 0x400608, "alpha_g");
 	expect_name(u, 0x603008, "seg2_fn");
+	an_usyms_free(u);
+}
+
+/* ---- frame pointers, finding functions, code ranges --------------------------------- */
+
+/* Prologues 16 bytes apart in a fake .text, each after int3 padding. */
+static unsigned char fp_code[FAKE_TEXT_SIZE];
+
+static void put_code(unsigned rel, const char *bytes, size_t n)
+{
+	memcpy(fp_code + rel, bytes, n);
+}
+
+/* Three with a frame-pointer setup (plain, after endbr64, the 8b encoding of the mov),
+ * three without, and one too short to judge. */
+static const struct fake_sym fp_syms[] = {
+    {"fp_plain", SEG_TEXT, 0x00, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"fp_endbr", SEG_TEXT, 0x10, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"fp_mov8b", SEG_TEXT, 0x20, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"nofp_push_rbx", SEG_TEXT, 0x30, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"nofp_endbr", SEG_TEXT, 0x40, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"tiny", SEG_TEXT, 0x50, 0x2, STT_FUNC, STB_GLOBAL, false},
+    {"nofp_push_ret", SEG_TEXT, 0x60, 0x10, STT_FUNC, STB_LOCAL, false},
+    /* in PT_LOAD 1's memory past its file contents: no bytes to read */
+    {"in_bss", 1, 0x1800, 0x10, STT_FUNC, STB_GLOBAL, false},
+};
+
+static void fill_fp_code(void)
+{
+	memset(fp_code, 0xcc, sizeof(fp_code));
+	put_code(0x00, "\x55\x48\x89\xe5", 4);		       /* push %rbp; mov %rsp,%rbp */
+	put_code(0x10, "\xf3\x0f\x1e\xfa\x55\x48\x89\xe5", 8); /* endbr64; the same */
+	put_code(0x20, "\x55\x48\x8b\xec", 4);		       /* push; mov, other encoding */
+	put_code(0x30, "\x53\x48\x83\xec\x10", 5);	       /* push %rbx; sub $16,%rsp */
+	put_code(0x40, "\xf3\x0f\x1e\xfa\x41\x57", 6);	       /* endbr64; push %r15 */
+	put_code(0x50, "\x55\x48", 2);
+	put_code(0x60, "\x55\xc3", 2);			       /* push %rbp; ret */
+}
+
+Test(symtab, frame_pointer_share_counts_prologues)
+{
+	struct fake_elf fe = {.e_type = ET_DYN,
+			      .vaddr = {0, 0x3000},
+			      .symtab = fp_syms,
+			      .nsymtab = sizeof(fp_syms) / sizeof(fp_syms[0]),
+			      .code = fp_code};
+	char path[128];
+
+	fill_fp_code();
+	snprintf(path, sizeof(path), "%s/libprologues.so", tmpdir);
+	write_fake_elf(path, &fe);
+	struct an_symtab *st = an_symtab_load(path);
+	cr_assert_not_null(st, "%s", strerror(errno));
+	/* 3 of the 6 that could be read */
+	cr_expect_float_eq(an_symtab_frame_pointer_share(st), 0.5, 1e-12, "share %f",
+			   an_symtab_frame_pointer_share(st));
+	an_symtab_free(st);
+
+	/* only the three with frame pointers */
+	fe.nsymtab = 3;
+	write_fake_elf(path, &fe);
+	st = an_symtab_load(path);
+	cr_assert_not_null(st);
+	cr_expect_float_eq(an_symtab_frame_pointer_share(st), 1.0, 1e-12);
+	an_symtab_free(st);
+
+	/* nothing readable: the short one and the one in .bss */
+	struct fake_sym unreadable[] = { fp_syms[5], fp_syms[7] };
+	fe.symtab = unreadable;
+	fe.nsymtab = 2;
+	write_fake_elf(path, &fe);
+	st = an_symtab_load(path);
+	cr_assert_not_null(st);
+	cr_expect(isnan(an_symtab_frame_pointer_share(st)), "share %f",
+		  an_symtab_frame_pointer_share(st));
+	an_symtab_free(st);
+
+	/* no symbols at all */
+	fe.symtab = NULL;
+	fe.nsymtab = 0;
+	write_fake_elf(path, &fe);
+	st = an_symtab_load(path);
+	cr_assert_not_null(st);
+	cr_expect(isnan(an_symtab_frame_pointer_share(st)));
+	an_symtab_free(st);
+	cr_expect(isnan(an_symtab_frame_pointer_share(NULL)));
+}
+
+/* This binary is built with frame pointers (the Makefile's CFLAGS); Debian's glibc is
+ * not. */
+Test(symtab, frame_pointer_share_of_this_binary_and_libc)
+{
+	struct self_map m;
+	struct an_symtab *st = an_symtab_load("/proc/self/exe");
+	double share;
+
+	cr_assert_not_null(st, "%s", strerror(errno));
+	share = an_symtab_frame_pointer_share(st);
+	cr_log_info("frame-pointer share: this binary %.3f", share);
+	cr_expect_geq(share, 0.9, "this binary: %f", share);
+	an_symtab_free(st);
+
+	find_self_map((uintptr_t)&getpid, &m);
+	st = an_symtab_load(m.path);
+	cr_assert_not_null(st, "%s: %s", m.path, strerror(errno));
+	share = an_symtab_frame_pointer_share(st);
+	cr_log_info("frame-pointer share: %s %.3f", m.path, share);
+	cr_expect_lt(share, 0.3, "%s: %f", m.path, share);
+	an_symtab_free(st);
+
+	st = an_symtab_load("/lib/x86_64-linux-gnu/libc.so.6");
+	cr_assert_not_null(st, "%s", strerror(errno));
+	cr_expect_lt(an_symtab_frame_pointer_share(st), 0.3);
+	an_symtab_free(st);
+}
+
+/* What find says a function spans is exactly what lookup names it for. */
+static void expect_find_matches_lookup(const struct an_symtab *st, const char *name)
+{
+	uint64_t vaddr = 0, size = 0;
+
+	cr_assert_eq(an_symtab_find(st, name, &vaddr, &size), 0, "%s not found", name);
+	cr_assert_gt(size, 0, "%s: size 0", name);
+	expect_lookup(st, vaddr, name, 0);
+	expect_lookup(st, vaddr + size - 1, name, size - 1);
+	uint64_t off;
+	const char *next = an_symtab_lookup(st, vaddr + size, &off);
+	cr_expect(!next || strcmp(next, name), "%s: %#" PRIx64 " + %#" PRIx64 " still names it",
+		  name, vaddr, size);
+}
+
+Test(symtab, find_by_name)
+{
+	struct fake_elf fe = {.e_type = ET_DYN,
+			      .vaddr = {0x10000, 0x20000},
+			      .symtab = rule_syms,
+			      .nsymtab = sizeof(rule_syms) / sizeof(rule_syms[0])};
+	uint64_t vaddr = 0, size = 0;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/find.so", tmpdir);
+	write_fake_elf(path, &fe);
+	struct an_symtab *st = an_symtab_load(path);
+	cr_assert_not_null(st, "%s", strerror(errno));
+
+	cr_expect_eq(an_symtab_find(st, "sized_fn", &vaddr, &size), 0);
+	cr_expect_eq(vaddr, 0x10100);
+	cr_expect_eq(size, 0x20);
+	cr_expect_eq(an_symtab_find(st, "seg2_fn", &vaddr, &size), 0);
+	cr_expect_eq(vaddr, 0x20000);
+	cr_expect_eq(size, 0x10);
+	/* the name kept for the address, not its aliases */
+	cr_expect_eq(an_symtab_find(st, "global_name", &vaddr, &size), 0);
+	cr_expect_eq(vaddr, 0x10200);
+	cr_expect_eq(an_symtab_find(st, "weak_alias", &vaddr, &size), -ENOENT);
+	cr_expect_eq(an_symtab_find(st, "versioned", &vaddr, &size), 0);
+	cr_expect_eq(vaddr, 0x10800);
+	/* not functions, or not defined here */
+	cr_expect_eq(an_symtab_find(st, "data_obj", &vaddr, &size), -ENOENT);
+	cr_expect_eq(an_symtab_find(st, "undef_fn", &vaddr, &size), -ENOENT);
+	cr_expect_eq(an_symtab_find(st, "sized", &vaddr, &size), -ENOENT);
+	cr_expect_eq(an_symtab_find(st, "", &vaddr, &size), -ENOENT);
+	cr_expect_eq(an_symtab_find(st, NULL, &vaddr, &size), -EINVAL);
+	cr_expect_eq(an_symtab_find(NULL, "sized_fn", &vaddr, &size), -EINVAL);
+
+	/* a symbol without a size spans up to the next one, as lookup names it */
+	for (size_t i = 0; i < sizeof(rule_syms) / sizeof(rule_syms[0]); i++) {
+		const char *n = rule_syms[i].name;
+
+		if (rule_syms[i].undef || rule_syms[i].type == STT_OBJECT ||
+		    an_symtab_find(st, n, &vaddr, &size))
+			continue; /* an alias, or no function */
+		expect_find_matches_lookup(st, n);
+	}
+	cr_expect_eq(an_symtab_find(st, "nosize_fn", &vaddr, &size), 0);
+	cr_expect_eq(vaddr, 0x10300);
+	cr_expect_eq(size, 0x100, "nosize_fn: size %#" PRIx64 ", ifunc_sel is next", size);
+	an_symtab_free(st);
+}
+
+Test(symtab, vaddr_to_offset)
+{
+	struct fake_elf fe = {.e_type = ET_DYN, .vaddr = {0x10000, 0x20000}};
+	uint64_t off = 0, vaddr = 0;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/offsets.so", tmpdir);
+	write_fake_elf(path, &fe);
+	struct an_symtab *st = an_symtab_load(path);
+	cr_assert_not_null(st, "%s", strerror(errno));
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x10150, &off), 0);
+	cr_expect_eq(off, 0x150);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x12fff, &off), 0);
+	cr_expect_eq(off, 0x2fff);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x20008, &off), 0);
+	cr_expect_eq(off, 0x3008);
+	cr_expect_eq(an_symtab_offset_to_vaddr(st, off, &vaddr), 0);
+	cr_expect_eq(vaddr, 0x20008);
+	/* between the segments, below them, and in memory past a segment's file contents */
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x13000, &off), -ENOENT);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0xffff, &off), -ENOENT);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x21000, &off), -ENOENT);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x21800, &off), -ENOENT);
+	cr_expect_eq(an_symtab_vaddr_to_offset(NULL, 0x10150, &off), -EINVAL);
+	cr_expect_eq(an_symtab_vaddr_to_offset(st, 0x10150, NULL), -EINVAL);
+	an_symtab_free(st);
+}
+
+/* This executable is PIE: the address find gives, turned into a file offset and placed
+ * in the mapping /proc/self/maps shows for that offset, is the function's own. */
+Test(symtab, find_in_this_binary)
+{
+	uint64_t vaddr = 0, size = 0, off = 0;
+	struct self_map m;
+	Dl_info di;
+	struct an_symtab *st = an_symtab_load("/proc/self/exe");
+
+	cr_assert_not_null(st, "%s", strerror(errno));
+	cr_assert_eq(an_symtab_find(st, "an_test_marker_beta", &vaddr, &size), 0);
+	cr_expect_gt(size, 0);
+	cr_assert_eq(an_symtab_vaddr_to_offset(st, vaddr, &off), 0);
+	find_self_map((uintptr_t)&an_test_marker_beta, &m);
+	cr_assert_geq(off, m.pgoff);
+	cr_expect_eq(m.start + (off - m.pgoff), (uintptr_t)&an_test_marker_beta,
+		     "%#" PRIx64 " != %p", m.start + (off - m.pgoff), (void *)&an_test_marker_beta);
+	/* and dladdr agrees on where the function starts */
+	cr_assert_neq(dladdr((void *)&an_test_marker_beta, &di), 0);
+	cr_expect_eq((uintptr_t)di.dli_fbase + vaddr, (uintptr_t)&an_test_marker_beta);
+	expect_find_matches_lookup(st, "an_test_marker_beta");
+	expect_find_matches_lookup(st, "an_test_static_marker");
+	cr_expect_eq(an_symtab_find(st, "an_test_no_such_function", &vaddr, &size), -ENOENT);
+	an_symtab_free(st);
+}
+
+Test(usyms, module_of_an_address)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *rx = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char exe[PATH_MAX], buf[64], small[4];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct an_usyms *u;
+
+	cr_assert(rx != MAP_FAILED);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	u = self_usyms(NULL);
+
+	cr_expect(an_usyms_module(u, (uintptr_t)&an_test_marker_alpha, buf, sizeof(buf)));
+	cr_expect_str_eq(buf, strrchr(exe, '/') + 1);
+	cr_expect(an_usyms_module(u, (uintptr_t)&getpid, buf, sizeof(buf)));
+	cr_expect_str_eq(buf, "libc.so.6");
+	void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	cr_assert_not_null(h);
+	cr_expect(an_usyms_module(u, (uintptr_t)dlsym(h, "__vdso_clock_gettime"), buf,
+				  sizeof(buf)));
+	cr_expect_str_eq(buf, "[vdso]");
+	dlclose(h);
+
+	/* no file: anonymous code, data, nothing mapped */
+	strcpy(buf, "unchanged");
+	cr_expect_not(an_usyms_module(u, (uintptr_t)rx + 8, buf, sizeof(buf)));
+	cr_expect_str_eq(buf, "unchanged");
+	cr_expect_not(an_usyms_module(u, 0x10, buf, sizeof(buf)));
+	cr_expect_not(an_usyms_module(u, (uintptr_t)&buf, buf, sizeof(buf)));
+	cr_expect_not(an_usyms_module(NULL, (uintptr_t)&getpid, buf, sizeof(buf)));
+
+	/* no buffer, or a short one */
+	cr_expect(an_usyms_module(u, (uintptr_t)&getpid, NULL, 0));
+	cr_expect(an_usyms_module(u, (uintptr_t)&getpid, small, sizeof(small)));
+	cr_expect_str_eq(small, "lib");
+	an_usyms_free(u);
+	munmap(rx, page);
+}
+
+/* ---- code ranges, exactly, from files written here ---------------------------------- */
+
+/* No frame pointers anywhere: two roots (one without a size) among plain functions. */
+static const struct fake_sym nofp_syms[] = {
+    {"n_first", SEG_TEXT, 0x00, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"n_root", SEG_TEXT, 0x40, 0x20, STT_FUNC, STB_GLOBAL, false},
+    {"n_middle", SEG_TEXT, 0x80, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"n_root0", SEG_TEXT, 0xa0, 0, STT_FUNC, STB_GLOBAL, false},
+    {"n_last", SEG_TEXT, 0xc0, 0x10, STT_FUNC, STB_GLOBAL, false},
+};
+
+/* Frame pointers everywhere, and one root. */
+static const struct fake_sym withfp_syms[] = {
+    {"f_first", SEG_TEXT, 0x00, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"f_root", SEG_TEXT, 0x20, 0x10, STT_FUNC, STB_GLOBAL, false},
+    {"f_last", SEG_TEXT, 0x40, 0x10, STT_FUNC, STB_GLOBAL, false},
+};
+
+#define NOFP_BASE 0x7f0000000000ULL /* two mappings: [B, B+0x3000), [B+0x3000, B+0x4000) */
+#define FP_BASE	  0x7f1000000000ULL
+
+struct fake_objects {
+	uint64_t text_nofp, text_fp; /* .text's vaddr in each file: fake_sym.rel 0 */
+	struct an_usyms *u;
+};
+
+static void fake_objects(struct fake_objects *o)
+{
+	static unsigned char nofp_code[FAKE_TEXT_SIZE], withfp_code[FAKE_TEXT_SIZE];
+	struct fake_elf fe = {.e_type = ET_DYN, .vaddr = {0, 0x3000}};
+	char pn[128], pf[128], text[1024];
+	uint64_t size;
+	struct an_symtab *st;
+
+	memset(nofp_code, 0xcc, sizeof(nofp_code));
+	memset(withfp_code, 0xcc, sizeof(withfp_code));
+	for (unsigned rel = 0; rel < FAKE_TEXT_SIZE; rel += 0x10) {
+		memcpy(nofp_code + rel, "\x53\x48\x83\xec\x10", 5);
+		memcpy(withfp_code + rel, "\x55\x48\x89\xe5", 4);
+	}
+	snprintf(pn, sizeof(pn), "%s/libnofp.so", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/libwithfp.so", tmpdir);
+	fe.symtab = nofp_syms;
+	fe.nsymtab = sizeof(nofp_syms) / sizeof(nofp_syms[0]);
+	fe.code = nofp_code;
+	write_fake_elf(pn, &fe);
+	fe.symtab = withfp_syms;
+	fe.nsymtab = sizeof(withfp_syms) / sizeof(withfp_syms[0]);
+	fe.code = withfp_code;
+	write_fake_elf(pf, &fe);
+
+	st = an_symtab_load(pn);
+	cr_assert_not_null(st);
+	cr_assert_eq(an_symtab_find(st, "n_first", &o->text_nofp, &size), 0);
+	cr_assert_float_eq(an_symtab_frame_pointer_share(st), 0.0, 1e-12);
+	an_symtab_free(st);
+	st = an_symtab_load(pf);
+	cr_assert_not_null(st);
+	cr_assert_eq(an_symtab_find(st, "f_first", &o->text_fp, &size), 0);
+	cr_assert_float_eq(an_symtab_frame_pointer_share(st), 1.0, 1e-12);
+	an_symtab_free(st);
+
+	fake_maps_text(text, sizeof(text), pn, NOFP_BASE, NOFP_BASE + 0x3000);
+	size_t len = strlen(text);
+	fake_maps_text(text + len, sizeof(text) - len, pf, FP_BASE, FP_BASE + 0x3000);
+	o->u = text_usyms(NULL, text);
+}
+
+static void expect_ranges(const struct an_code_range *got, int n,
+			  const struct an_code_range *want, int nwant)
+{
+	cr_expect_eq(n, nwant, "%d ranges, want %d", n, nwant);
+	for (int i = 0; i < n && i < nwant; i++)
+		cr_expect(got[i].start == want[i].start && got[i].end == want[i].end &&
+			      got[i].kind == want[i].kind,
+			  "range %d: [%#" PRIx64 ", %#" PRIx64 ") kind %u, want [%#" PRIx64
+			  ", %#" PRIx64 ") kind %u",
+			  i, got[i].start, got[i].end, got[i].kind, want[i].start, want[i].end,
+			  want[i].kind);
+}
+
+Test(usyms_fake, code_ranges_exactly)
+{
+	static const char *const roots[] = { "n_root", "f_root", "not_anywhere", NULL };
+	struct an_code_range out[16];
+	struct fake_objects o;
+	size_t dropped = 99;
+	int n;
+
+	fake_objects(&o);
+	const uint64_t B = NOFP_BASE, tn = o.text_nofp, tf = FP_BASE + o.text_fp;
+	const struct an_code_range want[] = {
+		{ B, B + tn + 0x40, AN_CODE_NOFP },
+		{ B + tn + 0x40, B + tn + 0x60, AN_CODE_ROOT },
+		{ B + tn + 0x60, B + 0x3000, AN_CODE_NOFP },
+		{ B + 0x3000, B + 0x4000, AN_CODE_NOFP },
+		{ tf + 0x20, tf + 0x30, AN_CODE_ROOT },
+	};
+
+	n = an_usyms_code_ranges(o.u, roots, out, 16, &dropped);
+	expect_ranges(out, n, want, 5);
+	cr_expect_eq(dropped, 0);
+
+	/* no roots: each mapping of the object without frame pointers, whole */
+	n = an_usyms_code_ranges(o.u, NULL, out, 16, &dropped);
+	const struct an_code_range whole[] = {
+		{ B, B + 0x3000, AN_CODE_NOFP },
+		{ B + 0x3000, B + 0x4000, AN_CODE_NOFP },
+	};
+	expect_ranges(out, n, whole, 2);
+	an_usyms_free(o.u);
+}
+
+/* A root without a size spans up to the next function, as its name does: not to the
+ * end of its segment, which would make the functions after it roots too. */
+Test(usyms_fake, code_ranges_root_without_size)
+{
+	static const char *const roots[] = { "n_root0", NULL };
+	struct an_code_range out[16];
+	struct fake_objects o;
+	size_t dropped;
+	int n;
+
+	fake_objects(&o);
+	const uint64_t B = NOFP_BASE, tn = o.text_nofp;
+	const struct an_code_range want[] = {
+		{ B, B + tn + 0xa0, AN_CODE_NOFP },
+		{ B + tn + 0xa0, B + tn + 0xc0, AN_CODE_ROOT },
+		{ B + tn + 0xc0, B + 0x3000, AN_CODE_NOFP },
+		{ B + 0x3000, B + 0x4000, AN_CODE_NOFP },
+	};
+
+	n = an_usyms_code_ranges(o.u, roots, out, 16, &dropped);
+	expect_ranges(out, n, want, 4);
+	an_usyms_free(o.u);
+}
+
+/* The same root named twice is one range: the table stays disjoint. */
+Test(usyms_fake, code_ranges_root_named_twice)
+{
+	static const char *const roots[] = { "f_root", "n_root", "f_root", NULL };
+	struct an_code_range out[16];
+	struct fake_objects o;
+	size_t dropped;
+	int n;
+
+	fake_objects(&o);
+	const uint64_t B = NOFP_BASE, tn = o.text_nofp, tf = FP_BASE + o.text_fp;
+	const struct an_code_range want[] = {
+		{ B, B + tn + 0x40, AN_CODE_NOFP },
+		{ B + tn + 0x40, B + tn + 0x60, AN_CODE_ROOT },
+		{ B + tn + 0x60, B + 0x3000, AN_CODE_NOFP },
+		{ B + 0x3000, B + 0x4000, AN_CODE_NOFP },
+		{ tf + 0x20, tf + 0x30, AN_CODE_ROOT },
+	};
+
+	n = an_usyms_code_ranges(o.u, roots, out, 16, &dropped);
+	expect_ranges(out, n, want, 5);
+	an_usyms_free(o.u);
+}
+
+Test(usyms_fake, code_ranges_full_table_keeps_roots)
+{
+	static const char *const roots[] = { "f_root", "n_root", NULL };
+	struct an_code_range out[16];
+	struct fake_objects o;
+	size_t dropped = 99;
+	int n;
+
+	fake_objects(&o);
+	const uint64_t B = NOFP_BASE, tn = o.text_nofp, tf = FP_BASE + o.text_fp;
+	const struct an_code_range nroot = { B + tn + 0x40, B + tn + 0x60, AN_CODE_ROOT };
+	const struct an_code_range froot = { tf + 0x20, tf + 0x30, AN_CODE_ROOT };
+
+	/* room for the roots only: both kept, the three pieces counted */
+	n = an_usyms_code_ranges(o.u, roots, out, 2, &dropped);
+	expect_ranges(out, n, (const struct an_code_range[]){ nroot, froot }, 2);
+	cr_expect_eq(dropped, 3);
+
+	/* room for one: the lowest root */
+	n = an_usyms_code_ranges(o.u, roots, out, 1, &dropped);
+	expect_ranges(out, n, &nroot, 1);
+	cr_expect_eq(dropped, 4);
+
+	/* room for three: the roots, then the first piece, sorted */
+	n = an_usyms_code_ranges(o.u, roots, out, 3, &dropped);
+	expect_ranges(out, n,
+		      (const struct an_code_range[]){ { B, B + tn + 0x40, AN_CODE_NOFP }, nroot,
+						      froot },
+		      3);
+	cr_expect_eq(dropped, 2);
+
+	/* none */
+	n = an_usyms_code_ranges(o.u, roots, out, 0, &dropped);
+	cr_expect_eq(n, 0);
+	cr_expect_eq(dropped, 5);
+
+	cr_expect_eq(an_usyms_code_ranges(NULL, roots, out, 16, &dropped), -EINVAL);
+	an_usyms_free(o.u);
+}
+
+/* ---- code ranges of this very process ----------------------------------------------- */
+
+/* Whether [a, b) is covered by the ranges of the given kinds (a mask of 1 << kind). */
+static bool covered(const struct an_code_range *r, int n, uint64_t a, uint64_t b, unsigned kinds)
+{
+	for (int i = 0; i < n && a < b; i++) {
+		if (!(kinds & (1u << r[i].kind)) || r[i].end <= a)
+			continue;
+		if (r[i].start > a)
+			return false;
+		a = r[i].end;
+	}
+	return a >= b;
+}
+
+static bool overlaps(const struct an_code_range *r, int n, uint64_t a, uint64_t b, unsigned kind)
+{
+	for (int i = 0; i < n; i++)
+		if (r[i].kind == kind && r[i].start < b && a < r[i].end)
+			return true;
+	return false;
+}
+
+/* The executable mappings of path in /proc/self/maps. */
+static int exec_maps_of(const char *path, uint64_t *starts, uint64_t *ends, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128], perms[8], p[PATH_MAX];
+	uint64_t s, e;
+	int n = 0;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) && n < max) {
+		p[0] = '\0';
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %*s %*s %*s %4095s", &s, &e, perms,
+			   p) < 3)
+			continue;
+		if (perms[2] == 'x' && !strcmp(p, path)) {
+			starts[n] = s;
+			ends[n++] = e;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+Test(usyms, code_ranges_of_this_process)
+{
+	static const char *const roots[] = { "start_thread", "an_test_marker_beta", NULL };
+	struct an_code_range out[256];
+	uint64_t ls[8], le[8], es[8], ee[8], vaddr, size, off;
+	struct self_map libc, exe;
+	size_t dropped = 99;
+	int n, nroots = 0, nl, ne;
+
+	find_self_map((uintptr_t)&getpid, &libc);
+	find_self_map((uintptr_t)&an_test_marker_beta, &exe);
+	struct an_usyms *u = self_usyms(NULL);
+	n = an_usyms_code_ranges(u, roots, out, 256, &dropped);
+	cr_assert_gt(n, 0, "an_usyms_code_ranges: %d", n);
+	cr_expect_eq(dropped, 0);
+
+	/* sorted, disjoint, not empty, of a known kind */
+	for (int i = 0; i < n; i++) {
+		cr_expect_lt(out[i].start, out[i].end, "range %d empty", i);
+		cr_expect(out[i].kind == AN_CODE_NOFP || out[i].kind == AN_CODE_ROOT);
+		if (i)
+			cr_expect_leq(out[i - 1].end, out[i].start, "ranges %d and %d overlap",
+				      i - 1, i);
+		nroots += out[i].kind == AN_CODE_ROOT;
+	}
+	cr_expect_eq(nroots, 2, "start_thread and an_test_marker_beta");
+
+	/* libc has no frame pointers: each of its executable mappings is covered, by NOFP
+	 * pieces and by the root start_thread, which no NOFP piece covers */
+	nl = exec_maps_of(libc.path, ls, le, 8);
+	cr_assert_geq(nl, 1, "no executable mapping of %s", libc.path);
+	for (int i = 0; i < nl; i++)
+		cr_expect(covered(out, n, ls[i], le[i], 1u << AN_CODE_NOFP | 1u << AN_CODE_ROOT),
+			  "%s [%#" PRIx64 ", %#" PRIx64 ") not covered", libc.path, ls[i], le[i]);
+	struct an_symtab *st = an_symtab_load(libc.path);
+	cr_assert_not_null(st);
+	cr_assert_eq(an_symtab_find(st, "start_thread", &vaddr, &size), 0,
+		     "start_thread is not in %s's symbols (libc6-dbg)", libc.path);
+	cr_assert_eq(an_symtab_vaddr_to_offset(st, vaddr, &off), 0);
+	an_symtab_free(st);
+	uint64_t st_at = 0;
+	for (int i = 0; i < nl; i++) {
+		struct self_map m;
+
+		find_self_map(ls[i], &m);
+		if (off >= m.pgoff && off - m.pgoff < m.end - m.start)
+			st_at = m.start + (off - m.pgoff);
+	}
+	cr_assert_neq(st_at, 0, "start_thread is in no executable mapping of libc");
+	cr_expect(covered(out, n, st_at, st_at + size, 1u << AN_CODE_ROOT),
+		  "start_thread [%#" PRIx64 ", +%#" PRIx64 ") is not a root", st_at, size);
+	cr_expect_not(overlaps(out, n, st_at, st_at + size, AN_CODE_NOFP));
+
+	/* this binary has frame pointers: no NOFP piece in it, and its root is exact */
+	ne = exec_maps_of(exe.path, es, ee, 8);
+	cr_assert_geq(ne, 1);
+	for (int i = 0; i < ne; i++)
+		cr_expect_not(overlaps(out, n, es[i], ee[i], AN_CODE_NOFP), "%s is marked NOFP",
+			      exe.path);
+	bool beta = false;
+	for (int i = 0; i < n; i++)
+		beta |= out[i].kind == AN_CODE_ROOT &&
+			out[i].start == (uintptr_t)&an_test_marker_beta;
+	cr_expect(beta, "no root range starts at an_test_marker_beta");
+
+	/* a table too small: the roots first, the rest counted */
+	struct an_code_range few[2];
+	int nf = an_usyms_code_ranges(u, roots, few, 2, &dropped);
+	cr_expect_eq(nf, 2);
+	cr_expect_eq(dropped, (size_t)(n - 2));
+	cr_expect(few[0].kind == AN_CODE_ROOT && few[1].kind == AN_CODE_ROOT);
+	cr_expect_lt(few[0].start, few[1].start);
 	an_usyms_free(u);
 }

@@ -156,7 +156,7 @@ static __attribute__((unused)) size_t entries(void)
 	return n;
 }
 
-static void expect_one_error_line(const char *must_contain)
+static __attribute__((unused)) void expect_one_error_line(const char *must_contain)
 {
 	size_t len = strlen(err_text);
 

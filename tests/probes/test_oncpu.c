@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "analysis/analysis.h"
+#include "tests/probes/busy.h"
 #include "probes/probes.h"
 #include "runtime/phase.h"
 
@@ -21,73 +22,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* busy's hot threads publish RT_PHASE_WORD(RT_PHASE_RUN, 3, 42); the probe keeps the
- * phase and the worker, not the task id */
-#define BUSY_PHASE_KEPT RT_PHASE_WORD(RT_PHASE_RUN, 3, 0)
-
-/* Children of the current test; the fini kills and reaps them on every path,
- * including a failed assertion. */
-static pid_t kids[4];
-static int nkids;
-
-static void reap_kids(void)
-{
-	for (int i = 0; i < nkids; i++) {
-		kill(kids[i], SIGKILL);
-		waitpid(kids[i], NULL, 0);
-	}
-	nkids = 0;
-}
-
-static void need_bpf(void)
-{
-	char why[256];
-
-	if (!probe_bpf_available(why, sizeof(why)))
-		cr_skip_test("BPF cannot load here: %s", why);
-}
-
-/* Start `busy SECS THREADS MODE NAME`; its first line is the phase pointer's TLS
- * offset. */
-static pid_t spawn_busy(const char *secs, const char *threads, const char *mode,
-			const char *name, int64_t *tls_off)
-{
-	const char *build = getenv("SCHEDLAB_BUILD");
-	char path[PATH_MAX], line[64];
-	int fds[2];
-	FILE *f;
-	pid_t pid;
-
-	snprintf(path, sizeof(path), "%s/tests/helpers/busy", build ? build : "build");
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], STDOUT_FILENO);
-		execl(path, "busy", secs, threads, mode, name, (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	kids[nkids++] = pid;
-	close(fds[1]);
-	f = fdopen(fds[0], "r");
-	cr_assert_not_null(f);
-	cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", path);
-	fclose(f);
-	if (tls_off)
-		*tls_off = strtoll(line, NULL, 10);
-	return pid;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 static struct probe_oncpu *open_probe(unsigned freq, unsigned stack_entries,
 				      unsigned count_entries)

@@ -10,8 +10,10 @@
  * has set its pointer. MODE: hot (one 3-deep stack), many (recursion to 96 varied
  * depths, each with the spin's handful of sampled IPs: several hundred distinct
  * stacks, all within the walk's limit), deep (recursion 200 deep: past the limit),
- * sys (64 KiB reads of /dev/zero: most samples land in the kernel).
- * NAME sets the threads' comm.
+ * sys (64 KiB reads of /dev/zero: most samples land in the kernel), qsort (glibc's
+ * qsort of 4096 ints with busy_cmp: most samples in glibc, which has no frame pointers,
+ * or in the comparator, whose walk returns into glibc before it reaches the thread's
+ * root). NAME sets the threads' comm.
  */
 #include "runtime/phase.h"
 
@@ -68,6 +70,29 @@ NOINLINE void busy_sys_read(int fd)
 		sink += buf[0];
 }
 
+NOINLINE int busy_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Through a volatile pointer, so that the call is glibc's qsort, never inlined. */
+static void (*volatile qsort_fn)(void *, size_t, size_t, int (*)(const void *, const void *)) =
+	qsort;
+
+NOINLINE void busy_qsort_loop(uint64_t *seed)
+{
+	static __thread uint32_t v[4096];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		*seed = *seed * 6364136223846793005ull + 1;
+		v[i] = (uint32_t)(*seed >> 33);
+	}
+	qsort_fn(v, sizeof(v) / sizeof(v[0]), sizeof(v[0]), busy_cmp);
+	sink += v[0];
+}
+
 /* Not a tail call (the store after it), so each level keeps its frame. */
 NOINLINE void busy_rec(int depth, uint64_t spin)
 {
@@ -94,6 +119,8 @@ static void *worker(void *arg)
 			busy_sys_read(zero_fd);
 		} else if (!strcmp(mode, "deep")) {
 			busy_rec(200, 200000);
+		} else if (!strcmp(mode, "qsort")) {
+			busy_qsort_loop(&seed);
 		} else {
 			busy_hot_loop();
 		}

@@ -1,0 +1,443 @@
+/*
+ * Categories and stack rules (categories.c): the category names and the phase numbers
+ * they share, every way a rules file is refused (each naming SOURCE:LINE), comments,
+ * prefixes, leaf-only rules, the leaf-first order with kernel frames first, loading from
+ * a file, and the built-in rules against the runtime's phase functions.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "runtime/phase.h"
+
+#define NFRAMES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Parse text that must be accepted. */
+static struct an_rules *rules_ok(const char *text)
+{
+	char err[256] = "";
+	struct an_rules *r = an_rules_parse(text, strlen(text), "t.rules", err, sizeof(err));
+
+	cr_assert_not_null(r, "refused: %s", err);
+	return r;
+}
+
+/* Parse text that must be refused with EINVAL and exactly the message want. */
+static void expect_refused(const char *text, const char *want)
+{
+	char err[512] = "";
+	struct an_rules *r;
+
+	errno = 0;
+	r = an_rules_parse(text, strlen(text), "t.rules", err, sizeof(err));
+	cr_expect_null(r, "accepted: %s", text);
+	an_rules_free(r);
+	cr_expect_eq(errno, EINVAL, "errno %d for: %s", errno, text);
+	cr_expect_str_eq(err, want, "for: %s", text);
+}
+
+/* Parse text that must be refused; err must start with "t.rules:LINE: ". */
+static void expect_refused_at(const char *text, unsigned line)
+{
+	char err[512] = "", want[32];
+	struct an_rules *r;
+
+	errno = 0;
+	r = an_rules_parse(text, strlen(text), "t.rules", err, sizeof(err));
+	cr_expect_null(r, "accepted: %s", text);
+	an_rules_free(r);
+	cr_expect_eq(errno, EINVAL);
+	snprintf(want, sizeof(want), "t.rules:%u: ", line);
+	cr_expect(!strncmp(err, want, strlen(want)), "'%s' does not start with '%s'", err, want);
+	cr_expect_null(strchr(err, '\n'), "not one line: %s", err);
+}
+
+#define expect_class(r, want, ...)                                                               \
+	do {                                                                                     \
+		const char *const f_[] = { __VA_ARGS__ };                                        \
+		int got_ = an_rules_classify((r), f_, NFRAMES(f_));                              \
+		cr_expect_eq(got_, (int)(want), "%s... (leaf first): %d (%s), want %d (%s)",     \
+			     f_[0], got_, got_ < 0 ? "none" : an_category_name(got_), (int)(want), \
+			     (int)(want) < 0 ? "none" : an_category_name(want));                 \
+	} while (0)
+
+/* ---- names -------------------------------------------------------------------------- */
+
+Test(categories, names_parse_back_to_their_number)
+{
+	static const char *const want[AN_CAT_COUNT] = {
+		"other",      "work",	    "scheduling",    "submission", "parking",
+		"blocking",   "allocation", "stack-capture", "kernel",
+	};
+
+	for (unsigned i = 0; i < AN_CAT_COUNT; i++) {
+		cr_expect_str_eq(an_category_name(i), want[i]);
+		cr_expect_eq(an_category_parse(want[i]), (int)i, "%s", want[i]);
+	}
+	cr_expect_str_eq(an_category_name(AN_CAT_COUNT), "other");
+	cr_expect_str_eq(an_category_name(~0u), "other");
+	cr_expect_eq(an_category_parse("Work"), -1, "names are case-sensitive");
+	cr_expect_eq(an_category_parse("sched"), -1, "no abbreviations");
+	cr_expect_eq(an_category_parse(""), -1);
+	cr_expect_eq(an_category_parse("kernel "), -1);
+}
+
+Test(categories, a_phase_is_the_category_of_its_number)
+{
+	cr_expect_eq(an_phase_category(RT_PHASE_NONE), AN_CAT_OTHER);
+	cr_expect_eq(an_phase_category(RT_PHASE_RUN), AN_CAT_WORK);
+	cr_expect_eq(an_phase_category(RT_PHASE_SCHED), AN_CAT_SCHED);
+	cr_expect_eq(an_phase_category(RT_PHASE_SUBMIT), AN_CAT_SUBMIT);
+	cr_expect_eq(an_phase_category(RT_PHASE_PARK), AN_CAT_PARK);
+	cr_expect_eq(an_phase_category(RT_PHASE_BLOCK), AN_CAT_BLOCK);
+	cr_expect_eq(an_phase_category(RT_PHASE_ALLOC), AN_CAT_ALLOC);
+	cr_expect_eq(an_phase_category(RT_PHASE_STACKCAP), AN_CAT_STACKCAP);
+	/* no phase means "kernel": that category comes from stack rules only */
+	cr_expect_eq(an_phase_category(RT_PHASE_COUNT), AN_CAT_OTHER);
+	cr_expect_eq(an_phase_category(AN_CAT_KERNEL), AN_CAT_OTHER);
+	cr_expect_eq(an_phase_category(255), AN_CAT_OTHER);
+	cr_expect_eq(an_phase_category(RT_PHASE_KIND(RT_PHASE_WORD(RT_PHASE_PARK, 7, 99))),
+		     AN_CAT_PARK);
+}
+
+/* ---- refusals ----------------------------------------------------------------------- */
+
+Test(rules, unknown_category_names_source_line_and_word)
+{
+	expect_refused("work a\n\nbogus b\n",
+		       "t.rules:3: unknown category 'bogus' (the categories: work, scheduling, "
+		       "submission, parking, blocking, allocation, stack-capture, kernel, other)");
+	/* a category longer than any buffer is still just unknown */
+	expect_refused_at("# x\nwork a\nscheduling b\n"
+			  "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopq f\n",
+			  4);
+	/* a function name where the category goes */
+	expect_refused_at("rt_spawn submission\n", 1);
+	/* categories are case-sensitive in files too */
+	expect_refused_at("Work a\n", 1);
+}
+
+Test(rules, category_without_a_name_is_refused)
+{
+	expect_refused("work a\nparking\n",
+		       "t.rules:2: 'parking' names no function (write CATEGORY NAME...)");
+	/* a comment after the category is no name either */
+	expect_refused_at("work a\n\n  allocation   # rt_alloc\n", 3);
+	/* nor is trailing white space, CR included */
+	expect_refused_at("kernel \t\r\n", 1);
+}
+
+Test(rules, lone_star_or_equals_is_refused)
+{
+	expect_refused("work a\nwork b *\n", "t.rules:2: '*' alone names no function");
+	expect_refused("# c\n\nscheduling = x\n", "t.rules:3: '=' alone names no function");
+	expect_refused_at("work *\n", 1);
+	expect_refused_at("work =\n", 1);
+}
+
+Test(rules, duplicate_name_is_refused_with_both_lines)
+{
+	expect_refused("work foo\nscheduling bar\nparking foo\n",
+		       "t.rules:3: 'foo' already has a rule (line 1)");
+	/* on one line, and reported at the later line whatever the sort did */
+	expect_refused_at("work a b c d e a\n", 1);
+	expect_refused_at("work zz\nwork aa\n\n\nwork mm zz\n", 5);
+	/* a leaf-only rule and a plain one for the same function: one name, two rules */
+	expect_refused("work foo\n# between\nscheduling =foo\n",
+		       "t.rules:3: 'foo' already has a rule (line 1)");
+}
+
+Test(rules, refusals_need_no_message_buffer)
+{
+	const char *bad = "nope x\n";
+
+	errno = 0;
+	cr_expect_null(an_rules_parse(bad, strlen(bad), "t.rules", NULL, 0));
+	cr_expect_eq(errno, EINVAL);
+
+	/* a short buffer is cut, and still terminated */
+	char err[8];
+	memset(err, 'x', sizeof(err));
+	cr_expect_null(an_rules_parse(bad, strlen(bad), "t.rules", err, sizeof(err)));
+	cr_expect_eq(err[sizeof(err) - 1], '\0');
+	cr_expect_str_eq(err, "t.rules");
+}
+
+/* ---- what a file may hold ----------------------------------------------------------- */
+
+Test(rules, comments_blank_lines_and_white_space)
+{
+	const char *text = "# a comment line\n"
+			   "\n"
+			   "   \t\n"
+			   "work\tone   two # three is a comment\n"
+			   "  scheduling four#five\n"
+			   "#parking six\n"
+			   "parking seven\r\n"
+			   "allocation eight"; /* no newline at the end */
+	struct an_rules *r = rules_ok(text);
+
+	cr_expect_eq(an_rules_count(r), 5, "one two four seven eight");
+	expect_class(r, AN_CAT_WORK, "one");
+	expect_class(r, AN_CAT_WORK, "two");
+	expect_class(r, -1, "three");
+	expect_class(r, AN_CAT_SCHED, "four");
+	expect_class(r, -1, "five");
+	expect_class(r, -1, "four#five");
+	expect_class(r, -1, "six");
+	expect_class(r, AN_CAT_PARK, "seven");
+	expect_class(r, -1, "seven\r");
+	expect_class(r, AN_CAT_ALLOC, "eight");
+	an_rules_free(r);
+
+	/* nothing but comments: a valid, empty rule set */
+	r = rules_ok("# only\n\n# comments\n");
+	cr_expect_eq(an_rules_count(r), 0);
+	expect_class(r, -1, "one");
+	an_rules_free(r);
+	r = rules_ok("");
+	cr_expect_eq(an_rules_count(r), 0);
+	an_rules_free(r);
+}
+
+Test(rules, len_bounds_the_text)
+{
+	const char *text = "work a\nbogus b\n";
+	char err[256] = "";
+	/* only the first line: the bad second one is past len */
+	struct an_rules *r = an_rules_parse(text, 7, "t.rules", err, sizeof(err));
+
+	cr_assert_not_null(r, "%s", err);
+	cr_expect_eq(an_rules_count(r), 1);
+	an_rules_free(r);
+}
+
+Test(rules, prefix_rules)
+{
+	struct an_rules *r = rules_ok("parking io_wait_exact\n"
+				      "work io_*\n"
+				      "scheduling io_wait*\n"
+				      "kernel __x64_sys_*\n");
+
+	cr_expect_eq(an_rules_count(r), 4);
+	expect_class(r, AN_CAT_WORK, "io_read");
+	expect_class(r, AN_CAT_WORK, "io_");
+	expect_class(r, -1, "io");
+	expect_class(r, -1, "xio_read");
+	/* two prefixes match: the first in the file wins */
+	expect_class(r, AN_CAT_WORK, "io_wait_more");
+	/* an exact name wins over any prefix */
+	expect_class(r, AN_CAT_PARK, "io_wait_exact");
+	/* prefixes apply to kernel frames too */
+	expect_class(r, AN_CAT_KERNEL, "__x64_sys_read_[k]");
+	an_rules_free(r);
+}
+
+Test(rules, leaf_only_rules_count_as_the_user_leaf_only)
+{
+	struct an_rules *r = rules_ok("scheduling =tramp\n"
+				      "work task_fn\n"
+				      "kernel =irq_[k]\n"
+				      "parking later\n");
+
+	expect_class(r, AN_CAT_SCHED, "tramp");
+	expect_class(r, AN_CAT_SCHED, "tramp", "main", "start_thread");
+	/* deeper than the leaf it names nothing, and the walk goes on */
+	expect_class(r, -1, "foo", "tramp");
+	expect_class(r, AN_CAT_PARK, "foo", "tramp", "later");
+	/* the task's own function at the leaf is the task's, whatever is below it */
+	expect_class(r, AN_CAT_WORK, "task_fn", "tramp");
+	/* kernel frames come first, and are not the user stack's leaf */
+	expect_class(r, AN_CAT_SCHED, "schedule_[k]", "tramp");
+	expect_class(r, AN_CAT_SCHED, "a_[k]", "b_[k]", "tramp", "x");
+	expect_class(r, -1, "schedule_[k]", "foo", "tramp");
+	expect_class(r, -1, "a_[k]", "b_[k]", "foo", "tramp");
+	/* a leaf-only rule on a kernel name never applies: no kernel frame is a user leaf */
+	expect_class(r, -1, "irq_[k]");
+	expect_class(r, -1, "irq_[k]", "foo");
+	an_rules_free(r);
+}
+
+Test(rules, frames_are_read_leaf_first_kernel_first)
+{
+	struct an_rules *r = rules_ok("kernel do_syscall_64_[k]\n"
+				      "allocation rt_alloc\n"
+				      "scheduling rt__drive worker_main\n");
+
+	expect_class(r, AN_CAT_KERNEL, "do_syscall_64_[k]", "rt_alloc", "rt__drive");
+	expect_class(r, AN_CAT_ALLOC, "clear_page_[k]", "asm_exc_page_fault_[k]", "memset",
+		     "rt_alloc", "rt__drive", "worker_main");
+	expect_class(r, AN_CAT_SCHED, "memset", "rt__drive", "rt_alloc");
+	/* "_[k]" is a suffix of the whole name, not somewhere in it */
+	expect_class(r, -1, "do_syscall_64_[k]x");
+	an_rules_free(r);
+	r = rules_ok("scheduling =tramp\n");
+	expect_class(r, -1, "not_[k]_kernel", "tramp");
+	expect_class(r, AN_CAT_SCHED, "kernel_[k]", "tramp");
+	an_rules_free(r);
+}
+
+Test(rules, nothing_named_is_minus_one)
+{
+	struct an_rules *r = rules_ok("work a\n");
+
+	expect_class(r, -1, "b");
+	expect_class(r, -1, "b_[k]", "c", "d");
+	expect_class(r, -1, "A");
+	expect_class(r, -1, "aa");
+	cr_expect_eq(an_rules_classify(r, NULL, 0), -1);
+	cr_expect_eq(an_rules_classify(NULL, (const char *const[]){ "a" }, 1), -1);
+	cr_expect_eq(an_rules_count(NULL), 0);
+	an_rules_free(r);
+	an_rules_free(NULL);
+}
+
+/* ---- files -------------------------------------------------------------------------- */
+
+static char dir[] = "/tmp/schedlab-rules-XXXXXX";
+
+static void mkdir_tmp(void)
+{
+	strcpy(dir, "/tmp/schedlab-rules-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+	cr_assert_eq(fclose(f), 0);
+}
+
+TestSuite(rules_file, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(rules_file, missing_file_sets_errno_and_names_the_path)
+{
+	char path[128], err[256] = "", want[256];
+
+	snprintf(path, sizeof(path), "%s/none.rules", dir);
+	errno = 0;
+	cr_expect_null(an_rules_load(path, err, sizeof(err)));
+	cr_expect_eq(errno, ENOENT);
+	snprintf(want, sizeof(want), "%s: %s", path, strerror(ENOENT));
+	cr_expect_str_eq(err, want);
+
+	/* a directory cannot be read as a file */
+	errno = 0;
+	cr_expect_null(an_rules_load(dir, err, sizeof(err)));
+	cr_expect_eq(errno, EISDIR);
+	cr_expect(!strncmp(err, dir, strlen(dir)), "%s", err);
+}
+
+Test(rules_file, a_file_is_read_and_its_errors_name_it)
+{
+	char path[128], err[256] = "", want[160];
+	struct an_rules *r;
+
+	snprintf(path, sizeof(path), "%s/good.rules", dir);
+	write_file(path, "# mine\nparking my_wait\nwork my_task*\n");
+	r = an_rules_load(path, err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	cr_expect_eq(an_rules_count(r), 2);
+	expect_class(r, AN_CAT_PARK, "futex_wait_[k]", "my_wait", "my_task_main");
+	expect_class(r, AN_CAT_WORK, "my_task_body");
+	an_rules_free(r);
+
+	snprintf(path, sizeof(path), "%s/bad.rules", dir);
+	write_file(path, "parking my_wait\n\nwork\n");
+	errno = 0;
+	cr_expect_null(an_rules_load(path, err, sizeof(err)));
+	cr_expect_eq(errno, EINVAL);
+	snprintf(want, sizeof(want), "%s:3: ", path);
+	cr_expect(!strncmp(err, want, strlen(want)), "'%s' does not start with '%s'", err, want);
+}
+
+/* The limit is 16 MiB: a file of exactly that size is read, one byte more is not. */
+Test(rules_file, larger_than_16_mib_is_refused)
+{
+	const size_t limit = 16u << 20;
+	char path[128], err[256] = "";
+	struct an_rules *r;
+	char *text = malloc(limit + 1);
+	FILE *f;
+
+	cr_assert_not_null(text);
+	/* lines of 63 '#' and a newline: all comment, one rule at the end */
+	memset(text, '#', limit + 1);
+	for (size_t i = 63; i < limit; i += 64)
+		text[i] = '\n';
+	memcpy(text + limit - 12, "\nwork tail\n", 11);
+	text[limit - 1] = '\n';
+	snprintf(path, sizeof(path), "%s/big.rules", dir);
+
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, limit, f), limit);
+	cr_assert_eq(fclose(f), 0);
+	r = an_rules_load(path, err, sizeof(err));
+	cr_expect_not_null(r, "exactly 16 MiB refused: %s", err);
+	cr_expect_eq(an_rules_count(r), 1);
+	an_rules_free(r);
+
+	f = fopen(path, "a");
+	cr_assert_not_null(f);
+	cr_assert_eq(fputc('\n', f), '\n');
+	cr_assert_eq(fclose(f), 0);
+	errno = 0;
+	cr_expect_null(an_rules_load(path, err, sizeof(err)));
+	cr_expect_eq(errno, EFBIG);
+	cr_expect(!strncmp(err, path, strlen(path)) && strstr(err, "16 MiB"), "%s", err);
+	free(text);
+}
+
+/* ---- the built-in rules ------------------------------------------------------------- */
+
+Test(rules_builtin, parse_and_name_the_phase_functions)
+{
+	char err[256] = "";
+	struct an_rules *r = an_rules_builtin(err, sizeof(err));
+
+	cr_assert_not_null(r, "the built-in rules are refused: %s", err);
+	cr_expect_geq(an_rules_count(r), 40, "%zu rules", an_rules_count(r));
+
+	expect_class(r, AN_CAT_SUBMIT, "rt_spawn");
+	expect_class(r, AN_CAT_SUBMIT, "rt__wake");
+	expect_class(r, AN_CAT_PARK, "rt__park");
+	expect_class(r, AN_CAT_ALLOC, "rt_alloc");
+	expect_class(r, AN_CAT_ALLOC, "rt_free");
+	expect_class(r, AN_CAT_SCHED, "rt__drive");
+	expect_class(r, AN_CAT_SCHED, "rt__switch");
+	expect_class(r, AN_CAT_BLOCK, "rt_blocking");
+	expect_class(r, AN_CAT_STACKCAP, "backtrace");
+
+	/* a phase function covers what it calls that no rule names */
+	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_alloc", "loop");
+	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_alloc", "rt__drive", "worker_thread_main");
+	expect_class(r, AN_CAT_PARK, "schedule_[k]", "futex_wait_[k]", "syscall", "rt__park",
+		     "rt__drive", "worker_thread_main", "start_thread");
+	/* the nearest phase function to the leaf decides */
+	expect_class(r, AN_CAT_SUBMIT, "rt_spawn", "task_fn", "rt__fiber_start");
+	expect_class(r, -1, "loop");
+	expect_class(r, -1, "task_fn", "rt__fiber_start");
+
+	/* a fiber's entry is the runtime's only as the user leaf */
+	expect_class(r, AN_CAT_SCHED, "rt__fiber_start");
+	expect_class(r, AN_CAT_SCHED, "asm_sysvec_apic_timer_interrupt_[k]", "rt__fiber_start");
+	expect_class(r, -1, "memcpy", "rt__fiber_start");
+	an_rules_free(r);
+}
