@@ -94,7 +94,8 @@ struct probe_range {
 
 struct probe_target {
 	pid_t tgid;              /* the process whose threads are sampled */
-	int64_t phase_tls_off;   /* offset of rt_phase_ptr from the thread pointer; 0: none */
+	int64_t phase_tls_off;   /* offset of the phase word (rt_phase_word) from the thread
+				  * pointer; 0: none */
 	const struct probe_range *ranges; /* may be NULL; at most PROBE_MAX_RANGES are used */
 	unsigned nranges;
 };

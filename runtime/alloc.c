@@ -24,7 +24,7 @@ static inline void count(size_t bytes)
 	}
 }
 
-RT_PHASE_FN void *rt_alloc(size_t bytes)
+RT_PHASE_FN void *(rt_alloc)(size_t bytes)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	void *p = malloc(bytes);
@@ -35,7 +35,7 @@ RT_PHASE_FN void *rt_alloc(size_t bytes)
 	return p;
 }
 
-RT_PHASE_FN void *rt_calloc(size_t n, size_t size)
+RT_PHASE_FN void *(rt_calloc)(size_t n, size_t size)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	void *p = calloc(n, size);
@@ -46,7 +46,7 @@ RT_PHASE_FN void *rt_calloc(size_t n, size_t size)
 	return p;
 }
 
-RT_PHASE_FN void rt_free(void *p)
+RT_PHASE_FN void (rt_free)(void *p)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_ALLOC);
 	struct rt__thread *th;

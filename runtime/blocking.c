@@ -112,8 +112,6 @@ int rt__thread_start(struct rt__thread *th, void *(*fn)(void *), size_t stack_si
 	pthread_t tid;
 	int err;
 
-	/* what the word will say from the moment the thread binds it (its main's base) */
-	th->phase = RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (stack_size)
@@ -176,7 +174,7 @@ static int handoff(struct rt_sched *s, struct rt__worker *w)
 	return err;
 }
 
-RT_PHASE_FN int rt__handoff(struct rt_sched *s, struct rt__worker *w)
+RT_PHASE_FN int (rt__handoff)(struct rt_sched *s, struct rt__worker *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	int err = handoff(s, w);
@@ -524,7 +522,7 @@ out:
 	rt__phase_pop_moved(phase);
 }
 
-RT_PHASE_FN int rt_blocking(int (*fn)(void *arg), void *arg)
+RT_PHASE_FN int (rt_blocking)(int (*fn)(void *arg), void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_BLOCK);
 	int ret;
@@ -678,8 +676,8 @@ static RT_PHASE_FN void *monitor_main(void *arg)
 	bool retaking = false;
 
 	/* its ticks' work is scheduling (the base), its waits between them parking */
-	rt__phase_bind(&s->monitor_phase);
 	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0));
+	__atomic_store_n(&s->monitor_phase, rt__phase_word(), __ATOMIC_RELEASE);
 	pthread_setname_np(pthread_self(), "rt-monitor");
 	last = last_detect = rt__now_ns();
 	while (!__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
@@ -718,7 +716,8 @@ static RT_PHASE_FN void *monitor_main(void *arg)
 			retaking = retake(s, n, now) ||
 				   __atomic_load_n(&s->blocking_now, __ATOMIC_RELAXED);
 	}
-	rt__phase_bind(NULL);
+	/* the word goes with the thread */
+	__atomic_store_n(&s->monitor_phase, NULL, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -728,9 +727,6 @@ int rt__monitor_start(struct rt_sched *s)
 
 	/* set before any task runs, so that no run spans the clock's first step from 0 */
 	__atomic_store_n(&s->coarse_ms, rt__now_ns() / 1000000, __ATOMIC_RELAXED);
-	/* what the word will say from the moment the monitor binds it (its base) */
-	__atomic_store_n(&s->monitor_phase, RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0),
-			 __ATOMIC_RELAXED);
 	err = pthread_create(&s->monitor, NULL, monitor_main, s);
 
 	if (err)

@@ -96,7 +96,8 @@ struct rt__thread {
 	void *sched_sp;            /* the thread's own context while a task runs */
 	struct rt_task *current;
 	struct rt__after after;
-	uint64_t phase;            /* the phase word (runtime/phase.h), read by the probe */
+	uint64_t *phase;           /* its thread's phase word (rt_phase_word), for readers on
+				    * other threads; set by the thread itself */
 	bool blocking;             /* inside rt_blocking_begin .. end */
 	uint64_t block_start_ns;
 	struct rt__worker *block_w; /* the worker it had when the section began */
@@ -226,7 +227,7 @@ struct rt_sched {
 	pthread_t monitor;
 	bool monitor_started;
 	uint32_t monitor_futex;
-	uint64_t monitor_phase;    /* the monitor thread's phase word, for the probe */
+	uint64_t *monitor_phase;   /* the monitor thread's phase word, for tests */
 	uint64_t coarse_ms;        /* queue=heap: the monitor's clock, ms, updated every tick */
 
 	/* timers and the I/O reactor (io.c), started on first use */
@@ -316,20 +317,22 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
  * cold): they are a few instructions on every transition. */
 #define RT_PHASE_INLINE __attribute__((always_inline))
 
-/* The calling thread's phase word: th->phase on the runtime's task threads, a word of
- * their own on the reactor and the monitor, NULL elsewhere. Local-exec, as
- * rt__tls_thread: its offset from the thread pointer is one constant, which is all the
- * probe needs (rt_phase_tls_offset()). */
-extern __thread uint64_t *rt_phase_ptr __attribute__((tls_model("local-exec")));
+/* The calling thread's phase word is rt_phase_word (rt.h): thread-local, so that a
+ * transition is one byte stored through %fs, with no pointer to follow and none to check,
+ * and a task that resumed on another thread stores into that thread's word by the same
+ * instruction. Every access goes through inline asm on %fs, for the reason rt__thread()
+ * reads its pointer so: a compiler may keep a TLS address across the switch, which would
+ * be the old thread's. */
 
-/* Read the pointer fresh, for the reason rt__thread() gives: a task that switched may
- * run on another thread now, and a cached TLS address would be the old thread's. */
+/* Where the calling thread's word is, for whoever reads it from elsewhere (tests; the
+ * probe finds it by rt_phase_tls_offset()). */
 static inline RT_PHASE_INLINE uint64_t *rt__phase_word(void)
 {
-	uint64_t *p;
+	char *tp;
 
-	__asm__ volatile("movq %%fs:rt_phase_ptr@tpoff, %0" : "=r"(p) : : "memory");
-	return p;
+	/* %fs:0 holds the thread pointer itself (the TCB's self pointer) */
+	__asm__ volatile("movq %%fs:0, %0" : "=r"(tp) : : "memory");
+	return (uint64_t *)(tp + rt_phase_tls_offset());
 }
 
 /* The stores are relaxed with no fence: the probe samples the thread in an interrupt
@@ -338,101 +341,67 @@ static inline RT_PHASE_INLINE uint64_t *rt__phase_word(void)
  * read-modify-write of the whole word, and so fewer instructions before the store (the
  * window where the stack already shows a phase function and the word does not yet), and
  * no load wider than a store still in flight, which the store buffer cannot forward.
- * The fields (little-endian): the kind is byte 0, the task id bytes 4..7. */
-static inline RT_PHASE_INLINE void rt__phase_store(uint64_t *p, uint64_t word)
-{
-	__atomic_store_n(p, word, __ATOMIC_RELAXED);
-}
-
+ * The fields (little-endian): the kind is byte 0, the worker bytes 1..2, the task id
+ * bytes 4..7. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the phase word's fields are stored at byte offsets of a little-endian word");
 
-static inline RT_PHASE_INLINE uint8_t *rt__phase_kind_of(uint64_t *p)
-{
-	return (uint8_t *)p;
-}
-
-static inline RT_PHASE_INLINE uint32_t *rt__phase_task_of(uint64_t *p)
-{
-	return (uint32_t *)p + 1;
-}
-
-/* Enter phase `kind`: the kind is set, the worker and task bits stay. Returns what
- * rt__phase_pop() restores: the kind found (0, and no store, on a thread with no
- * word). */
+/* Enter phase `kind`: the kind is set, the worker and task bits stay. Returns the kind
+ * found, for rt__phase_pop(). */
 static inline RT_PHASE_INLINE uint64_t rt__phase_push(unsigned kind)
 {
-	uint64_t *p = rt__phase_word(), old;
-
-	if (!p)
-		return 0;
-	old = __atomic_load_n(rt__phase_kind_of(p), __ATOMIC_RELAXED);
-	__atomic_store_n(rt__phase_kind_of(p), (uint8_t)kind, __ATOMIC_RELAXED);
-	return old;
+	return RT__PHASE_ENTER(kind);
 }
 
-/* Leave a phase on the thread that entered it, nothing switched in between. */
+/* Leave a phase: put back the kind found on entry, on whichever thread the caller is
+ * now (an operation that switched its task out may resume on another: the worker bits
+ * are that thread's, and rt__switch_out() has put the task id back). */
 static inline RT_PHASE_INLINE void rt__phase_pop(uint64_t old)
 {
-	uint64_t *p = rt__phase_word();
-
-	if (p)
-		__atomic_store_n(rt__phase_kind_of(p), (uint8_t)old, __ATOMIC_RELAXED);
+	RT__PHASE_LEAVE(old);
 }
 
-/* Leave a phase entered before a switch that may have moved the task to another
- * thread: the kind from then; the worker bits stay the current thread's, and the task
- * id is the task's own again since rt__switch_out() came back. So it is the same store
- * as rt__phase_pop(), made on whichever thread the task is on now. */
 static inline RT_PHASE_INLINE void rt__phase_pop_moved(uint64_t old)
 {
-	rt__phase_pop(old);
+	RT__PHASE_LEAVE(old);
 }
 
 /* Set the task id, and with it whether a task runs: the task's own on its way in
  * (rt__task_main(), rt__switch_out()), 0 when the thread is back in its own context. */
-static inline RT_PHASE_INLINE void rt__phase_set_task(uint64_t *p, uint64_t id)
+static inline RT_PHASE_INLINE void rt__phase_set_task(uint64_t id)
 {
-	__atomic_store_n(rt__phase_task_of(p), (uint32_t)id, __ATOMIC_RELAXED);
+	__asm__ volatile("movl %k0, %%fs:rt_phase_word@tpoff+4" : : "r"((uint32_t)id) : "memory");
 }
 
 /* Set the whole word: the base of rt__drive (SCHED on its worker, no task) and of a
- * thread main (SCHED, no worker, no task). Returns the word it replaced (0: none), for
+ * thread main (SCHED, no worker, no task). Returns the word it replaced, for
  * rt__phase_unset() to put back whole. */
 static inline RT_PHASE_INLINE uint64_t rt__phase_set(uint64_t word)
 {
-	uint64_t *p = rt__phase_word(), old;
+	uint64_t old;
 
-	if (!p)
-		return 0;
-	old = __atomic_load_n(p, __ATOMIC_RELAXED);
-	rt__phase_store(p, word);
+	__asm__ volatile("movq %%fs:rt_phase_word@tpoff, %0\n\t"
+			 "movq %1, %%fs:rt_phase_word@tpoff"
+			 : "=&r"(old)
+			 : "r"(word)
+			 : "memory");
 	return old;
 }
 
 static inline RT_PHASE_INLINE void rt__phase_unset(uint64_t old)
 {
-	uint64_t *p = rt__phase_word();
-
-	if (p)
-		rt__phase_store(p, old);
+	__asm__ volatile("movq %0, %%fs:rt_phase_word@tpoff" : : "r"(old) : "memory");
 }
 
 /* The worker bits say which worker the thread drives: updated where the calling thread
- * gains or loses one outside rt__drive (a blocking section's hand-off; rare enough for
- * a read-modify-write of the word). */
+ * gains or loses one outside rt__drive (a blocking section's hand-off). */
 static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
 {
-	uint64_t *p = rt__phase_word();
-
-	if (p)
-		rt__phase_store(p, (__atomic_load_n(p, __ATOMIC_RELAXED) & ~RT_PHASE_WORKER_MASK) |
-					   RT_PHASE_WORD(0, index, 0));
+	__asm__ volatile("movw %w0, %%fs:rt_phase_word@tpoff+1"
+			 :
+			 : "r"((uint16_t)index)
+			 : "memory");
 }
-
-/* The helper threads (the reactor, the monitor) run no tasks and drive no worker, but
- * their CPU time is the runtime's too: each binds a word of its own (NULL: unbind). */
-void rt__phase_bind(uint64_t *word);
 
 /* From a thread's own context into task t, and from task t back to its thread. Both
  * sides switch in SCHED code, so the kind is SCHED throughout: the thread stays SCHED
@@ -441,24 +410,16 @@ void rt__phase_bind(uint64_t *word);
  * operation that switched it out then restores its caller's kind (pop_moved). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
-	uint64_t *p;
-
 	RT_TSAN_SWITCH(t->tsan_fiber);
 	rt__switch(&th->sched_sp, t->sp);
-	p = rt__phase_word();
-	if (p)
-		rt__phase_set_task(p, 0);
+	rt__phase_set_task(0);
 }
 
 static inline void rt__switch_out(struct rt__thread *th, struct rt_task *t)
 {
-	uint64_t *p;
-
 	RT_TSAN_SWITCH(th->tsan_fiber);
 	rt__switch(&t->sp, th->sched_sp);
-	p = rt__phase_word();
-	if (p)
-		rt__phase_set_task(p, t->id);
+	rt__phase_set_task(t->id);
 }
 
 /* ---- fiber.c: tasks and their stacks ---- */
@@ -717,5 +678,29 @@ void rt__wake_all(struct rt__waiter *head);
 int rt__chan_init_at(struct rt_chan *c, void **slots, uint32_t cap, uint64_t start);
 /* The token of the thread one side of c is leased to (0: none); for tests. */
 uint32_t rt__chan_lessee(const struct rt_chan *c, bool recv);
+
+
+/* ---- the runtime's own calls to its phase functions ---- */
+/* As rt.h does for the public ones: each call sets the callee's phase at the call site,
+ * so that the word is right through the callee's prologue, and puts the caller's back
+ * after it. Declared above; (name)(...) calls a function itself. */
+#define rt__wake(w) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__wake)(w))
+#define rt__wake_all(head) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__wake_all)(head))
+#define rt__ready(t) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__ready)(t))
+#define rt__place(s, th, t, how) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__place)(s, th, t, how))
+#define rt__park(w) RT__PHASE_CALL(RT_PHASE_PARK, (rt__park)(w))
+#define rt__notify_parked(s, from) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__notify_parked)(s, from))
+#define rt__notify_local(s, from) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__notify_local)(s, from))
+#define rt__unpark_worker(s, w) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__unpark_worker)(s, w))
+#define rt__wake_one_parked(s) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__wake_one_parked)(s))
+#define rt__inbox_push(w, t) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__inbox_push)(w, t))
+#define rt__inject_push(s, head, tail, n) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__inject_push)(s, head, tail, n))
+#define rt__drain(w, counter) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__drain)(w, counter))
+#define rt__drain_remote(w) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__drain_remote)(w))
+#define rt__wait(w, commit, arg) RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt__wait)(w, commit, arg))
+#define rt__suspend(commit, arg) RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt__suspend)(commit, arg))
+#define rt__task_exit(t) RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt__task_exit)(t))
+#define rt__handoff(s, w) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__handoff)(s, w))
+#define rt__task_thread_ready(t) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__task_thread_ready)(t))
 
 #endif /* SCHEDLAB_RT_INTERNAL_H */

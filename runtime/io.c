@@ -58,7 +58,8 @@ struct rt__io {
 	struct heap timers;
 	uint64_t seq;          /* registration order: ties between equal deadlines */
 
-	uint64_t phase;        /* the thread's phase word, for the probe (phase.h) */
+	uint64_t *phase;       /* the reactor thread's phase word, for tests; NULL until it
+				* runs and once it has stopped */
 };
 
 /* One task's wait, in its park area (never on its stack: see rt__park_area()). */
@@ -275,8 +276,8 @@ static RT_PHASE_FN void *io_main(void *arg)
 
 	/* expiring timers and reading events is scheduling (the base); waking their tasks
 	 * is submitting (rt__wake_all); waiting in epoll is this thread's parking */
-	rt__phase_bind(&io->phase);
 	rt__phase_set(RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0));
+	__atomic_store_n(&io->phase, rt__phase_word(), __ATOMIC_RELEASE);
 	pthread_setname_np(pthread_self(), "rt-io");
 	rt__lock(&io->lock);
 	while (!io->stop) {
@@ -314,7 +315,7 @@ static RT_PHASE_FN void *io_main(void *arg)
 	}
 	rt__unlock(&io->lock);
 	rt__wake_all(wake); /* nothing, unless a task still waited at rt_sched_free() */
-	rt__phase_bind(NULL);
+	__atomic_store_n(&io->phase, NULL, __ATOMIC_RELEASE); /* the word goes with the thread */
 	return NULL;
 }
 
@@ -331,8 +332,6 @@ static struct rt__io *io_start(struct rt_sched *s, int *err)
 	}
 	io->sched = s;
 	io->evfd = -1;
-	/* what the word will say from the moment the reactor binds it (its base) */
-	io->phase = RT_PHASE_WORD(RT_PHASE_SCHED, RT_PHASE_NO_WORKER, 0);
 	io->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (io->epfd < 0) {
 		*err = -errno;
@@ -389,7 +388,9 @@ uint64_t rt__io_phase(const struct rt_sched *s)
 {
 	const struct rt__io *io = __atomic_load_n(&s->io, __ATOMIC_ACQUIRE);
 
-	return io ? __atomic_load_n(&io->phase, __ATOMIC_RELAXED) : 0;
+	uint64_t *p = io ? __atomic_load_n(&io->phase, __ATOMIC_ACQUIRE) : NULL;
+
+	return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
 }
 
 bool rt__io_thread(const struct rt_sched *s, pthread_t *thread)

@@ -5,10 +5,10 @@
  * transition) and the BPF on-CPU probe (which reads it at each sample), so it holds
  * only fixed-width integers and macros, and no #include.
  *
- * How the probe finds it: every runtime thread keeps a thread-local pointer,
- * rt_phase_ptr, to its word (NULL on threads that are not the runtime's). The
- * process tells the probe that variable's offset from the thread pointer (fs base on
- * x86-64); the probe reads task->thread.fsbase + offset, then the word.
+ * How the probe finds it: the word is a thread-local variable, rt_phase_word (rt.h),
+ * of every thread of the process: NONE with no worker until the thread enters the
+ * runtime's code. The process tells the probe that variable's offset from the thread
+ * pointer (fs base on x86-64); the probe reads task->thread.fsbase + offset.
  *
  * Layout of the 64-bit word:
  *   bits  0..7   phase (RT_PHASE_*)
@@ -21,14 +21,17 @@
  * toward the root, the first frame that is a *phase function* gives the phase; a stack
  * with none is the task's own work (RUN). The runtime keeps that true by one discipline:
  *   1. A phase function sets its phase at its very first statement and restores the
- *      word it found just before it returns. Phase functions are out of line
- *      (RT_PHASE_FN), so each is a frame of its own in every stack, and nothing else
- *      stores the word: a static helper a phase function calls inherits its phase, and
+ *      word it found just before it returns; and every call to one sets the phase at
+ *      the call site too, just before the call, and restores it just after (the call
+ *      macros in rt.h and internal.h), so that the word is right through the callee's
+ *      prologue as well, where samples pile up after a switch. Phase functions are out
+ *      of line (RT_PHASE_FN), so each is a frame of its own in every stack, and nothing
+ *      else stores the word (but a fiber's entry, rt__fiber_start, which stores RUN): a static helper a phase function calls inherits its phase, and
  *      a phase function called from another nests (push, then pop). A thread's main
  *      sets the thread's base (SCHED, no task) and rt__drive that of a worker's loop.
  *   2. Stores are relaxed, with no fences: the sampler interrupts the thread on its own
  *      CPU, so program order is all it can observe.
- *   3. Every store goes through the calling thread's rt_phase_ptr, read afresh, since a
+ *   3. Every store goes through %fs, to whichever thread runs the code now, since a
  *      task may resume on another thread. A switch is made only from SCHED code on
  *      both sides: the thread stays SCHED through it and clears the task id when it is
  *      back; the task takes back the word of the operation that switched it out, with

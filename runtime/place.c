@@ -106,7 +106,7 @@ static inline struct rt_task *lifo_swap(struct rt__worker *w, struct rt_task *t)
 
 /* ---- the global injection queue --------------------------------------------------- */
 
-RT_PHASE_FN void rt__inject_push(struct rt_sched *s, struct rt_task *head, struct rt_task *tail,
+RT_PHASE_FN void (rt__inject_push)(struct rt_sched *s, struct rt_task *head, struct rt_task *tail,
 				 size_t n)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
@@ -338,7 +338,7 @@ static void inbox_append(struct rt__worker *w, struct rt_task *head, struct rt_t
 	pthread_mutex_unlock(&w->inbox_lock);
 }
 
-RT_PHASE_FN void rt__inbox_push(struct rt__worker *w, struct rt_task *t)
+RT_PHASE_FN void (rt__inbox_push)(struct rt__worker *w, struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 
@@ -596,7 +596,7 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 				break;
 }
 
-RT_PHASE_FN void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t,
+RT_PHASE_FN void (rt__place)(struct rt_sched *s, struct rt__thread *th, struct rt_task *t,
 			   enum rt_place how)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
@@ -605,7 +605,7 @@ RT_PHASE_FN void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_
 	rt__phase_pop(phase);
 }
 
-RT_PHASE_FN unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
+RT_PHASE_FN unsigned (rt__drain)(struct rt__worker *w, struct rt__worker *counter)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_sched *s = w->sched;
@@ -647,7 +647,7 @@ RT_PHASE_FN unsigned rt__drain(struct rt__worker *w, struct rt__worker *counter)
 	return moved;
 }
 
-RT_PHASE_FN unsigned rt__drain_remote(struct rt__worker *w)
+RT_PHASE_FN unsigned (rt__drain_remote)(struct rt__worker *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_sched *s = w->sched;

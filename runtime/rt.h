@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/phase.h"
+
 struct rt_sched;
 struct rt_task;
 
@@ -250,8 +252,8 @@ void rt_free(void *p);
 
 /* ---- what the probes read ------------------------------------------------------------ */
 
-/* Offset of the thread-local phase pointer from the thread pointer: what the on-CPU
- * probe needs to find each runtime thread's phase word (runtime/phase.h). */
+/* Offset of the thread-local phase word from the thread pointer: what the on-CPU probe
+ * needs to find each thread's phase word (runtime/phase.h). */
 int64_t rt_phase_tls_offset(void);
 
 /* Always-on per-worker counters, read between iterations. Times in ns. */
@@ -489,5 +491,62 @@ void rt_sleep_ns(uint64_t ns);
  * A task suspends and the reactor thread wakes it; a thread blocks in poll(2). fd must
  * stay open while a task waits on it. */
 int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns);
+
+/* ---- the phase word at the calls above ---------------------------------------------- *
+ *
+ * The calling thread's phase word (runtime/phase.h). Every thread has one, NONE with no
+ * worker until it enters runtime code; TLS of the executable (local-exec: the runtime is
+ * linked into it), so that its offset from the thread pointer is one constant.
+ *
+ * The phase functions above (rt_spawn, rt_join, rt_alloc, ...) set their phase on their
+ * first statement, but their prologue runs before it, and after a context switch the
+ * processor stalls there often enough that samples pile up in those few instructions:
+ * the stack already shows the phase function and the word does not say so yet. So each
+ * call to one goes through a macro of the function's own name, which sets the kind at
+ * the call site, just before the call instruction, and puts the caller's back just after
+ * it; the function's own store then changes nothing. (rt_spawn)(...) calls the function
+ * itself, and its address is &rt_spawn as ever. The kind byte is re-read and re-stored
+ * through %fs each time, so a task that resumed on another thread (after rt_join, say)
+ * stores into that thread's word. */
+extern __thread uint64_t rt_phase_word __attribute__((tls_model("local-exec")));
+
+#define RT__PHASE_ENTER(kind)                                                              \
+	({                                                                                 \
+		unsigned rt__phase_old_;                                                   \
+		__asm__ volatile("movzbl %%fs:rt_phase_word@tpoff, %0\n\t"                   \
+				 "movb %1, %%fs:rt_phase_word@tpoff"                          \
+				 : "=&r"(rt__phase_old_)                                      \
+				 : "n"(kind)                                                  \
+				 : "memory");                                                 \
+		rt__phase_old_;                                                            \
+	})
+#define RT__PHASE_LEAVE(old)                                                               \
+	__asm__ volatile("movb %b0, %%fs:rt_phase_word@tpoff" : : "q"((unsigned)(old)) : "memory")
+/* A call to a phase function of phase kind, with the kind set around it. */
+#define RT__PHASE_CALL(kind, call)                                                         \
+	({                                                                                 \
+		unsigned rt__phase_k_ = RT__PHASE_ENTER(kind);                             \
+		__typeof__(call) rt__phase_r_ = (call);                                    \
+		RT__PHASE_LEAVE(rt__phase_k_);                                             \
+		rt__phase_r_;                                                              \
+	})
+#define RT__PHASE_CALL_VOID(kind, call)                                                    \
+	({                                                                                 \
+		unsigned rt__phase_k_ = RT__PHASE_ENTER(kind);                             \
+		(call);                                                                    \
+		RT__PHASE_LEAVE(rt__phase_k_);                                             \
+	})
+
+#define rt_spawn(fn, arg)	   RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt_spawn)(fn, arg))
+#define rt_spawn_elsewhere(fn, arg) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt_spawn_elsewhere)(fn, arg))
+#define rt_submit(s, fn, arg)	   RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt_submit)(s, fn, arg))
+#define rt_join(t)		   RT__PHASE_CALL(RT_PHASE_SCHED, (rt_join)(t))
+#define rt_detach(t)		   RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt_detach)(t))
+#define rt_yield()		   RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt_yield)())
+#define rt_flush()		   RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt_flush)())
+#define rt_blocking(fn, arg)	   RT__PHASE_CALL(RT_PHASE_BLOCK, (rt_blocking)(fn, arg))
+#define rt_alloc(bytes)		   RT__PHASE_CALL(RT_PHASE_ALLOC, (rt_alloc)(bytes))
+#define rt_calloc(n, size)	   RT__PHASE_CALL(RT_PHASE_ALLOC, (rt_calloc)(n, size))
+#define rt_free(p)		   RT__PHASE_CALL_VOID(RT_PHASE_ALLOC, (rt_free)(p))
 
 #endif /* SCHEDLAB_RT_H */

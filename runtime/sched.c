@@ -35,11 +35,10 @@
 /* The calling thread's runtime context; read through rt__thread() only. */
 __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
-/* The probe finds each runtime thread's phase word through this pointer; it must be
- * TLS of the executable (local-exec: the runtime is linked into it) so that its offset
- * from the thread pointer is one constant for every thread. Read through
- * rt__phase_word() only. */
-__thread uint64_t *rt_phase_ptr __attribute__((tls_model("local-exec"), used));
+/* Every thread's phase word (rt.h): NONE with no worker until the thread enters the
+ * runtime's code; the probe reads it at rt_phase_tls_offset() from the thread pointer. */
+__thread uint64_t rt_phase_word __attribute__((tls_model("local-exec"), used)) =
+	RT_PHASE_WORD(RT_PHASE_NONE, RT_PHASE_NO_WORKER, 0);
 
 struct rt__worker *rt__self(void)
 {
@@ -51,26 +50,22 @@ struct rt__worker *rt__self(void)
 void rt__thread_bind(struct rt__thread *th)
 {
 	rt__tls_thread = th;
-	rt__phase_bind(th ? &th->phase : NULL);
-	if (th)
+	if (th) {
+		/* for readers on other threads (tests): where this thread's word is */
+		__atomic_store_n(&th->phase, rt__phase_word(), __ATOMIC_RELEASE);
 		th->tsan_fiber = RT_TSAN_CURRENT();
+	}
 	if (th && pthread_getcpuclockid(pthread_self(), &th->cpu_clock))
 		th->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
 }
 
-void rt__phase_bind(uint64_t *word)
-{
-	/* atomic: a reader elsewhere (the probe, a test) may follow the pointer meanwhile */
-	__atomic_store_n(&rt_phase_ptr, word, __ATOMIC_RELAXED);
-}
-
 int64_t rt_phase_tls_offset(void)
 {
-	char *tp;
+	int64_t off;
 
-	/* %fs:0 holds the thread pointer itself (the TCB's self pointer) */
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (char *)&rt_phase_ptr - tp;
+	/* the link-time offset of the word from the thread pointer (local-exec) */
+	__asm__("movq $rt_phase_word@tpoff, %0" : "=r"(off));
+	return off;
 }
 
 /* futex(2) by the syscall instruction itself, not libc's syscall(): Debian's libc has
@@ -153,7 +148,7 @@ static inline void notify_check(struct rt_sched *s, struct rt__worker *from, uin
 		notify_slow(s, from);
 }
 
-RT_PHASE_FN void rt__notify_parked(struct rt_sched *s, struct rt__worker *from)
+RT_PHASE_FN void (rt__notify_parked)(struct rt_sched *s, struct rt__worker *from)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 
@@ -161,7 +156,7 @@ RT_PHASE_FN void rt__notify_parked(struct rt_sched *s, struct rt__worker *from)
 	rt__phase_pop(phase);
 }
 
-RT_PHASE_FN void rt__notify_local(struct rt_sched *s, struct rt__worker *from)
+RT_PHASE_FN void (rt__notify_local)(struct rt_sched *s, struct rt__worker *from)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 
@@ -189,7 +184,7 @@ static void notify_slow(struct rt_sched *s, struct rt__worker *from)
 	unpark(v);
 }
 
-RT_PHASE_FN bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w)
+RT_PHASE_FN bool (rt__unpark_worker)(struct rt_sched *s, struct rt__worker *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	bool woke = false;
@@ -211,7 +206,7 @@ out:
 	return woke;
 }
 
-RT_PHASE_FN bool rt__wake_one_parked(struct rt_sched *s)
+RT_PHASE_FN bool (rt__wake_one_parked)(struct rt_sched *s)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt__worker *v = NULL;
@@ -314,7 +309,7 @@ static bool park(struct rt__worker *w)
 	return !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
 }
 
-RT_PHASE_FN bool rt__park(struct rt__worker *w)
+RT_PHASE_FN bool (rt__park)(struct rt__worker *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	bool more = park(w);
@@ -456,22 +451,17 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 	}
 }
 
-/* The body of every fiber, entered from rt__fiber_start on the task's own stack: the
- * task's own work begins here, on the worker that switched to it. */
+/* The body of every fiber, entered from rt__fiber_start on the task's own stack, which
+ * has set the word to RUN already: the task's own work begins there, on the worker that
+ * switched to it. */
 RT_PHASE_FN __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
 {
-	uint64_t *p = rt__phase_word();
-
-	if (p) {
-		/* the kind first: it is what the probe attributes by */
-		__atomic_store_n(rt__phase_kind_of(p), RT_PHASE_RUN, __ATOMIC_RELAXED);
-		rt__phase_set_task(p, t->id);
-	}
+	rt__phase_set_task(t->id);
 	t->result = t->fn(t->arg);
 	rt__task_exit(t);
 }
 
-RT_PHASE_FN __attribute__((noreturn)) void rt__task_exit(struct rt_task *t)
+RT_PHASE_FN __attribute__((noreturn)) void (rt__task_exit)(struct rt_task *t)
 {
 	struct rt__thread *th;
 
@@ -529,7 +519,7 @@ static inline void suspend(bool (*commit)(struct rt_task *self, void *arg), void
 	/* resumed, perhaps on another thread */
 }
 
-RT_PHASE_FN void rt__suspend(bool (*commit)(struct rt_task *self, void *arg), void *arg)
+RT_PHASE_FN void (rt__suspend)(bool (*commit)(struct rt_task *self, void *arg), void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 
@@ -552,7 +542,7 @@ static inline void ready(struct rt_task *t)
 		rt__place_submitting(t->sched, NULL, t, t->sched->cfg.submit);
 }
 
-RT_PHASE_FN void rt__ready(struct rt_task *t)
+RT_PHASE_FN void (rt__ready)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 
@@ -604,7 +594,7 @@ static __attribute__((noinline)) struct rt_task *spawn_placed(rt_fn fn, void *ar
 	return t;
 }
 
-RT_PHASE_FN struct rt_task *rt_spawn(rt_fn fn, void *arg)
+RT_PHASE_FN struct rt_task *(rt_spawn)(rt_fn fn, void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_task *t = spawn_placed(fn, arg, false);
@@ -613,7 +603,7 @@ RT_PHASE_FN struct rt_task *rt_spawn(rt_fn fn, void *arg)
 	return t;
 }
 
-RT_PHASE_FN struct rt_task *rt_spawn_elsewhere(rt_fn fn, void *arg)
+RT_PHASE_FN struct rt_task *(rt_spawn_elsewhere)(rt_fn fn, void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_task *t = spawn_placed(fn, arg, true);
@@ -643,7 +633,7 @@ static struct rt_task *submit(struct rt_sched *s, rt_fn fn, void *arg)
 }
 
 /* A phase function on a runtime thread only: elsewhere there is no word to set. */
-RT_PHASE_FN struct rt_task *rt_submit(struct rt_sched *s, rt_fn fn, void *arg)
+RT_PHASE_FN struct rt_task *(rt_submit)(struct rt_sched *s, rt_fn fn, void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_task *t = submit(s, fn, arg);
@@ -687,7 +677,7 @@ static inline void wait_on(struct rt__waiter *w,
 		rt__futex_wait_timeout(&w->futex, 0, NULL);
 }
 
-RT_PHASE_FN void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg),
+RT_PHASE_FN void (rt__wait)(struct rt__waiter *w, bool (*commit)(struct rt__waiter *w, void *arg),
 			  void *arg)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
@@ -696,7 +686,7 @@ RT_PHASE_FN void rt__wait(struct rt__waiter *w, bool (*commit)(struct rt__waiter
 	rt__phase_pop_moved(phase);
 }
 
-RT_PHASE_FN void rt__wake(struct rt__waiter *w)
+RT_PHASE_FN void (rt__wake)(struct rt__waiter *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt_task *t = w->task; /* read first: w may be gone once woken */
@@ -734,7 +724,7 @@ static bool join_commit(struct rt__waiter *w, void *arg)
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-RT_PHASE_FN uint64_t rt_join(struct rt_task *t)
+RT_PHASE_FN uint64_t (rt_join)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED), result;
 
@@ -751,7 +741,7 @@ RT_PHASE_FN uint64_t rt_join(struct rt_task *t)
 	return result;
 }
 
-RT_PHASE_FN void rt_detach(struct rt_task *t)
+RT_PHASE_FN void (rt_detach)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 	uint32_t old = __atomic_fetch_or(&t->state, RT_TASK_DETACHED, __ATOMIC_ACQ_REL);
@@ -761,7 +751,7 @@ RT_PHASE_FN void rt_detach(struct rt_task *t)
 	rt__phase_pop(phase);
 }
 
-RT_PHASE_FN void rt_yield(void)
+RT_PHASE_FN void (rt_yield)(void)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 	struct rt__thread *th = rt__thread();
@@ -789,7 +779,7 @@ void rt_preempt_point(void)
 	rt_yield();
 }
 
-RT_PHASE_FN unsigned rt_flush(void)
+RT_PHASE_FN unsigned (rt_flush)(void)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt__worker *w = rt__self();

@@ -14,6 +14,8 @@
  * same CFA offset describes the new stack, and a DWARF unwinder goes on into the
  * context being resumed.
  */
+#include "runtime/phase.h"
+
 	.text
 	.globl	rt__switch
 	.type	rt__switch, @function
@@ -78,6 +80,9 @@ rt__fiber_start:
 	.cfi_startproc
 	.cfi_undefined rip
 	nop
+	/* the task's own work begins: the first store, before rt__task_main's prologue
+	 * (the thread switched in as SCHED; rt__task_main puts the task id in) */
+	movb	$RT_PHASE_RUN, %fs:rt_phase_word@tpoff
 	movq	%r12, %rdi
 	call	rt__task_main
 	ud2

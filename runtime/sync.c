@@ -44,7 +44,7 @@ void rt__unlock_slow(uint32_t *l)
 	rt__futex_wake(l, 1);
 }
 
-RT_PHASE_FN void rt__wake_all(struct rt__waiter *w)
+RT_PHASE_FN void (rt__wake_all)(struct rt__waiter *w)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 

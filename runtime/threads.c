@@ -71,7 +71,7 @@ int rt__task_thread_start(struct rt_sched *s, struct rt_task *t)
 	return 0;
 }
 
-RT_PHASE_FN void rt__task_thread_ready(struct rt_task *t)
+RT_PHASE_FN void (rt__task_thread_ready)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
 	struct rt__thread *th = t->own;

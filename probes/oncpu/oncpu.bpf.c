@@ -117,12 +117,12 @@ struct {
 	__uint(max_entries, 1);
 } scratch SEC(".maps");
 
-/* The word rt_phase_ptr points at (runtime/phase.h), found from the thread pointer;
- * 0 when the thread has none or either read faults (the page may be out: no faulting
- * allowed here). */
+/* The thread's phase word (runtime/phase.h), a thread-local variable at phase_tls_off
+ * from the thread pointer; 0 when the target has none or the read faults (the page may
+ * be out: no faulting allowed here). */
 static __always_inline __u64 read_phase(void)
 {
-	__u64 tp = 0, ptr = 0, word = 0;
+	__u64 tp = 0, word = 0;
 	struct task_struct *task;
 
 	if (!phase_tls_off)
@@ -135,11 +135,7 @@ static __always_inline __u64 read_phase(void)
 #elif defined(__TARGET_ARCH_arm64)
 	tp = BPF_CORE_READ(task, thread.uw.tp_value);
 #endif
-	if (!tp)
-		return 0;
-	if (bpf_probe_read_user(&ptr, sizeof(ptr), (void *)(tp + phase_tls_off)) || !ptr)
-		return 0;
-	if (bpf_probe_read_user(&word, sizeof(word), (void *)ptr))
+	if (!tp || bpf_probe_read_user(&word, sizeof(word), (void *)(tp + phase_tls_off)))
 		return 0;
 	return word;
 }

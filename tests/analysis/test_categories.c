@@ -435,9 +435,10 @@ Test(rules_builtin, parse_and_name_the_phase_functions)
 	expect_class(r, -1, "loop");
 	expect_class(r, -1, "task_fn", "rt__fiber_start");
 
-	/* a fiber's entry is the runtime's only as the user leaf */
-	expect_class(r, AN_CAT_SCHED, "rt__fiber_start");
-	expect_class(r, AN_CAT_SCHED, "asm_sysvec_apic_timer_interrupt_[k]", "rt__fiber_start");
-	expect_class(r, -1, "memcpy", "rt__fiber_start");
+	/* a fiber's entry stores RUN on its first instruction and its body is the task's:
+	 * neither is a rule, leaf or not */
+	expect_class(r, -1, "rt__fiber_start");
+	expect_class(r, -1, "rt__task_main", "rt__fiber_start");
+	expect_class(r, -1, "asm_sysvec_apic_timer_interrupt_[k]", "rt__fiber_start");
 	an_rules_free(r);
 }

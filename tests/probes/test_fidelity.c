@@ -15,10 +15,10 @@
 
 #include <math.h>
 
-/* The phase functions, by the category their phase gives; '=' marks a function that
- * counts only as the user stack's leaf (a fiber's entry trampolines). Read from the
- * leaf toward the root, kernel frames first, the first function named here gives a
- * sample its category; none means the task's own work. */
+/* The phase functions, by the category their phase gives; a name after '=' would count
+ * only as the user stack's leaf. Read from the leaf toward the root, kernel frames
+ * first, the first function named here gives a sample its category; none means the
+ * task's own work. */
 static const struct {
 	const char *category;
 	const char *names[24];
@@ -26,7 +26,7 @@ static const struct {
 	{ "scheduling",
 	  { "rt__drive", "worker_thread_main", "offload_thread_main", "task_thread_main",
 	    "monitor_main", "io_main", "rt_join", "rt_yield", "rt_detach", "rt__suspend",
-	    "rt__wait", "rt__task_exit", "rt__switch", "=rt__fiber_start", "=rt__task_main" } },
+	    "rt__wait", "rt__task_exit", "rt__switch" } },
 	{ "submission",
 	  { "rt_spawn", "rt_spawn_elsewhere", "rt_submit", "rt__place", "rt__ready", "rt__wake",
 	    "rt__wake_all", "rt__notify_parked", "rt__notify_local", "rt__unpark_worker",
@@ -88,6 +88,7 @@ static int by_stack(char **frames, size_t n)
 struct tally {
 	uint64_t runtime;            /* samples of the runtime's threads */
 	uint64_t phase[NCATS], stack[NCATS];
+	uint64_t same;               /* where both gave one category */
 	uint64_t with_user, rooted;  /* runtime-thread samples with user frames; reaching a root */
 	uint64_t total;              /* every sample in the file */
 };
@@ -142,7 +143,10 @@ static void tally_folded(const char *path, struct tally *t)
 			for (size_t i = 2 + nuser; i-- > 2;)
 				if (frames[i][0] != '[' || !strncmp(frames[i], "[unknown", 8))
 					leaf[m++] = frames[i];
-			t->stack[by_stack(leaf, m)] += count;
+			int c = by_stack(leaf, m);
+
+			t->stack[c] += count;
+			t->same += c == root ? count : 0;
 		}
 	}
 	free(text);
@@ -188,6 +192,12 @@ static void check_workload(const char *workload, const char *param)
 			      "(%llu samples)",
 			      workload, cats[c], ph, st, (unsigned long long)t.runtime);
 	}
+	/* the shares could agree with the samples themselves disagreeing both ways: each
+	 * sample must get its own category from both, all but a few in a function's
+	 * prologue or epilogue */
+	cr_expect_geq((double)t.same, 0.97 * (double)t.runtime,
+		      "%s: %llu of %llu samples got the same category both ways", workload,
+		      (unsigned long long)t.same, (unsigned long long)t.runtime);
 	cr_expect_geq((double)t.rooted, 0.99 * (double)t.with_user,
 		      "%s: %llu of %llu runtime-thread user stacks reach their root", workload,
 		      (unsigned long long)t.rooted, (unsigned long long)t.with_user);

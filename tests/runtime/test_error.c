@@ -335,15 +335,14 @@ Test(error, a_raise_without_handler_aborts_in_a_thread, .signal = SIGABRT)
 /* ---- stack traces ------------------------------------------------------------------------ */
 
 /* The phase word, found as the on-CPU probe finds it: the thread pointer plus the
- * offset of the thread-local pointer to it. */
+ * offset of the thread-local word. */
 static uint64_t read_phase(void)
 {
 	char *tp;
-	uint64_t *word;
 
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	word = *(uint64_t **)(tp + rt_phase_tls_offset());
-	return word ? __atomic_load_n(word, __ATOMIC_RELAXED) : 0;
+	/* as the probe reads it: the thread's word at its offset from the thread pointer */
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+	return __atomic_load_n((uint64_t *)(tp + rt_phase_tls_offset()), __ATOMIC_RELAXED);
 }
 
 /* Interposes glibc's backtrace() for this test binary: notes the phase word the
@@ -456,9 +455,11 @@ Test(error, trace_in_a_thread_names_the_raiser)
 	an_usyms_free(u);
 	an_symcache_free(cache);
 	rt_error_free(seen.err);
-	/* no phase word outside the runtime's threads */
-	cr_expect_eq(seen.phase_before, 0);
-	cr_expect_eq(phase_in_backtrace, 0);
+	/* a thread that is not the runtime's says none, and no worker, until it enters the
+	 * runtime's code: its capture is a capture all the same */
+	cr_expect_eq(seen.phase_before, RT_PHASE_WORD(RT_PHASE_NONE, RT_PHASE_NO_WORKER, 0));
+	cr_expect_eq(phase_in_backtrace, RT_PHASE_WORD(RT_PHASE_STACKCAP, RT_PHASE_NO_WORKER, 0));
+	cr_expect_eq(seen.phase_after, seen.phase_before);
 }
 
 __attribute__((noinline)) static uint64_t deep_then_trace(uint64_t depth)

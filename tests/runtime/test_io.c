@@ -662,7 +662,9 @@ static uint64_t await_phase(uint64_t (*read)(const struct rt_sched *), const str
 
 static uint64_t monitor_phase(const struct rt_sched *s)
 {
-	return __atomic_load_n(&s->monitor_phase, __ATOMIC_RELAXED);
+	uint64_t *p = __atomic_load_n(&s->monitor_phase, __ATOMIC_ACQUIRE);
+
+	return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
 }
 
 /* The reactor and the monitor run no tasks, yet their CPU time is the runtime's: each

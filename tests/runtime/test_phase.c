@@ -33,28 +33,30 @@ static char *thread_pointer(void)
 	return tp;
 }
 
-/* The phase pointer of the thread whose thread pointer is tp (fs base; on glibc, the
- * thread's pthread_t too). Read as the probe reads it, from outside the memory model:
- * ThreadSanitizer cannot order it with the other thread's set-up of its TLS, and is
- * not asked to. */
-__attribute__((no_sanitize("thread"))) static uint64_t *word_ptr_of(const char *tp)
+/* The phase word of the thread whose thread pointer is tp (fs base; on glibc, the
+ * thread's pthread_t too): a thread-local variable at the same offset in every thread,
+ * found as the probe finds it. */
+static uint64_t *word_ptr_of(const char *tp)
 {
-	return *(uint64_t *const volatile *)(tp + rt_phase_tls_offset());
+	return (uint64_t *)(tp + rt_phase_tls_offset());
 }
 
-static uint64_t word_at(const uint64_t *p)
+/* Read as the probe reads it, from outside the memory model: ThreadSanitizer cannot
+ * order it with the other thread's stores to its own TLS, and is not asked to. */
+__attribute__((no_sanitize("thread"))) static uint64_t word_at(const uint64_t *p)
 {
-	return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
+	return p ? *(const volatile uint64_t *)p : 0;
 }
 
-/* Wait (politely) up to ~10 s for the thread at tp to bind its word; NULL if it never. */
-static uint64_t *await_word_ptr(const char *tp)
+/* Wait (politely) up to ~10 s for a thread to publish where its word is (*slot); NULL if
+ * it never does. */
+static uint64_t *await_published(uint64_t *const *slot)
 {
-	uint64_t *p = word_ptr_of(tp);
+	uint64_t *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
 	for (int i = 0; i < 100000 && !p; i++) {
 		usleep(100);
-		p = word_ptr_of(tp);
+		p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	}
 	return p;
 }
@@ -253,8 +255,8 @@ Test(phase, the_masks_split_the_word)
 
 struct found {
 	uint64_t *ptr; /* through the thread pointer, as the probe */
-	uint64_t *own; /* the thread's own, &rt__thread()->phase */
-	char *slot;    /* &rt_phase_ptr */
+	uint64_t *own; /* where the thread says its word is, rt__thread()->phase */
+	char *slot;    /* &rt_phase_word */
 	char *tp;
 };
 
@@ -264,8 +266,8 @@ static uint64_t find_own_word(void *arg)
 
 	f->tp = thread_pointer();
 	f->ptr = word_ptr_of(f->tp);
-	f->own = &rt__thread()->phase;
-	f->slot = (char *)&rt_phase_ptr;
+	f->own = rt__thread()->phase;
+	f->slot = (char *)&rt_phase_word;
 	return 0;
 }
 
@@ -283,24 +285,24 @@ Test(phase, the_probe_finds_each_threads_word_from_its_thread_pointer, .timeout 
 	pthread_t io;
 	uint64_t *p;
 
-	/* not a runtime thread: the pointer is there, and NULL */
-	cr_expect_eq((char *)&rt_phase_ptr - thread_pointer(), rt_phase_tls_offset());
-	cr_expect_null(word_ptr_of(thread_pointer()));
+	/* not a runtime thread: the word is there, saying none and no worker */
+	cr_expect_eq((char *)&rt_phase_word - thread_pointer(), rt_phase_tls_offset());
+	cr_expect_eq(word_at(word_ptr_of(thread_pointer())),
+		     RT_PHASE_WORD(RT_PHASE_NONE, RT_PHASE_NO_WORKER, 0));
 
 	rt_join(rt_submit(s, find_own_word, &f));
 	cr_expect_eq(f.slot - f.tp, rt_phase_tls_offset(), "one offset for every thread");
-	cr_expect_eq(f.ptr, f.own, "a worker's pointer leads to its thread's word");
+	cr_expect_eq(f.ptr, f.own, "a worker's thread pointer leads to its thread's word");
 
 	/* the monitor and the reactor have words of their own, no worker's */
 	cr_assert(s->monitor_started);
-	p = await_word_ptr((const char *)s->monitor);
-	cr_expect_eq(p, &s->monitor_phase);
+	p = word_ptr_of((const char *)s->monitor);
+	cr_expect_eq(await_published(&s->monitor_phase), p, "the monitor's word");
 	cr_expect_eq(RT_PHASE_WITHOUT_TASK(word_at(p)) & ~RT_PHASE_KIND_MASK,
 		     RT_PHASE_WORD(0, RT_PHASE_NO_WORKER, 0));
 	t = rt_submit(s, sleep_a_while, NULL);
 	cr_assert(await_io_thread(s, &io), "the reactor never started");
-	p = await_word_ptr((const char *)io);
-	cr_assert_not_null(p, "the reactor's pointer");
+	p = word_ptr_of((const char *)io);
 	cr_expect_eq(await_kind(p, RT_PHASE_PARK),
 		     RT_PHASE_WORD(RT_PHASE_PARK, RT_PHASE_NO_WORKER, 0));
 	cr_expect_eq(RT_PHASE_KIND(rt__io_phase(s)), RT_PHASE_PARK, "and it is that word");
@@ -319,15 +321,15 @@ Test(phase, idle_workers_and_helper_threads_are_parked, .timeout = 60)
 	for (unsigned i = 0; i < rt_sched_workers(s); i++) {
 		struct rt__worker *w = s->workers[i];
 		struct rt__thread *th = __atomic_load_n(&w->thread, __ATOMIC_ACQUIRE);
-		uint64_t word = await_kind(&th->phase, RT_PHASE_PARK);
+		uint64_t word = await_kind(await_published(&th->phase), RT_PHASE_PARK);
 
 		cr_expect_eq(word, RT_PHASE_WORD(RT_PHASE_PARK, i, 0), "worker %u: %#llx", i,
 			     (unsigned long long)word);
 	}
-	cr_expect_eq(await_kind(&s->monitor_phase, RT_PHASE_PARK),
+	cr_expect_eq(await_kind(await_published(&s->monitor_phase), RT_PHASE_PARK),
 		     RT_PHASE_WORD(RT_PHASE_PARK, RT_PHASE_NO_WORKER, 0));
 	cr_assert(await_io_thread(s, &io), "the reactor never started");
-	cr_expect_eq(await_kind(await_word_ptr((const char *)io), RT_PHASE_PARK),
+	cr_expect_eq(await_kind(word_ptr_of((const char *)io), RT_PHASE_PARK),
 		     RT_PHASE_WORD(RT_PHASE_PARK, RT_PHASE_NO_WORKER, 0));
 	rt_join(t);
 	rt_sched_free(s);

@@ -4,10 +4,9 @@
  *   busy SECONDS [THREADS [MODE [NAME]]]
  *
  * Spins THREADS threads (default 1) for SECONDS in noinline functions named busy_hot_*
- * and, like a runtime worker, keeps a thread-local pointer (rt_phase_ptr) to a phase
- * word holding RT_PHASE_WORD(RT_PHASE_RUN, 3, 42). Before spinning it prints that
- * pointer's offset from the thread pointer on one line of stdout, once every thread
- * has set its pointer. MODE: hot (one 3-deep stack), many (recursion to 96 varied
+ * and, like a runtime worker, keeps a thread-local phase word (rt_phase_word) holding
+ * RT_PHASE_WORD(RT_PHASE_RUN, 3, 42). Before spinning it prints that word's offset from
+ * the thread pointer on one line of stdout, once every thread has set its word. MODE: hot (one 3-deep stack), many (recursion to 96 varied
  * depths, each with the spin's handful of sampled IPs: several hundred distinct
  * stacks, all within the walk's limit), deep (recursion 200 deep: past the limit),
  * sys (64 KiB reads of /dev/zero: most samples land in the kernel), qsort (glibc's
@@ -33,7 +32,7 @@
 #define NOINLINE __attribute__((noinline, noclone))
 #endif
 
-__thread volatile uint64_t *rt_phase_ptr;
+__thread volatile uint64_t rt_phase_word;
 
 static double stop_at;
 static const char *mode = "hot";
@@ -105,11 +104,10 @@ NOINLINE void busy_rec(int depth, uint64_t spin)
 
 static void *worker(void *arg)
 {
-	volatile uint64_t word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
 	uint64_t seed = (uintptr_t)arg * 2654435761u + 1;
 	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 
-	rt_phase_ptr = &word;
+	rt_phase_word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
 	pthread_barrier_wait(&ready);
 	while (now() < stop_at) {
 		if (!strcmp(mode, "many")) {
@@ -125,14 +123,13 @@ static void *worker(void *arg)
 			busy_hot_loop();
 		}
 	}
-	rt_phase_ptr = NULL;
+	rt_phase_word = 0;
 	close(zero_fd);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	volatile uint64_t word = RT_PHASE_WORD(RT_PHASE_PARK, 3, 0);
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
 	int nthreads = argc > 2 ? atoi(argv[2]) : 1;
 	pthread_t tids[16];
@@ -145,7 +142,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "busy: THREADS must be 1..16\n");
 		return 2;
 	}
-	rt_phase_ptr = &word;
+	rt_phase_word = RT_PHASE_WORD(RT_PHASE_PARK, 3, 0);
 	stop_at = now() + secs;
 	pthread_barrier_init(&ready, NULL, nthreads + 1);
 	for (int i = 0; i < nthreads; i++)
@@ -154,7 +151,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	pthread_barrier_wait(&ready);
-	printf("%lld\n", (long long)((char *)&rt_phase_ptr - (char *)__builtin_thread_pointer()));
+	printf("%lld\n", (long long)((char *)&rt_phase_word - (char *)__builtin_thread_pointer()));
 	fflush(stdout);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
