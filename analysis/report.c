@@ -417,8 +417,11 @@ static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
 			an_category_name(worst));
 	else
 		fputs("the same shares", out);
-	fprintf(out, ", and %.1f%% of the samples in the same category both ways.\n\n",
+	fprintf(out, ", and %.1f%% of the samples in the same category both ways",
 		pct(a->same, a->samples));
+	if (a->samples < 1000)
+		fprintf(out, " (few samples: one is %.1f points)", 100.0 / (double)a->samples);
+	fputs(".\n\n", out);
 	fputs("  | category | phase word | stacks | gap (points) |\n  | --- | ---: | ---: | ---: |\n",
 	      out);
 	for (unsigned c = 0; c < AN_CAT_COUNT; c++) {

@@ -7,8 +7,8 @@
  * is installed; else from .dynsym. Only defined STT_FUNC and STT_GNU_IFUNC symbols are
  * kept, sorted by address with one entry per address (the name chosen among aliases by
  * an__alias_cmp(), the size the largest of theirs). A sized symbol covers
- * [addr, addr + size); a zero-size one covers up to the next symbol and no further than
- * the end of its PT_LOAD segment. Everything is copied out of libelf, so the file is
+ * [addr, addr + size); a zero-size one up to the end of its section, or where it has
+ * none, up to the next symbol and no further than the end of its PT_LOAD segment. Everything is copied out of libelf, so the file is
  * closed by the time a load returns.
  */
 #include <errno.h>
@@ -191,8 +191,17 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct sy
 		const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		err = builder_add(b, sym.st_value, sym.st_size,
-				  bind_rank(GELF_ST_BIND(sym.st_info)), name);
+		uint64_t size = sym.st_size;
+		/* A symbol without a size (_init, hand-written code) covers no further than
+		 * its section: the PLT stubs after .init are not _init's. */
+		GElf_Shdr sec;
+		Elf_Scn *in = size || sym.st_shndx >= SHN_LORESERVE ? NULL :
+								  elf_getscn(elf, sym.st_shndx);
+		if (in && gelf_getshdr(in, &sec) && sym.st_value >= sec.sh_addr &&
+		    sym.st_value < sec.sh_addr + sec.sh_size)
+			size = sec.sh_addr + sec.sh_size - sym.st_value;
+		err = builder_add(b, sym.st_value, size, bind_rank(GELF_ST_BIND(sym.st_info)),
+				  name);
 		if (err)
 			return err;
 	}

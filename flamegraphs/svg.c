@@ -265,13 +265,15 @@ static const struct {
 	const char *name;
 	const char *rgb;
 } category_colors[] = {
-	{ "[sched]", "rgb(97,146,235)" },   /* blue */
-	{ "[submit]", "rgb(170,110,225)" }, /* purple */
-	{ "[user]", "rgb(100,190,100)" },   /* green */
-	{ "[alloc]", "rgb(60,190,190)" },   /* teal */
-	{ "[stackcap]", "rgb(230,200,60)" }, /* yellow */
-	{ "[park]", "rgb(150,170,195)" },   /* slate */
-	{ "[block]", "rgb(225,100,150)" },  /* pink */
+	{ "[scheduling]", "rgb(97,146,235)" },    /* blue */
+	{ "[submission]", "rgb(170,110,225)" },   /* purple */
+	{ "[work]", "rgb(100,190,100)" },         /* green */
+	{ "[allocation]", "rgb(60,190,190)" },    /* teal */
+	{ "[stack-capture]", "rgb(230,200,60)" }, /* yellow */
+	{ "[parking]", "rgb(150,170,195)" },      /* slate */
+	{ "[blocking]", "rgb(225,100,150)" },     /* pink */
+	{ "[kernel]", "rgb(225,120,90)" },        /* coral, beside the kernel frames' orange */
+	{ "[other]", "rgb(190,170,140)" },        /* sand: attributed, to none of the above */
 };
 
 static bool has_prefix(const char *s, size_t len, const char *prefix)

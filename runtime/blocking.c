@@ -43,7 +43,7 @@
 /* ---- threads -------------------------------------------------------------------------- */
 
 /* Wait as a spare until handed a worker. false: shutdown or keep-alive over; exit. */
-static RT_PHASE_FN bool spare_wait(struct rt__thread *th)
+static RT_PHASE_FN bool (spare_wait)(struct rt__thread *th)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	struct rt_sched *s = th->sched;
@@ -81,6 +81,9 @@ out:
 	rt__phase_pop(phase);
 	return handed;
 }
+
+/* its callers set its phase at the call, as for every phase function (internal.h) */
+#define spare_wait(th) RT__PHASE_CALL(RT_PHASE_PARK, (spare_wait)(th))
 
 static RT_PHASE_FN void *worker_thread_main(void *arg)
 {
@@ -224,7 +227,7 @@ struct rt__worker *rt__worker_add(struct rt_sched *s)
 
 /* A blocking-pool thread's idle wait, under spare_lock: until a task is queued, the
  * keep-alive runs out or the scheduler shuts down. */
-static RT_PHASE_FN void offload_wait(struct rt_sched *s, const struct timespec *until)
+static RT_PHASE_FN void (offload_wait)(struct rt_sched *s, const struct timespec *until)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 
@@ -239,6 +242,9 @@ static RT_PHASE_FN void offload_wait(struct rt_sched *s, const struct timespec *
 	}
 	rt__phase_pop(phase);
 }
+
+/* its callers set its phase at the call, as for every phase function (internal.h) */
+#define offload_wait(s, until) RT__PHASE_CALL_VOID(RT_PHASE_PARK, (offload_wait)(s, until))
 
 /* The next task for a blocking-pool thread; NULL: keep-alive over or shutdown, and the
  * thread is no longer counted. */
@@ -661,13 +667,16 @@ static bool retake(struct rt_sched *s, unsigned n, uint64_t now)
 }
 
 /* The monitor's wait between ticks (or until a section wakes it for a retake). */
-static RT_PHASE_FN void monitor_sleep(struct rt_sched *s, const struct timespec *ts)
+static RT_PHASE_FN void (monitor_sleep)(struct rt_sched *s, const struct timespec *ts)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 
 	rt__futex_wait_timeout(&s->monitor_futex, 0, ts);
 	rt__phase_pop(phase);
 }
+
+/* its callers set its phase at the call, as for every phase function (internal.h) */
+#define monitor_sleep(s, ts) RT__PHASE_CALL_VOID(RT_PHASE_PARK, (monitor_sleep)(s, ts))
 
 static RT_PHASE_FN void *monitor_main(void *arg)
 {

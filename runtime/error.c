@@ -3,7 +3,7 @@
  *
  * An error object may capture the stack when it is created, with glibc's backtrace()
  * (the DWARF unwinder, as costly as a JVM Throwable filling its stack trace); the
- * worker's phase word says "stackcap" meanwhile, so the on-CPU profile attributes
+ * worker's phase word says STACKCAP meanwhile, so the on-CPU profile attributes
  * that time. rt_raise() jumps to the innermost handler, a frame of rt_try().
  *
  * Invariant: a chain of handlers belongs to one stack. Inside a task it hangs off the

@@ -689,12 +689,14 @@ uint32_t rt__chan_lessee(const struct rt_chan *c, bool recv);
 #define rt__ready(t) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__ready)(t))
 #define rt__place(s, th, t, how) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__place)(s, th, t, how))
 #define rt__park(w) RT__PHASE_CALL(RT_PHASE_PARK, (rt__park)(w))
-#define rt__notify_parked(s, from) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__notify_parked)(s, from))
+#define rt__notify_parked(s, from) \
+	RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__notify_parked)(s, from))
 #define rt__notify_local(s, from) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__notify_local)(s, from))
 #define rt__unpark_worker(s, w) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__unpark_worker)(s, w))
 #define rt__wake_one_parked(s) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__wake_one_parked)(s))
 #define rt__inbox_push(w, t) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__inbox_push)(w, t))
-#define rt__inject_push(s, head, tail, n) RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__inject_push)(s, head, tail, n))
+#define rt__inject_push(s, head, tail, n) \
+	RT__PHASE_CALL_VOID(RT_PHASE_SUBMIT, (rt__inject_push)(s, head, tail, n))
 #define rt__drain(w, counter) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__drain)(w, counter))
 #define rt__drain_remote(w) RT__PHASE_CALL(RT_PHASE_SUBMIT, (rt__drain_remote)(w))
 #define rt__wait(w, commit, arg) RT__PHASE_CALL_VOID(RT_PHASE_SCHED, (rt__wait)(w, commit, arg))

@@ -242,7 +242,7 @@ static void io_end(struct rt__io *io, struct io_wait *iw, int result, struct rt_
 }
 
 /* The reactor's parking: the wait in epoll until the earliest deadline. */
-static RT_PHASE_FN int io_epoll_wait(struct rt__io *io, struct epoll_event *ev, uint64_t until)
+static RT_PHASE_FN int (io_epoll_wait)(struct rt__io *io, struct epoll_event *ev, uint64_t until)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	struct timespec ts;
@@ -267,6 +267,9 @@ out:
 	rt__phase_pop(phase);
 	return n;
 }
+
+/* its callers set its phase at the call, as for every phase function (internal.h) */
+#define io_epoll_wait(io, ev, until) RT__PHASE_CALL(RT_PHASE_PARK, (io_epoll_wait)(io, ev, until))
 
 static RT_PHASE_FN void *io_main(void *arg)
 {

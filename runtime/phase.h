@@ -26,7 +26,8 @@
  *      macros in rt.h and internal.h), so that the word is right through the callee's
  *      prologue as well, where samples pile up after a switch. Phase functions are out
  *      of line (RT_PHASE_FN), so each is a frame of its own in every stack, and nothing
- *      else stores the word (but a fiber's entry, rt__fiber_start, which stores RUN): a static helper a phase function calls inherits its phase, and
+ *      else stores the word (but a fiber's entry, rt__fiber_start, which stores RUN):
+ *      a static helper a phase function calls inherits its phase, and
  *      a phase function called from another nests (push, then pop). A thread's main
  *      sets the thread's base (SCHED, no task) and rt__drive that of a worker's loop.
  *   2. Stores are relaxed, with no fences: the sampler interrupts the thread on its own

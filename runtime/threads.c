@@ -13,7 +13,7 @@
 #include "runtime/internal.h"
 
 /* The thread's wait while its task waits, until rt__task_thread_ready(). */
-static RT_PHASE_FN void task_thread_wait(struct rt__thread *th)
+static RT_PHASE_FN void (task_thread_wait)(struct rt__thread *th)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 
@@ -21,6 +21,9 @@ static RT_PHASE_FN void task_thread_wait(struct rt__thread *th)
 		rt__futex_wait_timeout(&th->futex, 0, NULL);
 	rt__phase_pop(phase);
 }
+
+/* its callers set its phase at the call, as for every phase function (internal.h) */
+#define task_thread_wait(th) RT__PHASE_CALL_VOID(RT_PHASE_PARK, (task_thread_wait)(th))
 
 static RT_PHASE_FN void *task_thread_main(void *arg)
 {

@@ -55,6 +55,24 @@ Test(run_cli, malformed_numbers_are_bad_input)
 	}
 }
 
+Test(run_cli, call_graph_modes_and_stack_copies_are_checked)
+{
+	const char *cases[][2] = {
+		{ "--call-graph", "lbr" }, { "--call-graph", "" },    { "--call-graph", "DWARF" },
+		{ "--stack-copy", "0" },   { "--stack-copy", "63" },  { "--stack-copy", "1001" },
+		{ "--stack-copy", "65544" }, { "--stack-copy", "16k" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_expect_eq(run_args("run", "spawn-join", cases[i][0], cases[i][1], NULL), 2,
+			     "%s %s", cases[i][0], cases[i][1]);
+		expect_one_error_line(cases[i][0]);
+	}
+	cr_expect_eq(run_args("run", "spawn-join", "--call-graph", "lbr", NULL), 2);
+	cr_expect_not_null(strstr(err_text, "fp, dwarf and auto"), "the modes: %s", err_text);
+	cr_expect_eq(entries(), 0, "nothing was created");
+}
+
 Test(run_cli, workload_parameters_are_checked_before_anything_runs)
 {
 	cr_expect_eq(run_args("run", "spawn-join", "-P", "n=abc", NULL), 2);
@@ -277,4 +295,62 @@ Test(run_cli, knobs_reach_the_forks_and_the_report, .timeout = 60)
 	cr_expect_not_null(strstr(json, "\"steals\": ["));
 	cr_expect_not_null(strstr(json, "-c workers=3"), "the command reproduces it");
 	free(json);
+}
+
+/* Each call-graph mode runs, and says in report.md and result.json how the stacks were
+ * walked, whether they reached their roots, and how the phase word and the stacks
+ * agreed; every folded line starts with its category. */
+Test(run_cli, each_call_graph_mode_reports_its_stacks_and_the_agreement, .timeout = 120)
+{
+	static const char *const modes[] = { "fp", "dwarf", "auto" };
+
+	for (size_t m = 0; m < 3; m++) {
+		char out[600], path[1024], *json, *md, *folded, *line, *save = NULL;
+		const char *argv[] = { "run", "spawn-join", "--quick", "--call-graph", modes[m],
+				       "--out", out, NULL };
+
+		snprintf(out, sizeof(out), "%s/%s", in_dir("results"), modes[m]);
+		cr_assert_eq(run_schedlab(argv), 0, "%s: %s", modes[m], err_text);
+		snprintf(path, sizeof(path), "%s/latest/result.json", out);
+		json = slurp(path, NULL);
+		cr_assert_not_null(json);
+		if (!strstr(json, "\"attached\": true")) {
+			free(json);
+			cr_skip_test("the probe could not attach here");
+		}
+		{
+			char want[64];
+
+			snprintf(want, sizeof(want), "\"call_graph\": \"%s\"", modes[m]);
+			cr_expect_not_null(strstr(json, want), "%s", want);
+		}
+		cr_expect_gt(json_u64(json, "\"agreement\"", "samples"), 0, "%s", modes[m]);
+		cr_expect_gt(json_u64(json, "\"stacks\"", "reached_root"), 0, "%s", modes[m]);
+		if (m == 1)
+			cr_expect_eq(json_u64(json, "\"stacks\"", "frame_pointer"), 0,
+				     "dwarf: no stack from the frame-pointer walk");
+		else if (m == 0)
+			cr_expect_eq(json_u64(json, "\"stacks\"", "dwarf"), 0,
+				     "fp: no stack from DWARF");
+		free(json);
+
+		snprintf(path, sizeof(path), "%s/latest/report.md", out);
+		md = slurp(path, NULL);
+		cr_assert_not_null(md);
+		cr_expect_not_null(strstr(md, "Phase word against stacks"), "%s", modes[m]);
+		cr_expect_not_null(strstr(md, "reach their thread's root"), "%s", modes[m]);
+		cr_expect_not_null(strstr(md, m == 0 ? "frame pointers (--call-graph fp)" :
+					       "unwound from DWARF"),
+				   "%s", modes[m]);
+		free(md);
+
+		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", out);
+		folded = slurp(path, NULL);
+		cr_assert_not_null(folded);
+		for (line = strtok_r(folded, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			cr_expect(line[0] == '[' && strchr(line, ']') &&
+					  strchr(line, ']')[1] == ';',
+				  "%s: no category root frame: %s", modes[m], line);
+		free(folded);
+	}
 }

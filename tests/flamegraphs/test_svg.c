@@ -499,18 +499,26 @@ static unsigned rgb_part(const char *fill, int which)
 
 Test(svg, colours_follow_the_kind_of_frame)
 {
-	static const char *stacks[] = { "[sched];rt_worker_loop;-;schedule_[k]", "[user];work",
-					"[submit];rt_spawn",  "[alloc];malloc",
-					"[stackcap];bt",     "[park];-;futex_wait_[k]",
-					"[block];recv",      "[lost:collision]",
-					"[truncated];x",     "[unknown]" };
-	static const uint64_t counts[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10 };
-	struct an_folded *f = folded_of(stacks, counts, 10);
+	static const char *stacks[] = { "[scheduling];rt_worker_loop;-;schedule_[k]",
+					"[work];work",
+					"[submission];rt_spawn",
+					"[allocation];malloc",
+					"[stack-capture];bt",
+					"[parking];-;futex_wait_[k]",
+					"[blocking];recv",
+					"[kernel];-;ksoftirqd_[k]",
+					"[other];main",
+					"[lost:collision]",
+					"[truncated];x",
+					"[unknown]" };
+	static const uint64_t counts[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10 };
+	struct an_folded *f = folded_of(stacks, counts, 12);
 	char *svg = render(f, NULL, NULL);
 	size_t n;
 	struct pframe *v = parse_frames(svg, &n);
-	static const char *cats[] = { "[sched]", "[user]", "[submit]", "[alloc]",
-				      "[stackcap]", "[park]", "[block]" };
+	static const char *cats[] = { "[scheduling]", "[work]", "[submission]", "[allocation]",
+				      "[stack-capture]", "[parking]", "[blocking]", "[kernel]",
+				      "[other]" };
 
 	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
 		for (size_t j = 0; j < i; j++)

@@ -6,13 +6,13 @@
  * Spins THREADS threads (default 1) for SECONDS in noinline functions named busy_hot_*
  * and, like a runtime worker, keeps a thread-local phase word (rt_phase_word) holding
  * RT_PHASE_WORD(RT_PHASE_RUN, 3, 42). Before spinning it prints that word's offset from
- * the thread pointer on one line of stdout, once every thread has set its word. MODE: hot (one 3-deep stack), many (recursion to 96 varied
- * depths, each with the spin's handful of sampled IPs: several hundred distinct
- * stacks, all within the walk's limit), deep (recursion 200 deep: past the limit),
- * sys (64 KiB reads of /dev/zero: most samples land in the kernel), qsort (glibc's
- * qsort of 4096 ints with busy_cmp: most samples in glibc, which has no frame pointers,
- * or in the comparator, whose walk returns into glibc before it reaches the thread's
- * root). NAME sets the threads' comm.
+ * the thread pointer on one line of stdout, once every thread has set its word. MODE:
+ * hot (one 3-deep stack), many (recursion to 96 varied depths, each with the spin's
+ * handful of sampled IPs: several hundred distinct stacks, all within the walk's
+ * limit), deep (recursion 200 deep: past the limit), sys (64 KiB reads of /dev/zero:
+ * most samples land in the kernel), qsort (glibc's qsort of 4096 ints with busy_cmp:
+ * most samples in glibc, which has no frame pointers, or in the comparator, whose walk
+ * returns into glibc before it reaches the thread's root). NAME sets the threads' comm.
  */
 #include "runtime/phase.h"
 

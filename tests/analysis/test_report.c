@@ -1,0 +1,164 @@
+/*
+ * The on-CPU probe's part of report.md and result.json: how the stacks were walked and
+ * what that cost, how many reached their thread's root and where the others broke
+ * (with the object and the reason: a module without unwind tables is named, not
+ * hidden), and the phase word against the stacks, category by category.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+static char *render(int (*fn)(const struct an_run *, FILE *), const struct an_run *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	cr_assert_not_null(out);
+	cr_assert_eq(fn(r, out), 0);
+	cr_assert_eq(fclose(out), 0);
+	return buf;
+}
+
+/* A run with nothing but the probe's figures. */
+static struct an_run run_with(const struct an_probe_summary *p)
+{
+	static const double samples[] = { 10, 12, 11 };
+
+	return (struct an_run){
+		.id = "id", .workload = "spawn-join", .op = "op", .preset = "ce", .unit = "ops/s",
+		.params = "n=1", .command = "schedlab run spawn-join", .started = "now",
+		.host = "host", .forks = 1, .warmup = 1, .iterations = 3, .time_s = 0.2,
+		.workers = 2, .samples = samples, .nsamples = 3,
+		.score = { .n = 3, .mean = 11, .ci_half = 1 },
+		.probes = p, .nprobes = 1,
+	};
+}
+
+static struct an_stack_quality quality(void)
+{
+	struct an_stack_quality q = {
+		.with_user = 1000, .rooted = 990, .runtime = 900, .runtime_rooted = 893,
+		.fp = 700, .dwarf = 300, .fallback = 300, .garbage = 3, .nbreaks = 2,
+		.breaks_other = 1,
+	};
+
+	snprintf(q.breaks[0].object, sizeof(q.breaks[0].object), "libnocfi.so");
+	snprintf(q.breaks[0].why, sizeof(q.breaks[0].why), "dwarf: no-cfi");
+	q.breaks[0].count = 7;
+	snprintf(q.breaks[1].object, sizeof(q.breaks[1].object), "[unknown]");
+	snprintf(q.breaks[1].why, sizeof(q.breaks[1].why), "frame-pointer walk");
+	q.breaks[1].count = 2;
+	return q;
+}
+
+static struct an_agreement agreement(void)
+{
+	struct an_agreement a = { .samples = 2000, .same = 1990 };
+
+	a.by_phase[AN_CAT_WORK] = 1000;
+	a.by_stack[AN_CAT_WORK] = 1010;
+	a.by_phase[AN_CAT_SCHED] = 600;
+	a.by_stack[AN_CAT_SCHED] = 560;
+	a.by_phase[AN_CAT_SUBMIT] = 400;
+	a.by_stack[AN_CAT_SUBMIT] = 430;
+	return a;
+}
+
+static struct an_probe_summary probe(const struct an_stack_quality *q,
+				     const struct an_agreement *a)
+{
+	return (struct an_probe_summary){
+		.name = "oncpu", .attached = true, .status = "attached", .event = "cpu-clock",
+		.event_note = "", .freq = 999, .samples = 2000, .callgraph = "auto",
+		.stack_copy = 16384, .ring_bytes = 1 << 24, .stack_bytes = 300 * 8192,
+		.unwind_ns = 300 * 9000, .prog_runs = 4000, .prog_ns = 4000 * 5000,
+		.quality = q, .agreement = a, .nrules = 45,
+		.phase_samples = { [1] = 1000, [2] = 600, [3] = 400 },
+	};
+}
+
+Test(report, markdown_names_where_stacks_broke_and_why)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md = render(an_report_markdown, &r);
+
+	cr_expect_not_null(strstr(md, "99.0% of the user stacks reach their thread's root"), "%s",
+			   md);
+	cr_expect_not_null(strstr(md, "99.2% on the runtime's threads"), "%s", md);
+	cr_expect_not_null(strstr(md, "10 broke: libnocfi.so (dwarf: no-cfi) 7, [unknown] "
+				      "(frame-pointer walk) 2, elsewhere 1"),
+			   "%s", md);
+	cr_expect_not_null(strstr(md, "3 with a frame in no code"), "%s", md);
+	cr_expect_not_null(strstr(md, "300 samples unwound from DWARF, 16.0 KiB"), "%s", md);
+	cr_expect_not_null(strstr(md, "(8.0 KiB on average), 9.0 µs unwinding each"), "%s", md);
+	cr_expect_not_null(strstr(md, "for 5.0 µs each: 10.0 µs in the kernel per sample kept"),
+			   "%s", md);
+	free(md);
+}
+
+Test(report, markdown_sets_the_phase_word_against_the_stacks)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md = render(an_report_markdown, &r);
+
+	/* scheduling: 30.0% against 28.0%, the largest gap */
+	cr_expect_not_null(strstr(md, "every category within 2.0 points (the largest gap: "
+				      "scheduling)"),
+			   "%s", md);
+	cr_expect_not_null(strstr(md, "99.5% of the samples in the same category"), "%s", md);
+	cr_expect_not_null(strstr(md, "| scheduling | 30.0% | 28.0% | 2.0 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| submission | 20.0% | 21.5% | 1.5 |"), "%s", md);
+	cr_expect_null(strstr(md, "few samples"), "2,000 samples are not few: %s", md);
+	free(md);
+
+	a.samples = 200;
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "(few samples: one is 0.5 points)"), "%s", md);
+	free(md);
+}
+
+Test(report, json_carries_the_stacks_and_the_agreement)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *js = render(an_report_json, &r);
+
+	cr_expect_not_null(strstr(js, "\"call_graph\": \"auto\""), "%s", js);
+	cr_expect_not_null(strstr(js, "\"broken\": [{\"object\": \"libnocfi.so\", \"walk\": "
+				      "\"dwarf: no-cfi\", \"samples\": 7}"),
+			   "%s", js);
+	cr_expect_not_null(strstr(js, "\"broken_elsewhere\": 1"), "%s", js);
+	cr_expect_not_null(strstr(js, "\"largest_gap_category\": \"scheduling\""), "%s", js);
+	cr_expect_not_null(strstr(js, "\"by_stack\": {\"other\": 0, \"work\": 1010"), "%s", js);
+	cr_expect_not_null(strstr(js, "\"program\": {\"runs\": 4000, \"ns\": 20000000}"), "%s", js);
+	free(js);
+}
+
+Test(report, frame_pointer_mode_says_so_and_shows_no_dwarf_costs)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md;
+
+	q.dwarf = q.fallback = 0;
+	p.callgraph = "fp";
+	p.stack_bytes = p.unwind_ns = 0;
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "- Stacks: frame pointers (--call-graph fp)."), "%s", md);
+	cr_expect_null(strstr(md, "unwinding each"), "%s", md);
+	free(md);
+}
