@@ -262,6 +262,8 @@ struct an_probe_summary {
 	unsigned ring_bytes;
 	uint64_t stack_bytes;   /* user stack bytes the DWARF samples copied */
 	uint64_t unwind_ns;     /* user-space time unwinding the DWARF samples */
+	const char *unwind_error; /* why some fork's DWARF samples could not be unwound; NULL
+				   * or "": they could */
 	uint64_t prog_runs, prog_ns; /* the sampling program's runs on every CPU and their
 				      * time in the kernel (0 runs: not measured) */
 	const struct an_stack_quality *quality;

@@ -143,7 +143,7 @@ static void json_agreement(FILE *out, const struct an_agreement *a, size_t nrule
 		(unsigned long long)a->no_stack, nrules);
 	json_num(out, a->samples ? gap : NAN);
 	fputs(", \"largest_gap_category\": ", out);
-	json_str(out, a->samples ? an_category_name(worst) : NULL);
+	json_str(out, a->samples && gap > 0 ? an_category_name(worst) : NULL);
 	fputs(", \"by_phase_word\": {", out);
 	for (unsigned c = 0; c < AN_CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %llu", c ? ", " : "", an_category_name(c),
@@ -173,15 +173,16 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
 		"\"counts_map_full\": %llu, \"ring_buffer_full\": %llu, \"truncated_stacks\": %llu}, "
 		"\"dwarf\": {\"stack_copy_bytes\": %u, \"ring_buffer_bytes\": %u, "
-		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu}, "
-		"\"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
+		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu, \"unwinder_error\": ",
 		p->freq, (unsigned long long)p->samples, (unsigned long long)p->ustack_full,
 		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 		(unsigned long long)p->ring_full, (unsigned long long)p->truncated, p->stack_copy,
 		p->ring_bytes, (unsigned long long)p->stack_bytes,
-		(unsigned long long)p->unwind_ns, (unsigned long long)p->prog_runs,
-		(unsigned long long)p->prog_ns);
+		(unsigned long long)p->unwind_ns);
+	json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
+	fprintf(out, "}, \"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
+		(unsigned long long)p->prog_runs, (unsigned long long)p->prog_ns);
 	for (unsigned i = 0; i < RT_PHASE_COUNT; i++)
 		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", an_category_name(an_phase_category(i)),
 			(unsigned long long)p->phase_samples[i]);
@@ -369,6 +370,9 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 		fprintf(out, " (%s on average), %s unwinding each", b, c);
 	}
 	fputs(".", out);
+	if (p->unwind_error && *p->unwind_error)
+		fprintf(out, " DWARF unwinding was not available for some samples (shown as [lost: "
+			     "no DWARF unwinder]): %s.", p->unwind_error);
 	if (p->prog_runs) {
 		md_duration((double)p->prog_ns / (double)p->prog_runs, a, sizeof(a));
 		md_duration(p->samples ? (double)p->prog_ns / (double)p->samples : 0, b, sizeof(b));

@@ -551,6 +551,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
 		probe.stack_bytes = prof->stats.stack_bytes;
 		probe.unwind_ns = prof->unwind_ns;
+		probe.unwind_error = prof->unwind_error;
 		probe.prog_runs = prof->prog_runs;
 		probe.prog_ns = prof->prog_ns;
 		probe.quality = &prof->quality;

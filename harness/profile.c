@@ -355,6 +355,7 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 		.dwarf = true,
 		.fallback = ds->fallback,
 	};
+
 	if (!live)
 		return -EINVAL;
 	f = live->fold;

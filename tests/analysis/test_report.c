@@ -160,5 +160,34 @@ Test(report, frame_pointer_mode_says_so_and_shows_no_dwarf_costs)
 	md = render(an_report_markdown, &r);
 	cr_expect_not_null(strstr(md, "- Stacks: frame pointers (--call-graph fp)."), "%s", md);
 	cr_expect_null(strstr(md, "unwinding each"), "%s", md);
+	cr_expect_null(strstr(md, "not available"), "%s", md);
 	free(md);
+}
+
+/* A fork whose DWARF samples could not be unwound at all: the run goes on, and both files
+ * say why. */
+Test(report, a_missing_unwinder_is_named_with_its_reason)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md, *js;
+
+	p.unwind_error = "libdw could not attach to pid 42: No such process";
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "DWARF unwinding was not available for some samples (shown "
+				      "as [lost: no DWARF unwinder]): libdw could not attach to "
+				      "pid 42: No such process."),
+			   "%s", md);
+	free(md);
+	js = render(an_report_json, &r);
+	cr_expect_not_null(strstr(js, "\"unwinder_error\": \"libdw could not attach to pid 42: "
+				      "No such process\""),
+			   "%s", js);
+	free(js);
+	p.unwind_error = NULL;
+	js = render(an_report_json, &r);
+	cr_expect_not_null(strstr(js, "\"unwinder_error\": null"), "%s", js);
+	free(js);
 }
