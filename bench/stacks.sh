@@ -3,16 +3,20 @@
 # cost: a Markdown section on stdout (make bench appends it to BENCHMARKS.md), progress on
 # stderr. Needs root and perf (Debian linux-perf).
 #
-#   1. Inclusive shares: bind-chain with the naive interpreter (a quarter of its time in
-#      malloc and free, which have no frame pointers) sampled at once by schedlab's probe
-#      (--call-graph auto) and by `perf record --call-graph dwarf` on the same fork: the
-#      share of samples whose stack holds loop, rt_alloc and rt_free, by each.
+#   1. Inclusive shares: bind-chain with the naive interpreter (much of its time in malloc,
+#      free and memcpy, which have no frame pointers) sampled at once by schedlab's probe
+#      (--call-graph auto) and by `perf record -a --call-graph dwarf` on the same fork: the
+#      share of the workers' samples whose stack holds loop, rt_alloc and rt_free, by each,
+#      and the monitor thread's share.
 #   2. Cost per sample: the same workload without a profiler, under the probe in each
 #      mode, and under perf (fp and dwarf), interleaved fork by fork. The cost is the
 #      throughput lost per sample taken: (1 - with/without) / (samples per CPU-second),
 #      next to what the probe measures of itself (its program's time in the kernel, its
-#      unwinding in user space) and perf's unwinding time (perf script's CPU time).
-#   3. Stack quality: the share of runtime-thread stacks reaching their root, from
+#      unwinding in user space) and perf's unwinding time (perf script's CPU time); and
+#      libdw's unwinding alone (bench/unwind.c).
+#   3. The probe's own effect: the allocation share by the phase word, which no stack walk
+#      decides, with the cheap frame-pointer walk and with every stack copied.
+#   4. Stack quality: the share of runtime-thread stacks reaching their root, from
 #      result.json, on the two workloads whose stacks go through glibc most.
 set -euo pipefail
 
@@ -187,7 +191,26 @@ say "libdw alone"
 uw_chain=$(unwind_us unwind-chain)
 uw_qsort=$(unwind_us unwind-qsort)
 
-# ---- 3. stack quality -------------------------------------------------------------------------
+# ---- 3. the probe's own effect: the allocation share by the phase word in each mode --------------
+# The phase word does not depend on how stacks are walked: a shift of its shares between the
+# modes is the probe's own cost changing what it measures.
+observe() { # MODE: one run's allocation share by the phase word, in percent
+	"$bin" run "${naive[@]}" --forks 1 --warmup 0 --iterations "$ITER" --time 1 --call-graph "$1" \
+		--json --out "$tmp/obs" 2>/dev/null |
+		grep -o '"agreement": {"samples": [0-9]*.*"by_stack"' |
+		awk '{ n = $3 + 0; p = $0; sub(/.*"allocation": /, "", p); printf "%.1f\n", n ? 100 * (p + 0) / n : 0 }'
+}
+OBS=${OBS:-4}
+for i in $(seq 1 "$OBS"); do
+	say "the probe's own effect: run $i of $OBS"
+	for m in fp dwarf; do observe "$m" >> "$tmp/obs-$m"; done
+done
+obs_row() { # MODE
+	sort -n "$tmp/obs-$1" | awk -v m="$1" '{ v[NR] = $1; s += $1 }
+		END { printf "| `--call-graph %s` | %.1f%% | %.1f%% – %.1f%% | %d |\n", m, s / NR, v[1], v[NR], NR }'
+}
+
+# ---- 4. stack quality -------------------------------------------------------------------------
 quality() { # NAME ARGS...: "rooted of runtime"
 	local name=$1
 	shift
@@ -310,6 +333,21 @@ libdw alone, unwinding one captured stack again and again (\`$BUILD/bench/unwind
 --iterations 5 --time $TIME | $BUILD/bench/unwind summarize\`, the 99.9% interval in brackets):
 7 frames of the runtime's code to \`clone3\` in $uw_chain, 12 frames through glibc's \`qsort\`
 in $uw_qsort.
+
+**The probe's own effect.** The share of the probe's samples in allocation, by the phase word
+(which does not depend on how stacks are walked), in runs of \`${naive[*]} --forks 1 --warmup 0
+--iterations $ITER --time 1\` with the cheap frame-pointer walk and with every sample's 16 KiB
+stack copied, alternated, $OBS runs each. A shift between the two is the cost of a sample
+changing the workload it measures: here, the \`madvise\` TLB flushes that wait for the other
+CPU, where the sampling handler runs at the same moment.
+
+| mode | allocation (mean) | range | runs |
+| --- | ---: | ---: | ---: |
+EOF
+obs_row fp
+obs_row dwarf
+
+cat <<EOF
 
 **Stack quality.** The share of the runtime's threads' samples whose user stack reaches its
 thread's root (a fiber's entry, \`start_thread\`), from result.json, \`--call-graph auto\`:
