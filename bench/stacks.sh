@@ -257,12 +257,12 @@ profile disagree by up to 2.4 points per function at about 3,000 samples: that i
 level.
 
 \`rt_free\`'s time is mostly the kernel's: \`madvise\` flushing TLBs, which waits for the other
-CPU to acknowledge an interrupt. Two profilers that sample every CPU at the same moments each
-perturb that wait: while a sample's handler runs on the other CPU with interrupts off, the
-acknowledgement waits, and the same profiler's sample of this CPU, taken at the same moment,
-finds the worker waiting. So each profiler may see more of the flush than the other does, in
-either direction, from trial to trial. What the probe's stacks say of its own samples is
-checked separately, against the phase word the runtime set at each of them (the allocation
+CPU to acknowledge an interrupt, and whose cost changes from run to run (the ranges under *The probe's own
+effect* below). It is where the two profilers differ most, in either direction from trial to trial;
+one likely cause, not established, is that each profiler's sample handler, running on the
+other CPU with interrupts off at the moment it samples this one, delays the acknowledgement
+its own sample then finds awaited. What the probe's stacks say of its own samples is checked
+separately, against the phase word the runtime set at each of them (the allocation
 category is exactly the time in \`rt_alloc\` and \`rt_free\`): in these trials allocation by
 the phase word and by the stacks was $alloc_agree of the probe's samples.
 
@@ -337,9 +337,9 @@ in $uw_qsort.
 **The probe's own effect.** The share of the probe's samples in allocation, by the phase word
 (which does not depend on how stacks are walked), in runs of \`${naive[*]} --forks 1 --warmup 0
 --iterations $ITER --time 1\` with the cheap frame-pointer walk and with every sample's 16 KiB
-stack copied, alternated, $OBS runs each. A shift between the two is the cost of a sample
-changing the workload it measures: here, the \`madvise\` TLB flushes that wait for the other
-CPU, where the sampling handler runs at the same moment.
+stack copied, alternated, $OBS runs each. A shift between the two would be the cost of a
+sample changing the workload it measures; the range within one mode is the workload's own
+variation from run to run (its \`madvise\` flushes).
 
 | mode | allocation (mean) | range | runs |
 | --- | ---: | ---: | ---: |

@@ -240,9 +240,14 @@ static struct fifo *fifo_arg;
 static void fifo_take(unsigned id)
 {
 	struct fifo *f = fifo_arg;
+	uint32_t k;
 
 	rt_sem_acquire(&f->sem);
-	f->order[__atomic_fetch_add(&f->served, 1, __ATOMIC_ACQ_REL)] = id;
+	/* one waiter is served at a time (each release waits for the last to be counted):
+	 * write its entry, then publish the count, or the reader may see the count first */
+	k = __atomic_load_n(&f->served, __ATOMIC_ACQUIRE);
+	f->order[k] = id;
+	__atomic_store_n(&f->served, k + 1, __ATOMIC_RELEASE);
 }
 
 static uint64_t fifo_task(void *arg)
