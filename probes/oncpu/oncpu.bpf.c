@@ -408,8 +408,9 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 			c->dwarf_samples++;
 			return 0;
 		}
-		/* No room: keep the sample, with the frame-pointer walk's stack in auto
-		 * mode, and say so. */
+		/* No room (or, never seen, the saved user registers could not be read):
+		 * keep the sample, with the frame-pointer walk's stack in auto mode, and
+		 * say so. */
 		c->ring_full++;
 		key.lost |= ONCPU_LOST_RING;
 	}
