@@ -352,6 +352,7 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 	char a[64], b[64], c[64];
 	uint64_t dwarf = q ? q->dwarf : 0;
 
+	md_bytes(p->stack_copy, a, sizeof(a));
 	if (!strcmp(p->callgraph, "fp"))
 		fputs("- Stacks: frame pointers (--call-graph fp)", out);
 	else
@@ -362,8 +363,7 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 							"whose walk met code built without them "
 							"or did not reach its thread's root" :
 							"every sample unwound from DWARF",
-			(unsigned long long)dwarf,
-			(md_bytes(p->stack_copy, a, sizeof(a)), a));
+			(unsigned long long)dwarf, a);
 	if (dwarf) {
 		md_bytes((double)p->stack_bytes / (double)dwarf, b, sizeof(b));
 		md_duration((double)p->unwind_ns / (double)dwarf, c, sizeof(c));

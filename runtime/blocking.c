@@ -525,7 +525,7 @@ RT_PHASE_FN void rt_blocking_end(void)
 	th = rt__thread(); /* resumed on some worker's thread */
 	th->block_w = NULL;
 out:
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 }
 
 RT_PHASE_FN int (rt_blocking)(int (*fn)(void *arg), void *arg)
@@ -536,7 +536,7 @@ RT_PHASE_FN int (rt_blocking)(int (*fn)(void *arg), void *arg)
 	rt_blocking_begin();
 	ret = fn(arg);
 	rt_blocking_end();
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 	return ret;
 }
 

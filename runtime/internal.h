@@ -354,14 +354,10 @@ static inline RT_PHASE_INLINE uint64_t rt__phase_push(unsigned kind)
 }
 
 /* Leave a phase: put back the kind found on entry, on whichever thread the caller is
- * now (an operation that switched its task out may resume on another: the worker bits
- * are that thread's, and rt__switch_out() has put the task id back). */
+ * now. An operation that switched its task out may resume on another thread; the store
+ * is the same, since the worker bits are that thread's and rt__switch_out() has put the
+ * task id back. */
 static inline RT_PHASE_INLINE void rt__phase_pop(uint64_t old)
-{
-	RT__PHASE_LEAVE(old);
-}
-
-static inline RT_PHASE_INLINE void rt__phase_pop_moved(uint64_t old)
 {
 	RT__PHASE_LEAVE(old);
 }
@@ -407,7 +403,7 @@ static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
  * sides switch in SCHED code, so the kind is SCHED throughout: the thread stays SCHED
  * through the switch (the task sets its own word when it resumes) and, back, clears
  * the task id; the task, resumed on whichever thread, puts its id back, and the SCHED
- * operation that switched it out then restores its caller's kind (pop_moved). */
+ * operation that switched it out then restores its caller's kind (rt__phase_pop). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
 	RT_TSAN_SWITCH(t->tsan_fiber);

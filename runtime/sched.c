@@ -524,7 +524,7 @@ RT_PHASE_FN void (rt__suspend)(bool (*commit)(struct rt_task *self, void *arg), 
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 
 	suspend(commit, arg);
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 }
 
 static inline void ready(struct rt_task *t)
@@ -683,7 +683,7 @@ RT_PHASE_FN void (rt__wait)(struct rt__waiter *w, bool (*commit)(struct rt__wait
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
 
 	wait_on(w, commit, arg);
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 }
 
 RT_PHASE_FN void (rt__wake)(struct rt__waiter *w)
@@ -737,7 +737,7 @@ RT_PHASE_FN uint64_t (rt_join)(struct rt_task *t)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	result = t->result;
 	rt__task_put(t->sched, rt__self(), t);
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 	return result;
 }
 
@@ -763,7 +763,7 @@ RT_PHASE_FN void (rt_yield)(void)
 		th->after.kind = RT_AFTER_YIELD;
 		rt__switch_out(th, t);
 	}
-	rt__phase_pop_moved(phase);
+	rt__phase_pop(phase);
 }
 
 void rt_preempt_point(void)
