@@ -56,6 +56,10 @@ struct an_folded_line {
  * space (flamegraph.pl would otherwise read the digits as a second count column). */
 void an_frame_sanitize(char *name);
 
+/* FNV-1a with a finalizer: the folded table's slots, the flame graph's colours (which
+ * therefore depend on a frame's name alone). */
+uint64_t an_hash(const char *s, size_t len);
+
 struct an_folded *an_folded_new(void);
 void an_folded_free(struct an_folded *f);
 

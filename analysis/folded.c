@@ -36,8 +36,9 @@ struct an_folded {
 	bool lines_valid;
 };
 
-/* FNV-1a, then a 64-bit finalizer so that the low bits (the slot index) mix well. */
-static uint64_t stack_hash(const char *s, size_t len)
+/* FNV-1a, then a 64-bit finalizer so that the low bits mix well: the folded table's slot
+ * index, the flame graph's colours. */
+uint64_t an_hash(const char *s, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -46,7 +47,7 @@ static uint64_t stack_hash(const char *s, size_t len)
 		h *= 0x100000001b3ull;
 	}
 	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
+	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
 	return h;
 }
@@ -172,7 +173,7 @@ static int reserve(struct an_folded *f, size_t more)
 /* Add count to stack[0..len), copying the string when it is new. */
 static int add_joined(struct an_folded *f, const char *stack, size_t len, uint64_t count)
 {
-	uint64_t hash = stack_hash(stack, len);
+	uint64_t hash = an_hash(stack, len);
 	struct folded_entry *e;
 	int err;
 

@@ -21,6 +21,8 @@ struct an__ksym {
 	uint32_t name; /* offset into an_ksyms.names */
 	uint8_t rank;  /* an__alias_cmp() rank: T, W, t, w */
 };
+_Static_assert(offsetof(struct an__ksym, addr) == 0,
+	       "an__count_at_or_below() reads the address first");
 
 struct an_ksyms {
 	struct an__ksym *syms;
@@ -168,16 +170,8 @@ const char *an_ksyms_lookup(const struct an_ksyms *k, uint64_t addr, uint64_t *o
 {
 	if (!k || k->n == 0)
 		return NULL;
-	/* lo becomes the number of symbols at or below addr. */
-	size_t lo = 0, hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = an__count_at_or_below(k->syms, k->n, sizeof(k->syms[0]), addr);
 
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	const struct an__ksym *s = &k->syms[lo - 1];

@@ -50,4 +50,24 @@ int an__alias_cmp(int rank_a, const char *a, int rank_b, const char *b);
 int an__names_add(char **names, size_t *used, size_t *cap, size_t initial, const char *name,
 		  size_t len, uint32_t *off);
 
+/* The number of entries whose address is at or below addr, in an array of n entries of
+ * `stride` bytes sorted by address, each beginning with its uint64_t address (both
+ * symbol tables' entries do): the entry that may hold addr is the one before. */
+static inline size_t an__count_at_or_below(const void *entries, size_t n, size_t stride,
+					   uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const uint64_t *at = (const uint64_t *)((const char *)entries + mid * stride);
+
+		if (*at <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 #endif /* SCHEDLAB_ANALYSIS_SYM_INTERNAL_H */

@@ -32,6 +32,8 @@ struct an__sym {
 	uint32_t name; /* offset into an_symtab.names */
 	uint8_t rank;
 };
+_Static_assert(offsetof(struct an__sym, addr) == 0,
+	       "an__count_at_or_below() reads the address first");
 
 struct an__seg {
 	uint64_t off, filesz, vaddr, memsz;
@@ -500,16 +502,8 @@ const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_
 {
 	if (!st || st->nsyms == 0)
 		return NULL;
-	/* lo becomes the number of symbols at or below vaddr. */
-	size_t lo = 0, hi = st->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = an__count_at_or_below(st->syms, st->nsyms, sizeof(st->syms[0]), vaddr);
 
-		if (st->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	const struct an__sym *s = &st->syms[lo - 1];

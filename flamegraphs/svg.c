@@ -288,22 +288,6 @@ static bool is_named(const char *s, size_t len, const char *name)
 	return len == strlen(name) && !memcmp(s, name, len);
 }
 
-/* Three 16-bit fractions from the name alone, so a function keeps its colour in every
- * graph (FNV-1a, then a finalizer to spread the bits). */
-static uint64_t name_hash(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
 /* v in [0, 1) as 16 bits, scaled to [base, base + span). */
 static unsigned scale16(uint64_t h, unsigned shift, unsigned base, unsigned span)
 {
@@ -330,7 +314,7 @@ static void put_color(FILE *out, const char *name, size_t len)
 		fputs("rgb(205,205,205)", out);
 		return;
 	}
-	h = name_hash(name, len);
+	h = an_hash(name, len);
 	if (len >= 4 && !memcmp(name + len - 4, "_[k]", 4)) /* kernel: orange */
 		fprintf(out, "rgb(%u,%u,%u)", scale16(h, 0, 230, 26), scale16(h, 16, 130, 60),
 			scale16(h, 32, 30, 40));
