@@ -8,6 +8,8 @@
 #   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
 #   make deps       install the Debian packages the build and the tests need
+#   make reliability  bad input, hostile output targets, faults, sanitizers and fuzzing (as
+#                   root); rewrites RELIABILITY.md, fails on any row that is not ok
 #
 # V=1 shows the commands. SANITIZE=thread builds into build/tsan with ThreadSanitizer.
 # Outputs go to $(BUILD); nothing is written beside the sources.
@@ -110,7 +112,7 @@ DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps
+.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps reliability
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -255,3 +257,10 @@ clean:
 	rm -rf build
 
 -include $(DEPFILES)
+
+# ---------------------------------------------------------------------------
+# Reliability: each bad input, fault, sanitizer build and fuzz run, and its outcome.
+# RELIABILITY_SAN=0 leaves out the sanitizer builds and the fuzzing.
+
+reliability: $(BIN)
+	$(Q)MAKE="$(MAKE)" tests/reliability/run.sh $(BUILD) RELIABILITY.md
