@@ -1,7 +1,8 @@
 /*
- * The probe tests' child, tests/probes/helpers/busy: starting it, and killing and
- * reaping it on every path out of a test (the suite's .fini), including a failed
- * assertion. Included by each tests/probes/test_oncpu*.c; everything is static.
+ * The probe tests' child, tests/probes/helpers/busy: starting it, killing and reaping
+ * it on every path out of a test (the suite's .fini), including a failed assertion;
+ * and the sampling window every probe test opens on it. Included by each
+ * tests/probes/test_oncpu*.c; everything is static.
  */
 #ifndef SCHEDLAB_TESTS_PROBES_BUSY_H
 #define SCHEDLAB_TESTS_PROBES_BUSY_H
@@ -94,6 +95,19 @@ static __attribute__((unused)) pid_t spawn_busy(const char *secs, const char *th
 	if (tls_off)
 		*tls_off = strtoll(line, NULL, 10);
 	return pid;
+}
+
+/* One sampling window: start on t, ms milliseconds, stop, and drain into fn(ctx) and
+ * *st (which the drain adds to). */
+static __attribute__((unused)) void sample_window(struct probe_oncpu *p,
+						  const struct probe_target *t, long ms,
+						  probe_stack_fn fn, void *ctx,
+						  struct probe_oncpu_stats *st)
+{
+	cr_assert_eq(probe_oncpu_start(p, t), 0);
+	sleep_ms(ms);
+	cr_assert_eq(probe_oncpu_stop(p), 0);
+	cr_assert_eq(probe_oncpu_drain(p, fn, ctx, st), 0);
 }
 
 #endif /* SCHEDLAB_TESTS_PROBES_BUSY_H */

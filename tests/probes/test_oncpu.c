@@ -149,10 +149,7 @@ Test(oncpu, samples_target_with_stacks_and_phase)
 	v.usyms = an_usyms_new(cache, maps);
 	cr_assert_not_null(v.usyms);
 
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(2000);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 2000, collect, &v, &st);
 
 	cr_log_info("oncpu: %s at %u Hz: %llu samples in 2 s, %llu records, phase ok %llu",
 		    probe_oncpu_event(p), probe_oncpu_freq(p), (unsigned long long)st.samples,
@@ -191,10 +188,7 @@ Test(oncpu, full_stacks_map_is_counted_not_hidden)
 	 * IPs in the spin: most new stacks find the map full. */
 	p = open_probe(499, 4, 0);
 	t.tgid = spawn_busy("3", "1", "many", "busy-many", &t.phase_tls_off);
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(1000);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 1000, collect, &v, &st);
 
 	cr_log_info("stacks map full: user %llu kernel %llu of %llu samples; %u user stacks kept",
 		    (unsigned long long)st.ustack_full, (unsigned long long)st.kstack_full,
@@ -224,10 +218,7 @@ Test(oncpu, hundreds_of_stacks_at_the_default_size_lose_nothing)
 	need_bpf();
 	p = open_probe(999, 0, 0);
 	t.tgid = spawn_busy("4", "2", "many", "busy-many", &t.phase_tls_off);
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(2500);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 2500, collect, &v, &st);
 
 	cr_log_info("%u distinct user stacks in %llu samples; lost: %llu user, %llu kernel "
 		    "(stacks map full), %llu user, %llu kernel (errors)", v.nustacks,
@@ -253,10 +244,7 @@ Test(oncpu, full_counts_map_comes_back_as_one_record)
 	need_bpf();
 	p = open_probe(499, 0, 2);
 	t.tgid = spawn_busy("3", "1", "many", "busy-many", &t.phase_tls_off);
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(1000);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 1000, collect, &v, &st);
 
 	cr_expect_gt(st.counts_full, 0);
 	cr_expect_eq(v.full_records, 1);
@@ -276,10 +264,7 @@ Test(oncpu, deep_stacks_are_flagged_truncated)
 	need_bpf();
 	p = open_probe(499, 0, 0);
 	t.tgid = spawn_busy("3", "1", "deep", "busy-deep", &t.phase_tls_off);
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(500);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 500, collect, &v, &st);
 
 	/* Nearly all time is in the spin 200 frames down. */
 	cr_expect_gt(v.trunc_u, st.samples / 2);
@@ -302,10 +287,7 @@ Test(oncpu, samples_in_the_kernel_keep_both_stacks)
 	need_bpf();
 	p = open_probe(499, 0, 0);
 	t.tgid = spawn_busy("3", "1", "sys", "busy-sys", &t.phase_tls_off);
-	cr_assert_eq(probe_oncpu_start(p, &t), 0);
-	sleep_ms(1000);
-	cr_assert_eq(probe_oncpu_stop(p), 0);
-	cr_assert_eq(probe_oncpu_drain(p, collect, &v, &st), 0);
+	sample_window(p, &t, 1000, collect, &v, &st);
 
 	cr_log_info("kernel stacks in %llu of %llu samples, %llu with a user stack too",
 		    (unsigned long long)v.with_kernel, (unsigned long long)st.samples,

@@ -237,10 +237,7 @@ static void sample_until(struct probe_oncpu *p, const struct probe_target *t,
 			     "after %u rounds: %" PRIu64 " samples, %" PRIu64 " DWARF, %" PRIu64
 			     " ring full, %" PRIu64 " cut",
 			     rounds, st->samples, st->dwarf_samples, st->ring_full, st->root_cut);
-		cr_assert_eq(probe_oncpu_start(p, t), 0);
-		sleep_ms(100);
-		cr_assert_eq(probe_oncpu_stop(p), 0);
-		cr_assert_eq(probe_oncpu_drain(p, on_stack, a, st), 0);
+		sample_window(p, t, 100, on_stack, a, st);
 		rounds++;
 	}
 	cr_log_info("%u rounds: %" PRIu64 " samples, %" PRIu64 " DWARF (%" PRIu64
