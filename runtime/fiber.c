@@ -148,6 +148,7 @@ void rt__task_stack(const struct rt_task *t, const void **lo, size_t *len)
 static void frame_init(struct rt_task *t, void *stack_top)
 {
 	uint64_t *top = (uint64_t *)((uintptr_t)stack_top & ~(uintptr_t)15);
+#if defined(RT_SANITIZE_ADDRESS)
 	const void *lo;
 	size_t len;
 
@@ -155,7 +156,7 @@ static void frame_init(struct rt_task *t, void *stack_top)
 	 * last, left by a switch rather than a return */
 	rt__task_stack(t, &lo, &len);
 	RT_ASAN_UNPOISON(lo, len);
-	(void)lo, (void)len;
+#endif
 
 	/* the return address: past rt__fiber_start's leading nop (switch_x86_64.S says why);
 	 * after the ret, %rsp = top */

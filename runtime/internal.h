@@ -427,13 +427,14 @@ static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
  * operation that switched it out then restores its caller's kind (rt__phase_pop). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
-	const void *lo = NULL;
-	size_t len = 0;
+#if defined(RT_SANITIZE_ADDRESS)
+	const void *lo;
+	size_t len;
 
 	rt__task_stack(t, &lo, &len);
-	RT_TSAN_SWITCH(t->tsan_fiber);
 	RT_ASAN_LEAVE(&th->asan_fake, lo, len);
-	(void)lo, (void)len;
+#endif
+	RT_TSAN_SWITCH(t->tsan_fiber);
 	rt__switch(&th->sched_sp, t->sp);
 	RT_ASAN_ARRIVE(th->asan_fake, NULL, NULL);
 	rt__phase_set_task(0);
