@@ -7,6 +7,7 @@
 #                   probe's stacks and cost against perf's; writes BENCHMARKS.md
 #   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
+#   make fuzz       run each libFuzzer target in fuzz/ for FUZZ_SECONDS (60) seconds
 #   make deps       install the Debian packages the build and the tests need
 #   make reliability  bad input, hostile output targets, faults, sanitizers and fuzzing (as
 #                   root); rewrites RELIABILITY.md, fails on any row that is not ok
@@ -20,15 +21,23 @@
 
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
+empty :=
+space := $(empty) $(empty)
 msg = $(if $(filter 1,$(V)),,@printf '  %-8s %s\n' '$(1)' '$(2)';)
 
+# SANITIZE=address,undefined builds into build/address-undefined; each sanitizer named
+# gets its own macro (RT_SANITIZE_ADDRESS, RT_SANITIZE_UNDEFINED, RT_SANITIZE_THREAD, ...),
+# and any report is fatal (-fno-sanitize-recover), so that a test run fails on it.
 SANITIZE ?=
+comma := ,
+SAN_LIST := $(subst $(comma), ,$(SANITIZE))
 ifeq ($(SANITIZE),)
 BUILD ?= build
 SAN_FLAGS :=
 else
-BUILD ?= build/$(SANITIZE)
-SAN_FLAGS := -fsanitize=$(SANITIZE) -DRT_SANITIZE_$(SANITIZE)=1
+BUILD ?= build/$(subst $(space),-,$(strip $(SAN_LIST)))
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all \
+	     $(foreach s,$(SAN_LIST),-DRT_SANITIZE_$(shell echo $(s) | tr a-z- A-Z_)=1)
 endif
 
 # clang by default: GCC 12 drops the frame setup of leaf functions that touch no stack
@@ -86,7 +95,7 @@ BIN := $(BUILD)/schedlab
 # tests/runtime/test_*.c -> $(BUILD)/tests/runtime.test. Programs the tests run
 # (a busy child for the probe tests, say) live in tests/<folder>/helpers/.
 TEST_SRCS := $(shell find tests -name 'test_*.c' -not -path '*/helpers/*' 2>/dev/null | sort)
-ifeq ($(SANITIZE),thread)
+ifneq ($(filter thread,$(SAN_LIST)),)
 # Criterion cannot start under ThreadSanitizer (Snaipe/Criterion#274): the runtime's
 # tests are built against the stand-in in tests/tsan and run by its runner instead.
 TEST_SRCS := $(filter tests/runtime/%,$(TEST_SRCS))
@@ -100,19 +109,29 @@ TEST_LIBS := -lcriterion
 endif
 TEST_DIRS := $(sort $(patsubst %/,%,$(dir $(TEST_SRCS))))
 TEST_BINS := $(patsubst tests/%,$(BUILD)/tests/%.test,$(TEST_DIRS))
-HELPER_SRCS := $(if $(filter thread,$(SANITIZE)),,$(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort))
+HELPER_SRCS := $(if $(filter thread,$(SAN_LIST)),,$(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort))
 HELPER_BINS := $(patsubst %.c,$(BUILD)/tests/helpers/%,$(notdir $(HELPER_SRCS)))
 
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
+# libFuzzer targets, one per parser of outside input: fuzz/fuzz_X.c -> $(FUZZ_BUILD)/fuzz/fuzz_X,
+# linked against a library built with the fuzzer's coverage, ASan and UBSan. Each run starts
+# from the seeds in fuzz/corpus/X/ and keeps what it finds in $(FUZZ_BUILD)/fuzz/corpus/X/;
+# a crash leaves its input in $(FUZZ_BUILD)/fuzz/ and fails the target.
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := fuzzer-no-link,address,undefined
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
 DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
+	    $(patsubst %.c,$(BUILD)/obj/%.d,$(FUZZ_SRCS)) \
 	    $(patsubst %.bpf.o,%.bpf.d,$(BPF_OBJS)) \
 	    $(patsubst %.c,$(BUILD)/obj/%.d,$(TEST_SRCS) $(HELPER_SRCS) $(BENCH_SRCS))
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps reliability
+.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps reliability fuzz fuzz-run
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -185,7 +204,11 @@ $(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/te
 endef
 $(foreach d,$(patsubst tests/%,%,$(TEST_DIRS)),$(eval $(call test_rule,$(d))))
 
-# Helper programs are built the way the runtime is (frame pointers) but stand alone.
+# Helper programs are built the way the runtime is (frame pointers) but stand alone, and
+# never with a sanitizer: they are the programs the probe tests sample, standing in for a
+# profiled program, and a sanitizer's runtime (built without frame pointers) in them would
+# change the stacks the tests check rather than test anything of ours.
+$(patsubst %.c,$(BUILD)/obj/%.o,$(HELPER_SRCS)) $(HELPER_BINS): SAN_FLAGS :=
 define helper_rule
 $(BUILD)/tests/helpers/$(basename $(notdir $(1))): $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 	$$(call msg,LD,$$@)
@@ -200,6 +223,29 @@ test: $(BIN) $(TEST_BINS) $(HELPER_BINS)
 	$(Q)status=0; for t in $(TEST_BINS); do \
 		echo "== $$t"; \
 		SCHEDLAB_BUILD=$(BUILD) $$t --jobs 1 $(TEST_ARGS) || status=1; \
+	done; exit $$status
+
+# ---------------------------------------------------------------------------
+# Fuzzing
+
+$(BUILD)/fuzz/%: $(BUILD)/obj/fuzz/%.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
+fuzz:
+	$(Q)$(MAKE) --no-print-directory SANITIZE=$(FUZZ_SAN) fuzz-run
+
+# -max_total_time bounds each run; -rss_limit_mb keeps a runaway allocation a finding
+fuzz-run: $(FUZZ_BINS)
+	$(Q)status=0; for f in $(FUZZ_BINS); do \
+		t=$${f##*/fuzz_}; mkdir -p $(BUILD)/fuzz/corpus/$$t; \
+		echo "== $$f ($(FUZZ_SECONDS) s)"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus/$$t fuzz/corpus/$$t \
+			2>$(BUILD)/fuzz/$$t.log || { tail -40 $(BUILD)/fuzz/$$t.log; status=1; }; \
+		grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' \
+			$(BUILD)/fuzz/$$t.log; grep -E '^#[0-9]+.*DONE' $(BUILD)/fuzz/$$t.log | tail -1; \
 	done; exit $$status
 
 # ---------------------------------------------------------------------------

@@ -197,7 +197,8 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 		errno = -ret;
 		return NULL;
 	}
-	qsort(r->exact, r->nexact, sizeof(*r->exact), rule_cmp);
+	if (r->nexact) /* qsort's base may not be NULL, even for no elements */
+		qsort(r->exact, r->nexact, sizeof(*r->exact), rule_cmp);
 	for (size_t i = 1; i < r->nexact; i++) {
 		const struct rule *a = &r->exact[i - 1], *b = &r->exact[i];
 
@@ -293,7 +294,10 @@ size_t an_rules_count(const struct an_rules *r)
 static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf)
 {
 	struct rule key = { .name = (char *)frame };
-	const struct rule *hit = bsearch(&key, r->exact, r->nexact, sizeof(*r->exact), rule_cmp);
+	/* bsearch's base may not be NULL, even for no elements */
+	const struct rule *hit = r->nexact ? bsearch(&key, r->exact, r->nexact, sizeof(*r->exact),
+						     rule_cmp)
+					   : NULL;
 
 	if (hit && (!hit->leaf || user_leaf))
 		return (int)hit->cat;

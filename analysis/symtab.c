@@ -363,9 +363,13 @@ static void read_frame_pointers(Elf *elf, struct an_symtab *st)
 		for (size_t j = 0; j < st->nsegs && !p; j++) {
 			const struct an__seg *g = &st->segs[j];
 
-			if (s->addr >= g->vaddr && s->addr - g->vaddr + 8 <= g->filesz &&
-			    g->off + (s->addr - g->vaddr) + 8 <= size)
-				p = raw + g->off + (s->addr - g->vaddr);
+			uint64_t rel = s->addr - g->vaddr;
+
+			/* 8 bytes inside the segment and the file, in differences that
+			 * cannot wrap, whatever a corrupted header says */
+			if (s->addr >= g->vaddr && g->filesz >= 8 && rel <= g->filesz - 8 &&
+			    size >= 8 && g->off <= size - 8 && rel <= size - 8 - g->off)
+				p = raw + g->off + rel;
 		}
 		if (!p)
 			continue;

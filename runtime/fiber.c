@@ -122,10 +122,41 @@ void rt__shared_stack_unmap(struct rt__worker *w)
 	w->shared_map = NULL;
 }
 
+/* The stack t runs on: its own mapping above the guard page, or its home's shared stack
+ * in compact mode. */
+void rt__task_stack(const struct rt_task *t, const void **lo, size_t *len)
+{
+	size_t page = t->sched->page;
+	const char *bottom, *top;
+
+	if (t->map) {
+		bottom = (const char *)t->map + page;
+		top = (const char *)t;
+	} else if (t->home) {
+		bottom = (const char *)t->home->shared_map + page;
+		top = t->home->shared_top;
+	} else {
+		*lo = NULL;
+		*len = 0;
+		return;
+	}
+	*lo = bottom;
+	*len = (size_t)(top - bottom);
+}
+
 /* Lay out, below top, the frame that rt__switch pops the first time it switches to t. */
 static void frame_init(struct rt_task *t, void *stack_top)
 {
 	uint64_t *top = (uint64_t *)((uintptr_t)stack_top & ~(uintptr_t)15);
+#if defined(RT_SANITIZE_ADDRESS)
+	const void *lo;
+	size_t len;
+
+	/* a reused stack may still hold the poisoned frames of the task that ran on it
+	 * last, left by a switch rather than a return */
+	rt__task_stack(t, &lo, &len);
+	RT_ASAN_UNPOISON(lo, len);
+#endif
 
 	/* the return address: past rt__fiber_start's leading nop (switch_x86_64.S says why);
 	 * after the ret, %rsp = top */
@@ -208,6 +239,9 @@ int rt__compact_save(struct rt_task *t)
 		t->saved = p;
 		t->saved_cap = len;
 	}
+	/* the frames hold AddressSanitizer's poisoned redzones: copied out as plain bytes,
+	 * and the shared stack is clean for the next task (it comes back unpoisoned) */
+	RT_ASAN_UNPOISON(t->sp, len);
 	memcpy(t->saved, t->sp, len);
 	t->saved_len = len;
 	return 0;

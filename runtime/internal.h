@@ -67,6 +67,7 @@ struct rt_task {
 	uint32_t saved_len, saved_cap;
 	void *err_top;             /* the innermost error handler (error.c); NULL: none */
 	void *tsan_fiber;          /* ThreadSanitizer's handle for this fiber (SANITIZE=thread) */
+	void *asan_fake;           /* AddressSanitizer's fake stack while switched out */
 	/* the record of the one wait the task is in: waiters, timer nodes — whatever
 	 * other threads touch while it waits, which must not be on its stack */
 	alignas(16) unsigned char park[RT_PARK_BYTES];
@@ -109,6 +110,9 @@ struct rt__thread {
 	pthread_t pthread;
 	clockid_t cpu_clock;       /* this thread's CPU-time clock, for the detector */
 	void *tsan_fiber;          /* ThreadSanitizer's handle for the thread's own context */
+	void *asan_fake;           /* AddressSanitizer's fake stack while a task runs */
+	const void *stack_lo;      /* the thread's own stack, for AddressSanitizer */
+	size_t stack_len;
 };
 
 /* The blocking state of a worker, CASed by its thread and the monitor. */
@@ -267,7 +271,7 @@ void rt__fiber_start(void);
 /* ThreadSanitizer follows memory accesses per thread; fibers move between threads and
  * threads between fibers, so every switch tells it which context runs next (and the
  * switch itself orders what happened before it with what comes after). */
-#if defined(RT_SANITIZE_thread)
+#if defined(RT_SANITIZE_THREAD)
 void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
@@ -282,6 +286,23 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #define RT_TSAN_DESTROY(f)    ((void)(f))
 #define RT_TSAN_CURRENT()     NULL
 #endif
+
+/* AddressSanitizer keeps one stack per thread: a switch names the stack it goes to
+ * (start) and, once there, says it has arrived (finish), so that its reports and its
+ * stack-overflow check follow the fiber. RT_ASAN_ARRIVE with a thread records the stack
+ * that was left, the thread's own, for the switches back. */
+#if defined(RT_SANITIZE_ADDRESS)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define RT_ASAN_LEAVE(fake, lo, len) __sanitizer_start_switch_fiber((fake), (lo), (len))
+#define RT_ASAN_ARRIVE(fake, lo, len) __sanitizer_finish_switch_fiber((fake), (lo), (len))
+#define RT_ASAN_UNPOISON(p, n)  ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define RT_ASAN_LEAVE(fake, lo, len)  ((void)0)
+#define RT_ASAN_ARRIVE(fake, lo, len) ((void)0)
+#define RT_ASAN_UNPOISON(p, n)  ((void)0)
+#endif
+void rt__task_stack(const struct rt_task *t, const void **lo, size_t *len);
 
 /* ---- the phase word (runtime/phase.h) ---- */
 
@@ -406,15 +427,27 @@ static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
  * operation that switched it out then restores its caller's kind (rt__phase_pop). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
+#if defined(RT_SANITIZE_ADDRESS)
+	const void *lo;
+	size_t len;
+
+	rt__task_stack(t, &lo, &len);
+	RT_ASAN_LEAVE(&th->asan_fake, lo, len);
+#endif
 	RT_TSAN_SWITCH(t->tsan_fiber);
 	rt__switch(&th->sched_sp, t->sp);
+	RT_ASAN_ARRIVE(th->asan_fake, NULL, NULL);
 	rt__phase_set_task(0);
 }
 
 static inline void rt__switch_out(struct rt__thread *th, struct rt_task *t)
 {
 	RT_TSAN_SWITCH(th->tsan_fiber);
+	/* a finished task's fake stack goes with it (NULL) */
+	RT_ASAN_LEAVE(th->after.kind == RT_AFTER_DONE ? NULL : &t->asan_fake, th->stack_lo,
+		      th->stack_len);
 	rt__switch(&t->sp, th->sched_sp);
+	RT_ASAN_ARRIVE(t->asan_fake, NULL, NULL);
 	rt__phase_set_task(t->id);
 }
 

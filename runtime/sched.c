@@ -47,6 +47,24 @@ struct rt__worker *rt__self(void)
 	return th && !th->blocking ? th->w : NULL;
 }
 
+/* Where the thread's own stack is, for AddressSanitizer's switches back to it. */
+static void thread_stack(struct rt__thread *th)
+{
+#if defined(RT_SANITIZE_ADDRESS)
+	pthread_attr_t attr;
+	void *lo;
+	size_t len;
+
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return;
+	if (!pthread_attr_getstack(&attr, &lo, &len)) {
+		th->stack_lo = lo;
+		th->stack_len = len;
+	}
+	pthread_attr_destroy(&attr);
+#endif
+}
+
 void rt__thread_bind(struct rt__thread *th)
 {
 	rt__tls_thread = th;
@@ -54,6 +72,7 @@ void rt__thread_bind(struct rt__thread *th)
 		/* for readers on other threads (tests): where this thread's word is */
 		__atomic_store_n(&th->phase, rt__phase_word(), __ATOMIC_RELEASE);
 		th->tsan_fiber = RT_TSAN_CURRENT();
+		thread_stack(th);
 	}
 	if (th && pthread_getcpuclockid(pthread_self(), &th->cpu_clock))
 		th->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
@@ -456,6 +475,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
  * switched to it. */
 RT_PHASE_FN __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
 {
+	RT_ASAN_ARRIVE(NULL, NULL, NULL);
 	rt__phase_set_task(t->id);
 	t->result = t->fn(t->arg);
 	rt__task_exit(t);

@@ -52,6 +52,19 @@ int an_test_unwind_compare(const void *pa, const void *pb);
  * stack from that %rsp up to top (at most want bytes). The copy runs below the
  * recorded %rsp, so what it records above it (return addresses, saved registers) is
  * what the unwinder will find. */
+/* The live stack, as the probe copies it: the callers' frames, AddressSanitizer's
+ * redzones between their variables included, read as plain bytes (volatile, so that the
+ * loop does not become a checked memcpy). */
+__attribute__((no_sanitize("address"))) static void copy_stack(void *dst, const void *src,
+							       size_t len)
+{
+	volatile unsigned char *d = dst;
+	const volatile unsigned char *s = src;
+
+	for (size_t i = 0; i < len; i++)
+		d[i] = s[i];
+}
+
 __attribute__((noinline)) void an_test_unwind_capture(struct capture *c, uintptr_t top, size_t want)
 {
 	uint64_t *r = c->regs;
@@ -82,7 +95,7 @@ __attribute__((noinline)) void an_test_unwind_capture(struct capture *c, uintptr
 
 	c->tid = gettid();
 	c->stack_len = len;
-	memcpy(c->stack, (const void *)sp, len);
+	copy_stack(c->stack, (const void *)sp, len);
 	an_unwind_sink += 1; /* after the copy: the call cannot become a tail jump */
 }
 
@@ -324,7 +337,15 @@ Test(unwind, chain_to_thread_root)
 
 /* glibc's qsort and msort are built without frame pointers: a frame-pointer walk from
  * the comparator cannot be trusted past them; the CFI gets through. */
-Test(unwind, through_qsort_without_frame_pointers)
+/* Under AddressSanitizer qsort is its interceptor (__interceptor_qsort_r), built into the
+ * test binary, not glibc's qsort without frame pointers that this test unwinds through:
+ * off there. */
+#if defined(RT_SANITIZE_ADDRESS)
+#define QSORT_INTERCEPTED 1
+#else
+#define QSORT_INTERCEPTED 0
+#endif
+Test(unwind, through_qsort_without_frame_pointers, .disabled = QSORT_INTERCEPTED)
 {
 	struct capture *c = capture_on_thread(an_test_unwind_sorter, STACK_COPY);
 	struct an_unwind_sample s = sample_of(c);

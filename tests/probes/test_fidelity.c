@@ -205,17 +205,27 @@ static void check_workload(const char *workload, const char *param)
 
 TestSuite(fidelity, .init = setup, .fini = teardown, .timeout = 120);
 
-Test(fidelity, spawn_join_categories_match_the_stacks)
+/* Under AddressSanitizer the schedlab binary spends its scheduling time in the
+ * sanitizer's allocator and interceptors, a runtime built without frame pointers: the
+ * frame-pointer walk stops there and the stacks lose the frames that name the category,
+ * so the agreement measured here is ASan's, not the runtime's. Off under it. */
+#if defined(RT_SANITIZE_ADDRESS)
+#define FIDELITY_OFF 1
+#else
+#define FIDELITY_OFF 0
+#endif
+
+Test(fidelity, spawn_join_categories_match_the_stacks, .disabled = FIDELITY_OFF)
 {
 	check_workload("spawn-join", NULL);
 }
 
-Test(fidelity, queue_spsc_categories_match_the_stacks)
+Test(fidelity, queue_spsc_categories_match_the_stacks, .disabled = FIDELITY_OFF)
 {
 	check_workload("queue-spsc", NULL);
 }
 
-Test(fidelity, workers_categories_match_the_stacks)
+Test(fidelity, workers_categories_match_the_stacks, .disabled = FIDELITY_OFF)
 {
 	check_workload("workers", NULL);
 }

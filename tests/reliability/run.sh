@@ -389,12 +389,18 @@ if [ "$SAN" = 1 ]; then
 	group="Fuzzing: each parser of outside input for ${FUZZ_SECONDS} s"
 	$MAKE --no-print-directory fuzz FUZZ_SECONDS="$FUZZ_SECONDS" >"$tmp/fuzz.log" 2>&1
 	rc=$?
-	# libFuzzer ends each target with "Done N runs in S second(s)"; the Makefile names
-	# each target on a line of its own ("  FUZZ     name") before it.
-	awk '/^  FUZZ /{t=$2} /Done [0-9]+ runs in/{print t, $2, $5}' "$tmp/fuzz.log" >"$tmp/fuzz.rows"
+	# make fuzz names each target ("== DIR/fuzz_NAME (S s)") and leaves its log in
+	# DIR/NAME.log, where libFuzzer ends with "Done N runs in S second(s)".
+	sed -nE 's/^== (.*)\/fuzz_([a-z_]+) \(.*$/\1 \2/p' "$tmp/fuzz.log" >"$tmp/fuzz.targets"
+	: >"$tmp/fuzz.rows"
+	while read -r dir t; do
+		grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$dir/$t.log" 2>/dev/null | tail -1 |
+			awk -v t="$t" '{print t, $2, $5}' >>"$tmp/fuzz.rows"
+	done <"$tmp/fuzz.targets"
 	while read -r t runs secs; do
-		: >"$tmp/err"
-		record "$t: $runs executions in $secs s, no crash" 0 0 "make fuzz ($t)"
+		grep -E '(ERROR|WARNING): [A-Za-z]*Sanitizer|runtime error:|deadly signal' \
+			"$(awk -v t="$t" '$2 == t {print $1}' "$tmp/fuzz.targets")/$t.log" >"$tmp/err"
+		record "$t: $runs executions in $secs s" 0 0 "make fuzz ($t)"
 	done <"$tmp/fuzz.rows"
 	if [ "$rc" != 0 ] || [ ! -s "$tmp/fuzz.rows" ]; then
 		grep -E 'ERROR|SUMMARY|crash-|Error' "$tmp/fuzz.log" | head -3 >"$tmp/err"

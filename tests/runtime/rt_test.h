@@ -8,7 +8,7 @@
 #ifndef SCHEDLAB_TESTS_RT_TEST_H
 #define SCHEDLAB_TESTS_RT_TEST_H
 
-#if defined(RT_SANITIZE_thread)
+#if defined(RT_SANITIZE_THREAD)
 #define RT_TEST_N(n) ((n) / 10 ? (n) / 10 : 1)
 #define RT_UNDER_TSAN 1
 #else

@@ -58,11 +58,12 @@ static size_t read_notes(const char *path, struct note *out, size_t max, uint64_
 		d = elf_getdata(scn, NULL);
 		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) && n < max) {
 			const char *desc = (const char *)d->d_buf + desc_off;
-			const uint64_t *addr = (const uint64_t *)desc;
+			uint64_t addr[3]; /* notes are 4-byte aligned: copied, not cast */
 			const char *provider = desc + 24, *pname = provider + strlen(provider) + 1;
 
 			if (strcmp(provider, "rt"))
 				continue;
+			memcpy(addr, desc, sizeof(addr));
 			snprintf(out[n].name, sizeof(out[n].name), "%s", pname);
 			out[n].pc = addr[0];
 			out[n].base = addr[1];

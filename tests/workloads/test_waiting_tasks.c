@@ -55,7 +55,16 @@ static const struct wl_metric *find_metric(const struct wl_metric *m, size_t n, 
 	return NULL;
 }
 
-Test(waiting_tasks, report_measures_memory_while_every_task_waits, .timeout = 120)
+/* live_heap is glibc's mallinfo2(); under AddressSanitizer malloc is ASan's allocator,
+ * which glibc's figures do not see: off there. */
+#if defined(RT_SANITIZE_ADDRESS)
+#define GLIBC_MALLOC 0
+#else
+#define GLIBC_MALLOC 1
+#endif
+
+Test(waiting_tasks, report_measures_memory_while_every_task_waits, .timeout = 120,
+     .disabled = !GLIBC_MALLOC)
 {
 	struct wl_ctx ctx = wl_test_ctx("waiting-tasks", "ce", 2);
 	struct wl_metric m[WL_MAX_METRICS];
