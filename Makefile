@@ -308,5 +308,7 @@ clean:
 # Reliability: each bad input, fault, sanitizer build and fuzz run, and its outcome.
 # RELIABILITY_SAN=0 leaves out the sanitizer builds and the fuzzing.
 
+RELIABILITY_SAN ?= 1
 reliability: $(BIN)
-	$(Q)MAKE="$(MAKE)" tests/reliability/run.sh $(BUILD) RELIABILITY.md
+	$(Q)MAKE="$(MAKE)" FUZZ_SECONDS=$(FUZZ_SECONDS) RELIABILITY_SAN=$(RELIABILITY_SAN) \
+		tests/reliability/run.sh $(BUILD) RELIABILITY.md
