@@ -529,6 +529,16 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 unsigned rt__load(const struct rt__worker *w);
 /* Owner: the next task from the LIFO slot, the queue, the inbox or the global queue. */
 struct rt_task *rt__next_task(struct rt__worker *w);
+/* Whether the owner must exchange its LIFO slot atomically: when another thread may take
+ * from it. Go's thieves do (lifo_stealable); so does the monitor's drain of a worker,
+ * run by Kyo's blocking detector and by the time slice, under any preset. Otherwise the
+ * owner's relaxed load and store suffice, which other threads read only as a hint of
+ * load. */
+static inline bool rt__lifo_shared(const struct rt_config *c)
+{
+	return c->lifo_stealable || c->blocking == RT_BLOCK_DETECT || c->time_slice_ms;
+}
+
 /* Owner: nothing is queued for w anywhere it would look next (its LIFO slot, queue,
  * inbox, the global queue). */
 static inline bool rt__idle_here(const struct rt__worker *w)

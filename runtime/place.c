@@ -85,19 +85,11 @@ static inline void sample_latency(struct rt_sched *s, struct rt_task *t)
 
 /* ---- the LIFO slot ------------------------------------------------------------------- */
 
-/* The owner's view of its LIFO slot. Only when another thread may take from it (Go's
- * thieves, Kyo's detector) does the owner pay for an exchange; otherwise relaxed loads
- * and stores do, which other threads read only as a hint of load. */
-static inline bool lifo_shared(const struct rt_sched *s)
-{
-	return s->cfg.lifo_stealable || s->cfg.blocking == RT_BLOCK_DETECT;
-}
-
 static inline struct rt_task *lifo_swap(struct rt__worker *w, struct rt_task *t)
 {
 	struct rt_task *old;
 
-	if (lifo_shared(w->sched)) /* release: a thief that takes t sees it whole */
+	if (rt__lifo_shared(&w->sched->cfg)) /* release: a thief that takes t sees it whole */
 		return __atomic_exchange_n(&w->lifo, t, __ATOMIC_ACQ_REL);
 	old = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->lifo, t, __ATOMIC_RELAXED);
