@@ -555,9 +555,9 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 		struct rt__worker *v = rt__scan(s, counter, NULL, &fallback);
 
 		if (counter)
-			RT_STAT_INC(counter, place_scan);
+			RT_STAT_ATOMIC_ADD(counter, place_scan, 1);
 		if (fallback && counter)
-			RT_STAT_INC(counter, place_fallback);
+			RT_STAT_ATOMIC_ADD(counter, place_fallback, 1);
 		RT_USDT(place, t->id, counter ? counter->index : RT_NO_WORKER,
 			v ? v->index : RT_NO_WORKER, v ? rt__load(v) : 0, (int)fallback);
 		RT_USDT(enqueue, t->id, v ? v->index : RT_NO_WORKER, (int)how);
