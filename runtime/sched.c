@@ -273,6 +273,12 @@ static bool park(struct rt__worker *w)
 	 * the fence in rt__inbox_push() and the read-modify-write in rt__notify_parked() */
 	__atomic_store_n(&w->parked, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&s->idle_lock);
+	/* Dekker: our store of parked above, then our loads of the queues below, against
+	 * a pusher's store to a queue, then its load of parked. A seq_cst store followed
+	 * by relaxed loads orders them on x86 only; the fence orders them everywhere and
+	 * pairs with the fence in rt__inbox_push() and the read-modify-write in
+	 * rt__notify_parked(). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 
 	/* Look once more before sleeping. A push to the global queue or to our inbox
 	 * either saw us parked (and wakes us) or is seen here; then we take ourselves
@@ -857,20 +863,6 @@ struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index)
 	return w;
 }
 
-static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax)
-{
-	if (c->executor == RT_EXEC_POOL && (ncore < 1 || ncore > nmax || nmax > RT_MAX_WORKERS ||
-					     c->workers_min > nmax))
-		return -EINVAL;
-	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
-	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
-	    !c->latency_sample || !c->steal_min_load)
-		return -EINVAL;
-	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT)
-		return -EINVAL; /* rt_config_check() says why */
-	return 0;
-}
-
 struct rt_sched *rt_sched_new(const struct rt_config *c)
 {
 	unsigned ncore = c->workers, nmax;
@@ -885,7 +877,9 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	nmax = c->workers_max > ncore ? c->workers_max : ncore;
 	if (c->executor == RT_EXEC_THREADS)
 		ncore = nmax = 0;
-	err = check_config(c, ncore, nmax);
+	/* the one copy of the rules of which knobs go together; rt_config_check() words
+	 * the reason for the CLI */
+	err = rt_config_check(c, NULL, 0);
 	if (err) {
 		errno = -err;
 		return NULL;
