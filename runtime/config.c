@@ -162,7 +162,8 @@ static void preset_loom(struct rt_config *c)
 }
 
 /* A plain thread-pool executor: one shared locked queue, no per-worker queues, no
- * stealing; a blocking call simply holds its thread. */
+ * stealing; a yielded task is submitted to the shared queue again, and a blocking call
+ * simply holds its thread. */
 static void preset_global(struct rt_config *c)
 {
 	preset_ce(c);
@@ -201,8 +202,8 @@ static const struct preset presets[] = {
 	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sysmon retakes a blocked "
 		"worker's queue after 20 us",
 	  preset_go },
-	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, idle workers never steal, "
-		 "blocking seen only by 2 ms x 2 CPU-time samples",
+	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, a worker steals once as its "
+		 "queue runs dry, blocking seen only by 2 ms x 2 CPU-time samples",
 	  preset_kyo },
 	{ "kyo-flush", "kyo, with rt_flush() before each blocking call (the studied partial fix)",
 	  preset_kyo_flush },

@@ -393,6 +393,17 @@ void rt__adapt_interval(struct rt__worker *w)
 	w->interval_mark_ns = now;
 }
 
+/* Where a yielded task goes. A worker puts it back on its own queue, as cats-effect's
+ * cede and Tokio's yield_now do; where wake-ups go to the shared queue (a plain
+ * thread-pool executor, whose workers own no queue) it is submitted there again. Off a
+ * worker it goes where a submission does. */
+static enum rt_place yield_place(const struct rt_sched *s, const struct rt__worker *w)
+{
+	if (!w)
+		return s->cfg.submit;
+	return s->cfg.wake == RT_PLACE_EXTERNAL ? RT_PLACE_EXTERNAL : RT_PLACE_LOCAL;
+}
+
 static void run_task(struct rt__thread *th, struct rt_task *t)
 {
 	struct rt_sched *s = th->sched;
@@ -447,7 +458,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 			 * operations (cats-effect's cede bypass) */
 			if (w && rt__idle_here(w))
 				break;
-			rt__place(s, th, t, w ? RT_PLACE_LOCAL : s->cfg.submit);
+			rt__place(s, th, t, yield_place(s, w));
 			return;
 		case RT_AFTER_SUSPEND:
 			if (th->after.commit(t, th->after.arg))

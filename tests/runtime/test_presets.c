@@ -446,3 +446,35 @@ Test(presets, every_preset_starts_runs_and_stops)
 		rt_sched_free(s);
 	}
 }
+
+/* global: a yielded task is submitted to the shared queue again, as a thread-pool
+ * executor re-submits it; its worker's own ring stays unused. One worker and two
+ * tasks, the second queued before the first yields, so every yield is a placement. */
+static int yield_go;
+
+static uint64_t yield_ten(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&yield_go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (int i = 0; i < 10; i++)
+		rt_yield();
+	return 0;
+}
+
+Test(presets, global_puts_a_yielded_task_on_the_shared_queue)
+{
+	struct rt_sched *s = start("global", 1);
+	struct rt_task *a = rt_submit(s, yield_ten, NULL), *b = rt_submit(s, yield_ten, NULL);
+	struct rt_worker_stats st;
+
+	__atomic_store_n(&yield_go, 1, __ATOMIC_RELEASE);
+	rt_join(a);
+	rt_join(b);
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.place_local, 0, "yields went to the worker's ring (%lu)",
+		     (unsigned long)st.place_local);
+	cr_expect_geq(st.place_external, 10, "at least a's yields went to the shared queue (%lu)",
+		      (unsigned long)st.place_external);
+	rt_sched_free(s);
+}
