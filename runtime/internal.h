@@ -632,9 +632,16 @@ static inline void rt__unlock(uint32_t *l)
 		rt__unlock_slow(l);
 }
 
+/* The one spin-wait hint in the tree (the runtime's spins and the tests'): tells the
+ * CPU we are in a spin loop, so it yields to the sibling hyperthread and leaves the loop
+ * without a memory-order mis-speculation. */
 static inline void rt__cpu_relax(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
 }
 
 /* FIFO wait lists through rt__waiter's next/prev; callers hold the list's lock. */

@@ -190,7 +190,7 @@ static void heap_lock(struct rt__worker *w)
 {
 	for (unsigned spins = 0; __atomic_exchange_n(&w->heap_lock, 1, __ATOMIC_ACQUIRE);) {
 		while (__atomic_load_n(&w->heap_lock, __ATOMIC_RELAXED)) {
-			__builtin_ia32_pause();
+			rt__cpu_relax();
 			/* the holder may have lost its CPU: let it have ours */
 			if (++spins % 128 == 0)
 				sched_yield();
@@ -424,7 +424,7 @@ static void local_push(struct rt__worker *w, struct rt_task *t)
 			rt__notify_parked(s, w);
 			return;
 		}
-		__builtin_ia32_pause(); /* a thief is copying out of our queue; it frees slots soon */
+		rt__cpu_relax(); /* a thief is copying out of our queue; it frees slots soon */
 	}
 }
 
@@ -748,7 +748,7 @@ static struct rt_task *rob(struct rt__worker *w, struct rt__worker *v, bool last
 		uint64_t until = rt__now_ns() + 3000;
 
 		while (rt__now_ns() < until)
-			__builtin_ia32_pause();
+			rt__cpu_relax();
 		t = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
 		moved = t != NULL;
 	}

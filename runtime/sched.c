@@ -105,11 +105,6 @@ uint64_t rt__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
-{
-	__builtin_ia32_pause();
-}
-
 /* ---- waking and parking ----------------------------------------------------------- */
 
 static void unpark(struct rt__worker *w)
@@ -304,7 +299,7 @@ static bool park(struct rt__worker *w)
 		uint64_t until = rt__now_ns() + (uint64_t)s->cfg.park_spin_us * 1000;
 
 		for (unsigned i = 0; !__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE); i++) {
-			__builtin_ia32_pause();
+			rt__cpu_relax();
 			if ((i & 63) == 63 && rt__now_ns() >= until)
 				break;
 		}
@@ -359,7 +354,7 @@ static struct rt_task *search(struct rt__worker *w)
 				return NULL;
 		}
 		for (int i = 0; i < 32; i++)
-			cpu_relax();
+			rt__cpu_relax();
 	}
 }
 
