@@ -440,7 +440,7 @@ void rt__io_stop(struct rt_sched *s);
 uint64_t rt__io_phase(const struct rt_sched *s);
 bool rt__io_thread(const struct rt_sched *s, pthread_t *thread);
 
-/* ---- sched.c ---- */
+/* ---- sched.c: the run loop and task operations ---- */
 extern __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
 /* The calling thread's runtime context, read fresh on every call: a task can move
@@ -473,17 +473,6 @@ void rt__drive(struct rt__thread *th);
 void rt__thread_bind(struct rt__thread *th);
 /* Tokio's adaptive global-queue interval, called at each global-queue check. */
 void rt__adapt_interval(struct rt__worker *w);
-/* Park w's thread until notified. false: shutdown. */
-bool rt__park(struct rt__worker *w);
-/* Wake a parked worker to search, by the notify knob's rule (from: for counters):
- * after a push to a shared queue, and (cheaper, no barrier) after one to the caller's
- * own queue. */
-void rt__notify_parked(struct rt_sched *s, struct rt__worker *from);
-void rt__notify_local(struct rt_sched *s, struct rt__worker *from);
-/* Wake w itself if it is parked (work was placed on it). true if it was parked. */
-bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w);
-/* Wake some parked worker to search, whatever the notify knob says. */
-bool rt__wake_one_parked(struct rt_sched *s);
 /* A worker, not yet driven by any thread. NULL + errno. */
 struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index);
 uint64_t rt__now_ns(void);
@@ -510,6 +499,25 @@ void rt__wake(struct rt__waiter *w);
  * the record stays on the thread's stack. Usage:
  *   struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local; */
 void *rt__park_area(size_t size);
+
+/* ---- park.c: the park/notify protocol ---- */
+/* Park w's thread until notified. false: shutdown. */
+bool rt__park(struct rt__worker *w);
+/* Wake a parked worker to search, by the notify knob's rule (from: for counters):
+ * after a push to a shared queue, and (cheaper, no barrier) after one to the caller's
+ * own queue. */
+void rt__notify_parked(struct rt_sched *s, struct rt__worker *from);
+void rt__notify_local(struct rt_sched *s, struct rt__worker *from);
+/* Wake w itself if it is parked (work was placed on it). true if it was parked. */
+bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w);
+/* Wake some parked worker to search, whatever the notify knob says. */
+bool rt__wake_one_parked(struct rt_sched *s);
+/* Wake w's thread whatever its state (shutdown). */
+void rt__unpark(struct rt__worker *w);
+/* Owner: count w as searching, if fewer than the cap are; false if it may not search. */
+bool rt__enter_searching(struct rt__worker *w);
+/* Owner: w stops searching; the last searcher to find work wakes another. */
+void rt__leave_searching(struct rt__worker *w);
 
 /* ---- place.c: placement and stealing ---- */
 /* Make t runnable from thread th (may be NULL: from outside) by `how`. */
