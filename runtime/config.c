@@ -162,7 +162,8 @@ static void preset_loom(struct rt_config *c)
 }
 
 /* A plain thread-pool executor: one shared locked queue, no per-worker queues, no
- * stealing; a blocking call simply holds its thread. */
+ * stealing; a yielded task is submitted to the shared queue again, and a blocking call
+ * simply holds its thread. */
 static void preset_global(struct rt_config *c)
 {
 	preset_ce(c);
@@ -201,8 +202,8 @@ static const struct preset presets[] = {
 	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sysmon retakes a blocked "
 		"worker's queue after 20 us",
 	  preset_go },
-	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, idle workers never steal, "
-		 "blocking seen only by 2 ms x 2 CPU-time samples",
+	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, a worker steals once as its "
+		 "queue runs dry, blocking seen only by 2 ms x 2 CPU-time samples",
 	  preset_kyo },
 	{ "kyo-flush", "kyo, with rt_flush() before each blocking call (the studied partial fix)",
 	  preset_kyo_flush },
@@ -424,6 +425,30 @@ int rt_config_check(const struct rt_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "workers_min=%u is over the %u workers there may be; lower "
 			 "it, or raise workers_max to at least %u", c->workers_min, nmax,
 			 c->workers_min);
+		return -EINVAL;
+	}
+	if (c->executor == RT_EXEC_POOL && c->workers && c->workers_max &&
+	    c->workers_max < c->workers) {
+		snprintf(err, errlen, "workers_max=%u is under workers=%u: the pool never shrinks "
+			 "below its core workers; raise workers_max to at least %u, or 0 for no "
+			 "spares", c->workers_max, c->workers, c->workers);
+		return -EINVAL;
+	}
+	if (c->executor == RT_EXEC_THREADS && c->queue == RT_QUEUE_HEAP) {
+		snprintf(err, errlen, "queue=heap with executor=threads: each task has its own OS "
+			 "thread and no worker queues it; use queue=ring or executor=pool");
+		return -EINVAL;
+	}
+	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1))) {
+		snprintf(err, errlen, "stack_size=%zu, capacity=%u: stack_size must be at least "
+			 "16384 and capacity a power of two of at least 2", (size_t)c->stack_size,
+			 c->capacity);
+		return -EINVAL;
+	}
+	if (!c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
+	    !c->latency_sample || !c->steal_min_load) {
+		snprintf(err, errlen, "global_interval, lifo_polls, detect_samples, monitor_us, "
+			 "latency_sample and steal_min_load must each be at least 1");
 		return -EINVAL;
 	}
 	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT) {

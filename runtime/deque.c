@@ -78,8 +78,12 @@ int rt_deque_push(struct rt_deque *dq, void *item)
 	return 0;
 }
 
-/* Take the oldest item: the owner's pop and a thief's steal_one differ only in how
- * they may read tail. */
+/* Take the oldest item: the owner's pop and a thief's steal_one. Only the owner may
+ * read tail plainly. Both read the slot before the CAS: when the CAS moves steal too,
+ * the slot is free the moment it succeeds, and on a full ring the owner's next push
+ * may overwrite it. A read that loses the CAS is thrown away; one that wins read the
+ * item the CAS claimed, because the owner writes that slot only once steal has passed
+ * it, which the winning CAS has not yet published. */
 static inline void *take_head(struct rt_deque *dq, bool owner)
 {
 	uint64_t head = __atomic_load_n(&dq->head, __ATOMIC_ACQUIRE);
@@ -89,14 +93,18 @@ static inline void *take_head(struct rt_deque *dq, bool owner)
 		/* acquire for a thief: pairs with the release store in rt_deque_push() */
 		uint32_t tail = owner ? dq->tail : __atomic_load_n(&dq->tail, __ATOMIC_ACQUIRE);
 		uint64_t next;
+		void *item;
 
 		if (real == tail || tail - real > dq->mask + 1)
 			return NULL;
+		item = slot_get(dq, real);
 		/* no steal in progress: both indices move; else only ours */
 		next = steal == real ? head_pack(real + 1, real + 1) : head_pack(steal, real + 1);
+		/* acq_rel: the release half pairs with the acquire load of head in
+		 * rt_deque_push(), so our read of the slot happens before its reuse */
 		if (__atomic_compare_exchange_n(&dq->head, &head, next, true, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
-			return slot_get(dq, real);
+			return item;
 	}
 }
 

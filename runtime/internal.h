@@ -473,7 +473,7 @@ void rt__io_stop(struct rt_sched *s);
 uint64_t rt__io_phase(const struct rt_sched *s);
 bool rt__io_thread(const struct rt_sched *s, pthread_t *thread);
 
-/* ---- sched.c ---- */
+/* ---- sched.c: the run loop and task operations ---- */
 extern __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
 /* The calling thread's runtime context, read fresh on every call: a task can move
@@ -506,17 +506,6 @@ void rt__drive(struct rt__thread *th);
 void rt__thread_bind(struct rt__thread *th);
 /* Tokio's adaptive global-queue interval, called at each global-queue check. */
 void rt__adapt_interval(struct rt__worker *w);
-/* Park w's thread until notified. false: shutdown. */
-bool rt__park(struct rt__worker *w);
-/* Wake a parked worker to search, by the notify knob's rule (from: for counters):
- * after a push to a shared queue, and (cheaper, no barrier) after one to the caller's
- * own queue. */
-void rt__notify_parked(struct rt_sched *s, struct rt__worker *from);
-void rt__notify_local(struct rt_sched *s, struct rt__worker *from);
-/* Wake w itself if it is parked (work was placed on it). true if it was parked. */
-bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w);
-/* Wake some parked worker to search, whatever the notify knob says. */
-bool rt__wake_one_parked(struct rt_sched *s);
 /* A worker, not yet driven by any thread. NULL + errno. */
 struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index);
 uint64_t rt__now_ns(void);
@@ -544,6 +533,25 @@ void rt__wake(struct rt__waiter *w);
  *   struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local; */
 void *rt__park_area(size_t size);
 
+/* ---- park.c: the park/notify protocol ---- */
+/* Park w's thread until notified. false: shutdown. */
+bool rt__park(struct rt__worker *w);
+/* Wake a parked worker to search, by the notify knob's rule (from: for counters):
+ * after a push to a shared queue, and (cheaper, no barrier) after one to the caller's
+ * own queue. */
+void rt__notify_parked(struct rt_sched *s, struct rt__worker *from);
+void rt__notify_local(struct rt_sched *s, struct rt__worker *from);
+/* Wake w itself if it is parked (work was placed on it). true if it was parked. */
+bool rt__unpark_worker(struct rt_sched *s, struct rt__worker *w);
+/* Wake some parked worker to search, whatever the notify knob says. */
+bool rt__wake_one_parked(struct rt_sched *s);
+/* Wake w's thread whatever its state (shutdown). */
+void rt__unpark(struct rt__worker *w);
+/* Owner: count w as searching, if fewer than the cap are; false if it may not search. */
+bool rt__enter_searching(struct rt__worker *w);
+/* Owner: w stops searching; the last searcher to find work wakes another. */
+void rt__leave_searching(struct rt__worker *w);
+
 /* ---- place.c: placement and stealing ---- */
 /* Make t runnable from thread th (may be NULL: from outside) by `how`. */
 void rt__place(struct rt_sched *s, struct rt__thread *th, struct rt_task *t, enum rt_place how);
@@ -562,6 +570,16 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 unsigned rt__load(const struct rt__worker *w);
 /* Owner: the next task from the LIFO slot, the queue, the inbox or the global queue. */
 struct rt_task *rt__next_task(struct rt__worker *w);
+/* Whether the owner must exchange its LIFO slot atomically: when another thread may take
+ * from it. Go's thieves do (lifo_stealable); so does the monitor's drain of a worker,
+ * run by Kyo's blocking detector and by the time slice, under any preset. Otherwise the
+ * owner's relaxed load and store suffice, which other threads read only as a hint of
+ * load. */
+static inline bool rt__lifo_shared(const struct rt_config *c)
+{
+	return c->lifo_stealable || c->blocking == RT_BLOCK_DETECT || c->time_slice_ms;
+}
+
 /* Owner: nothing is queued for w anywhere it would look next (its LIFO slot, queue,
  * inbox, the global queue). */
 static inline bool rt__idle_here(const struct rt__worker *w)
@@ -655,9 +673,16 @@ static inline void rt__unlock(uint32_t *l)
 		rt__unlock_slow(l);
 }
 
+/* The one spin-wait hint in the tree (the runtime's spins and the tests'): tells the
+ * CPU we are in a spin loop, so it yields to the sibling hyperthread and leaves the loop
+ * without a memory-order mis-speculation. */
 static inline void rt__cpu_relax(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
 }
 
 /* FIFO wait lists through rt__waiter's next/prev; callers hold the list's lock. */

@@ -85,19 +85,11 @@ static inline void sample_latency(struct rt_sched *s, struct rt_task *t)
 
 /* ---- the LIFO slot ------------------------------------------------------------------- */
 
-/* The owner's view of its LIFO slot. Only when another thread may take from it (Go's
- * thieves, Kyo's detector) does the owner pay for an exchange; otherwise relaxed loads
- * and stores do, which other threads read only as a hint of load. */
-static inline bool lifo_shared(const struct rt_sched *s)
-{
-	return s->cfg.lifo_stealable || s->cfg.blocking == RT_BLOCK_DETECT;
-}
-
 static inline struct rt_task *lifo_swap(struct rt__worker *w, struct rt_task *t)
 {
 	struct rt_task *old;
 
-	if (lifo_shared(w->sched)) /* release: a thief that takes t sees it whole */
+	if (rt__lifo_shared(&w->sched->cfg)) /* release: a thief that takes t sees it whole */
 		return __atomic_exchange_n(&w->lifo, t, __ATOMIC_ACQ_REL);
 	old = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->lifo, t, __ATOMIC_RELAXED);
@@ -198,7 +190,7 @@ static void heap_lock(struct rt__worker *w)
 {
 	for (unsigned spins = 0; __atomic_exchange_n(&w->heap_lock, 1, __ATOMIC_ACQUIRE);) {
 		while (__atomic_load_n(&w->heap_lock, __ATOMIC_RELAXED)) {
-			__builtin_ia32_pause();
+			rt__cpu_relax();
 			/* the holder may have lost its CPU: let it have ours */
 			if (++spins % 128 == 0)
 				sched_yield();
@@ -432,7 +424,7 @@ static void local_push(struct rt__worker *w, struct rt_task *t)
 			rt__notify_parked(s, w);
 			return;
 		}
-		__builtin_ia32_pause(); /* a thief is copying out of our queue; it frees slots soon */
+		rt__cpu_relax(); /* a thief is copying out of our queue; it frees slots soon */
 	}
 }
 
@@ -563,9 +555,9 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 		struct rt__worker *v = rt__scan(s, counter, NULL, &fallback);
 
 		if (counter)
-			RT_STAT_INC(counter, place_scan);
+			RT_STAT_ATOMIC_ADD(counter, place_scan, 1);
 		if (fallback && counter)
-			RT_STAT_INC(counter, place_fallback);
+			RT_STAT_ATOMIC_ADD(counter, place_fallback, 1);
 		RT_USDT(place, t->id, counter ? counter->index : RT_NO_WORKER,
 			v ? v->index : RT_NO_WORKER, v ? rt__load(v) : 0, (int)fallback);
 		RT_USDT(enqueue, t->id, v ? v->index : RT_NO_WORKER, (int)how);
@@ -756,7 +748,7 @@ static struct rt_task *rob(struct rt__worker *w, struct rt__worker *v, bool last
 		uint64_t until = rt__now_ns() + 3000;
 
 		while (rt__now_ns() < until)
-			__builtin_ia32_pause();
+			rt__cpu_relax();
 		t = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
 		moved = t != NULL;
 	}

@@ -1,5 +1,5 @@
 /*
- * The scheduler: runtime threads and their run loop, searching and parking, and the
+ * The scheduler: runtime threads and their run loop, searching (parking is park.c), and the
  * task operations built on them (spawn, submit, join, yield, suspend, wait).
  *
  * A thread that drives a worker looks for its next task (rt__next_task: the LIFO
@@ -124,219 +124,6 @@ uint64_t rt__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
-{
-	__builtin_ia32_pause();
-}
-
-/* ---- waking and parking ----------------------------------------------------------- */
-
-static void unpark(struct rt__worker *w)
-{
-	/* the store pairs with the acquire load in rt__park()'s wait loop */
-	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
-	rt__futex_wake(&w->futex, 1);
-}
-
-/* Under idle_lock: take w off the sleepers list and count it unparked (and searching). */
-static void sleeper_remove(struct rt_sched *s, struct rt__worker *w, bool searching)
-{
-	for (unsigned i = 0; i < s->nsleepers; i++) {
-		if (s->sleepers[i] == w->index) {
-			s->sleepers[i] = s->sleepers[--s->nsleepers];
-			break;
-		}
-	}
-	__atomic_store_n(&w->parked, false, __ATOMIC_RELAXED);
-	w->searching = searching;
-	__atomic_fetch_add(&s->idle_state, IDLE_UNPARK_ONE | (searching ? IDLE_SEARCH_ONE : 0),
-			   __ATOMIC_SEQ_CST);
-}
-
-static void notify_slow(struct rt_sched *s, struct rt__worker *from);
-
-/* Wake a parked worker to come and search, by the notify knob's rule. After a push to
- * the global queue (shared) the read-modify-write is a full barrier: it orders the push
- * before the read of the idle state and pairs with the one in rt__park(), so that the
- * work is never left with everyone asleep. After a push to the caller's own queue a
- * plain load is enough, as in Go's wakep(): if it misses a worker that is just
- * parking, the caller still runs the task itself; only parallelism is lost. */
-static inline void notify_check(struct rt_sched *s, struct rt__worker *from, uint32_t st)
-{
-	if (rt__notify_wanted(s, st))
-		notify_slow(s, from);
-}
-
-RT_PHASE_FN void (rt__notify_parked)(struct rt_sched *s, struct rt__worker *from)
-{
-	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
-
-	notify_check(s, from, __atomic_fetch_add(&s->idle_state, 0, __ATOMIC_SEQ_CST));
-	rt__phase_pop(phase);
-}
-
-RT_PHASE_FN void (rt__notify_local)(struct rt_sched *s, struct rt__worker *from)
-{
-	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
-
-	notify_check(s, from, __atomic_load_n(&s->idle_state, __ATOMIC_RELAXED));
-	rt__phase_pop(phase);
-}
-
-static void notify_slow(struct rt_sched *s, struct rt__worker *from)
-{
-	bool any_searcher_ok = s->cfg.notify == RT_NOTIFY_ALWAYS;
-	struct rt__worker *v;
-	uint32_t st;
-
-	pthread_mutex_lock(&s->idle_lock);
-	st = __atomic_load_n(&s->idle_state, __ATOMIC_SEQ_CST);
-	if ((!any_searcher_ok && IDLE_SEARCHING(st)) || !s->nsleepers) {
-		pthread_mutex_unlock(&s->idle_lock);
-		return;
-	}
-	v = s->workers[s->sleepers[s->nsleepers - 1]];
-	sleeper_remove(s, v, s->cfg.idle_steal);
-	pthread_mutex_unlock(&s->idle_lock);
-	if (from)
-		RT_STAT_INC(from, notifies);
-	unpark(v);
-}
-
-RT_PHASE_FN bool (rt__unpark_worker)(struct rt_sched *s, struct rt__worker *w)
-{
-	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
-	bool woke = false;
-
-	if (!__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
-		goto out;
-	pthread_mutex_lock(&s->idle_lock);
-	if (!__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
-		pthread_mutex_unlock(&s->idle_lock);
-		goto out;
-	}
-	/* it has work of its own waiting: not a searcher */
-	sleeper_remove(s, w, false);
-	pthread_mutex_unlock(&s->idle_lock);
-	unpark(w);
-	woke = true;
-out:
-	rt__phase_pop(phase);
-	return woke;
-}
-
-RT_PHASE_FN bool (rt__wake_one_parked)(struct rt_sched *s)
-{
-	uint64_t phase = rt__phase_push(RT_PHASE_SUBMIT);
-	struct rt__worker *v = NULL;
-
-	pthread_mutex_lock(&s->idle_lock);
-	if (s->nsleepers) {
-		v = s->workers[s->sleepers[s->nsleepers - 1]];
-		sleeper_remove(s, v, true);
-	}
-	pthread_mutex_unlock(&s->idle_lock);
-	if (v)
-		unpark(v);
-	rt__phase_pop(phase);
-	return v != NULL;
-}
-
-static bool enter_searching(struct rt__worker *w)
-{
-	struct rt_sched *s = w->sched;
-	uint32_t st;
-
-	if (w->searching)
-		return true;
-	st = __atomic_load_n(&s->idle_state, __ATOMIC_SEQ_CST);
-	if (s->max_searchers && IDLE_SEARCHING(st) >= s->max_searchers)
-		return false;
-	__atomic_fetch_add(&s->idle_state, IDLE_SEARCH_ONE, __ATOMIC_SEQ_CST);
-	w->searching = true;
-	return true;
-}
-
-/* Found work while searching: if we were the last searcher, wake another to take
- * over, so that queued work keeps a searcher. */
-static void leave_searching(struct rt__worker *w)
-{
-	struct rt_sched *s = w->sched;
-	uint32_t prev = __atomic_fetch_sub(&s->idle_state, IDLE_SEARCH_ONE, __ATOMIC_SEQ_CST);
-
-	w->searching = false;
-	if (IDLE_SEARCHING(prev) == 1 && s->cfg.idle_steal)
-		rt__notify_parked(s, w);
-}
-
-/* Parking, all of it: the sleepers-list protocol as much as the wait. */
-static bool park(struct rt__worker *w)
-{
-	struct rt_sched *s = w->sched;
-	bool last_searcher;
-	uint32_t prev;
-
-	pthread_mutex_lock(&s->idle_lock);
-	if (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_unlock(&s->idle_lock);
-		return false;
-	}
-	prev = __atomic_fetch_sub(&s->idle_state,
-				  IDLE_UNPARK_ONE | (w->searching ? IDLE_SEARCH_ONE : 0),
-				  __ATOMIC_SEQ_CST);
-	last_searcher = w->searching && IDLE_SEARCHING(prev) == 1;
-	w->searching = false;
-	__atomic_store_n(&w->futex, 0, __ATOMIC_RELAXED);
-	s->sleepers[s->nsleepers++] = w->index;
-	/* seq_cst: a full barrier between saying we park and the look below; pairs with
-	 * the fence in rt__inbox_push() and the read-modify-write in rt__notify_parked() */
-	__atomic_store_n(&w->parked, true, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&s->idle_lock);
-
-	/* Look once more before sleeping. A push to the global queue or to our inbox
-	 * either saw us parked (and wakes us) or is seen here; then we take ourselves
-	 * off the list, unless its waker already did. A push that saw a searcher (us)
-	 * woke nobody: as the last searcher we look at every queue and wake another. */
-	if (!rt_deque_empty(&w->dq) || __atomic_load_n(&w->inbox_len, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&s->inject_len, __ATOMIC_RELAXED)) {
-		pthread_mutex_lock(&s->idle_lock);
-		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
-			sleeper_remove(s, w, false);
-			pthread_mutex_unlock(&s->idle_lock);
-			return true;
-		}
-		pthread_mutex_unlock(&s->idle_lock); /* a waker is on its way: wait for it */
-	} else if (last_searcher && rt__work_pending(s)) {
-		rt__notify_parked(s, w);
-	}
-
-	RT_STAT_INC(w, parks);
-	RT_USDT(park, w->index);
-	if (s->cfg.park_spin_us) {
-		/* spin a while first: a wake-up that comes soon costs no futex round trip */
-		uint64_t until = rt__now_ns() + (uint64_t)s->cfg.park_spin_us * 1000;
-
-		for (unsigned i = 0; !__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE); i++) {
-			__builtin_ia32_pause();
-			if ((i & 63) == 63 && rt__now_ns() >= until)
-				break;
-		}
-	}
-	while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
-		rt__futex_wait_timeout(&w->futex, 0, NULL);
-	RT_USDT(unpark, w->index, (int)w->searching);
-	return !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
-}
-
-RT_PHASE_FN bool (rt__park)(struct rt__worker *w)
-{
-	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
-	bool more = park(w);
-
-	rt__phase_pop(phase);
-	return more;
-}
-
 /* ---- finding work --------------------------------------------------------------------- */
 
 /* Look in other workers' queues and the global queue for up to search_spin_us. Where
@@ -350,7 +137,7 @@ static struct rt_task *search(struct rt__worker *w)
 		return NULL;
 	if (!s->cfg.idle_steal)
 		return rt__steal(w, false);
-	if (!enter_searching(w))
+	if (!rt__enter_searching(w))
 		return NULL;
 	for (unsigned round = 0;; round++) {
 		/* Go takes runnext slots only on the last of its four passes */
@@ -372,7 +159,7 @@ static struct rt_task *search(struct rt__worker *w)
 				return NULL;
 		}
 		for (int i = 0; i < 32; i++)
-			cpu_relax();
+			rt__cpu_relax();
 	}
 }
 
@@ -404,6 +191,17 @@ void rt__adapt_interval(struct rt__worker *w)
 		w->global_interval = interval < 2 ? 2 : interval > 127 ? 127 : (unsigned)interval;
 	}
 	w->interval_mark_ns = now;
+}
+
+/* Where a yielded task goes. A worker puts it back on its own queue, as cats-effect's
+ * cede and Tokio's yield_now do; where wake-ups go to the shared queue (a plain
+ * thread-pool executor, whose workers own no queue) it is submitted there again. Off a
+ * worker it goes where a submission does. */
+static enum rt_place yield_place(const struct rt_sched *s, const struct rt__worker *w)
+{
+	if (!w)
+		return s->cfg.submit;
+	return s->cfg.wake == RT_PLACE_EXTERNAL ? RT_PLACE_EXTERNAL : RT_PLACE_LOCAL;
 }
 
 static void run_task(struct rt__thread *th, struct rt_task *t)
@@ -460,7 +258,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 			 * operations (cats-effect's cede bypass) */
 			if (w && rt__idle_here(w))
 				break;
-			rt__place(s, th, t, w ? RT_PLACE_LOCAL : s->cfg.submit);
+			rt__place(s, th, t, yield_place(s, w));
 			return;
 		case RT_AFTER_SUSPEND:
 			if (th->after.commit(t, th->after.arg))
@@ -515,7 +313,7 @@ RT_PHASE_FN void rt__drive(struct rt__thread *th)
 		}
 		woken = false;
 		if (w->searching)
-			leave_searching(w);
+			rt__leave_searching(w);
 		run_task(th, t);
 	}
 	rt__phase_unset(phase);
@@ -877,20 +675,6 @@ struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index)
 	return w;
 }
 
-static int check_config(const struct rt_config *c, unsigned ncore, unsigned nmax)
-{
-	if (c->executor == RT_EXEC_POOL && (ncore < 1 || ncore > nmax || nmax > RT_MAX_WORKERS ||
-					     c->workers_min > nmax))
-		return -EINVAL;
-	if (c->stack_size < 16384 || c->capacity < 2 || (c->capacity & (c->capacity - 1)) ||
-	    !c->global_interval || !c->lifo_polls || !c->detect_samples || !c->monitor_us ||
-	    !c->latency_sample || !c->steal_min_load)
-		return -EINVAL;
-	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT)
-		return -EINVAL; /* rt_config_check() says why */
-	return 0;
-}
-
 struct rt_sched *rt_sched_new(const struct rt_config *c)
 {
 	unsigned ncore = c->workers, nmax;
@@ -905,7 +689,9 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	nmax = c->workers_max > ncore ? c->workers_max : ncore;
 	if (c->executor == RT_EXEC_THREADS)
 		ncore = nmax = 0;
-	err = check_config(c, ncore, nmax);
+	/* the one copy of the rules of which knobs go together; rt_config_check() words
+	 * the reason for the CLI */
+	err = rt_config_check(c, NULL, 0);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -993,7 +779,7 @@ void rt_sched_free(struct rt_sched *s)
 	__atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nsleepers; i++) {
 		__atomic_store_n(&s->workers[s->sleepers[i]]->parked, false, __ATOMIC_RELAXED);
-		unpark(s->workers[s->sleepers[i]]);
+		rt__unpark(s->workers[s->sleepers[i]]);
 	}
 	s->nsleepers = 0;
 	pthread_mutex_unlock(&s->idle_lock);

@@ -133,3 +133,39 @@ Test(config, knobs_that_cannot_go_together_are_named_with_the_fix)
 	cr_expect_null(rt_sched_new(&c), "rt_sched_new refuses what rt_config_check does");
 	cr_expect_eq(errno, EINVAL);
 }
+
+/* rt_sched_new() refuses exactly what rt_config_check() does, with the same errno. */
+static void expect_refused(const struct rt_config *c, const char *want1, const char *want2)
+{
+	char err[1024];
+
+	cr_expect_eq(rt_config_check(c, err, sizeof(err)), -EINVAL, "%s and %s", want1, want2);
+	cr_expect(strstr(err, want1) && strstr(err, want2), "%s", err);
+	errno = 0;
+	cr_expect_null(rt_sched_new(c), "rt_sched_new refuses what rt_config_check does");
+	cr_expect_eq(errno, EINVAL);
+}
+
+Test(config, fewer_max_workers_than_workers_and_threads_with_a_heap_are_refused)
+{
+	struct rt_config c;
+	char err[1024];
+
+	rt_config_default(&c);
+	c.workers = 4;
+	c.workers_max = 2;
+	expect_refused(&c, "workers_max=2", "at least 4");
+	c.workers_max = 4;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0, "%s", err);
+
+	cr_assert_eq(rt_config_preset(&c, "threads"), 0);
+	cr_assert_eq(rt_config_set(&c, "queue", "heap", err, sizeof(err)), 0, "%s", err);
+	expect_refused(&c, "queue=heap", "executor=threads");
+
+	rt_config_default(&c);
+	c.capacity = 6;
+	expect_refused(&c, "capacity=6", "power of two");
+	rt_config_default(&c);
+	c.lifo_polls = 0;
+	expect_refused(&c, "lifo_polls", "at least 1");
+}

@@ -306,3 +306,55 @@ Test(deque, take_half_races_a_thief, .timeout = 60)
 		cr_assert_eq(spilled_taken[i], 1, "item %lu taken %u times", (unsigned long)i,
 			     spilled_taken[i]);
 }
+
+/* steal_one against an owner that keeps a small ring full: a slot the thief's CAS has
+ * freed is the very next one the owner's push writes, so a thief that read the slot
+ * after its CAS would get the new item (lost the old one, and the new one is taken
+ * twice). */
+#define ONE_ITEMS RT_TEST_N(2000000)
+
+static uint8_t one_taken[ONE_ITEMS];
+static struct rt_deque one_q;
+static void *one_slots[4];
+static int one_done;
+
+static void *one_thief(void *arg)
+{
+	void *p;
+
+	pin((unsigned)(uintptr_t)arg + 1);
+	pthread_barrier_wait(&start);
+	while (!__atomic_load_n(&one_done, __ATOMIC_ACQUIRE) || !rt_deque_empty(&one_q)) {
+		if ((p = rt_deque_steal_one(&one_q)))
+			__atomic_fetch_add(&one_taken[index_of(p)], 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+Test(deque, steal_one_races_an_owner_on_a_full_ring, .timeout = 120)
+{
+	pthread_t th[2];
+	uintptr_t next = 0;
+	void *p;
+
+	rt_deque_init(&one_q, one_slots, 4);
+	pthread_barrier_init(&start, NULL, 3);
+	for (uintptr_t k = 0; k < 2; k++)
+		pthread_create(&th[k], NULL, one_thief, (void *)k);
+	pin(0);
+	pthread_barrier_wait(&start);
+	while (next < ONE_ITEMS) {
+		if (rt_deque_push(&one_q, item(next)) == 0)
+			next++;
+		else if ((p = rt_deque_pop(&one_q)))
+			__atomic_fetch_add(&one_taken[index_of(p)], 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&one_done, 1, __ATOMIC_RELEASE);
+	while ((p = rt_deque_pop(&one_q)))
+		__atomic_fetch_add(&one_taken[index_of(p)], 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	for (uintptr_t i = 0; i < ONE_ITEMS; i++)
+		cr_assert_eq(one_taken[i], 1, "item %lu taken %u times", (unsigned long)i,
+			     one_taken[i]);
+}

@@ -500,3 +500,19 @@ Test(knobs, global_batch_off_takes_one_task_at_a_time)
 	cr_expect_eq(queued_locally("false"), 0);
 	cr_expect_gt(queued_locally("true"), 0);
 }
+
+/* The monitor's drain exchanges a worker's LIFO slot from its own thread, so wherever it
+ * runs the owner must exchange the slot too, or one task is placed twice. */
+Test(knobs, lifo_slot_is_shared_wherever_the_monitor_drains_it)
+{
+	struct rt_config c;
+	char err[256];
+
+	cr_assert_eq(rt_config_preset(&c, "tokio"), 0);
+	cr_expect_not(rt__lifo_shared(&c), "tokio alone keeps its slot unshared");
+	cr_assert_eq(rt_config_set(&c, "time_slice_ms", "1", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rt_config_check(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect(rt__lifo_shared(&c), "tokio with a time slice: the stall drain takes the slot");
+	cr_assert_eq(rt_config_preset(&c, "kyo"), 0);
+	cr_expect(rt__lifo_shared(&c), "kyo: the slice and the detector drain the slot");
+}

@@ -405,7 +405,7 @@ static void spin_until(const uint32_t *word, uint32_t mask)
 	uint64_t until = rt_now_ns() + (RT_UNDER_TSAN ? 20000000 : 2000000);
 
 	while (!(__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) && rt_now_ns() < until)
-		__builtin_ia32_pause();
+		rt__cpu_relax();
 }
 
 /* The children: each ends its parent's wait only once the parent waits (suspended, so

@@ -446,3 +446,86 @@ Test(presets, every_preset_starts_runs_and_stops)
 		rt_sched_free(s);
 	}
 }
+
+/* global: a yielded task is submitted to the shared queue again, as a thread-pool
+ * executor re-submits it; its worker's own ring stays unused. One worker and two
+ * tasks, the second queued before the first yields, so every yield is a placement. */
+static int yield_go;
+
+static uint64_t yield_ten(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&yield_go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (int i = 0; i < 10; i++)
+		rt_yield();
+	return 0;
+}
+
+Test(presets, global_puts_a_yielded_task_on_the_shared_queue)
+{
+	struct rt_sched *s = start("global", 1);
+	struct rt_task *a = rt_submit(s, yield_ten, NULL), *b = rt_submit(s, yield_ten, NULL);
+	struct rt_worker_stats st;
+
+	__atomic_store_n(&yield_go, 1, __ATOMIC_RELEASE);
+	rt_join(a);
+	rt_join(b);
+	rt_sched_stats_total(s, &st);
+	cr_expect_eq(st.place_local, 0, "yields went to the worker's ring (%lu)",
+		     (unsigned long)st.place_local);
+	cr_expect_geq(st.place_external, 10, "at least a's yields went to the shared queue (%lu)",
+		      (unsigned long)st.place_external);
+	rt_sched_free(s);
+}
+
+/* kyo: a worker whose queue runs dry looks at its siblings once before it goes idle
+ * (Kyo's worker releases its thread when its queue and a steal attempt both come up
+ * empty). A parent fills its worker's queue and holds the worker; a task submitted
+ * from outside lands on the idle sibling, which then steals from the parent's queue. */
+static int dry_done;
+
+static uint64_t dry_mark(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&dry_done, 1, __ATOMIC_RELEASE);
+	return rt_worker_index();
+}
+
+static int fill_ready;
+
+static uint64_t fill_and_hold(void *arg)
+{
+	struct rt_task *t[FAN];
+	uint64_t seen = 0;
+
+	(void)arg;
+	for (int i = 0; i < FAN; i++)
+		t[i] = rt_spawn(where, NULL);
+	__atomic_store_n(&fill_ready, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&dry_done, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (int i = 0; i < FAN; i++)
+		seen |= 1ull << rt_join(t[i]);
+	return seen;
+}
+
+Test(presets, kyo_worker_steals_once_as_its_queue_runs_dry, .timeout = 60)
+{
+	struct rt_sched *s = start_kyo_undetected(2);
+	struct rt_worker_stats st;
+	struct rt_task *parent, *dry;
+	uint64_t seen, dry_on;
+
+	wait_all_parked(s);
+	parent = rt_submit(s, fill_and_hold, NULL);
+	rt_test_await_u32((const uint32_t *)&fill_ready, 1, "the parent filled its queue");
+	dry = rt_submit(s, dry_mark, NULL);
+	seen = rt_join(parent);
+	dry_on = rt_join(dry);
+	rt_sched_stats_total(s, &st);
+	cr_expect_gt(st.stolen, 0, "the sibling stole from the parent's queue");
+	cr_expect_neq(seen & (1ull << dry_on), 0, "a child ran on the sibling %lu (mask %lx)",
+		      (unsigned long)dry_on, (unsigned long)seen);
+	rt_sched_free(s);
+}
