@@ -11,6 +11,7 @@
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_INTERRUPTED 130 /* 128 + SIGINT, as shells report it */
 
 int cmd_run(int argc, char **argv);
 int cmd_list(int argc, char **argv);
