@@ -37,14 +37,31 @@ int an_summarize(const double *x, size_t n, double confidence, struct an_summary
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-/* Write a file through a temporary one beside it, renamed over path once fn (which
- * writes the content to out) succeeded: a reader never sees half a file, and a failed
- * write leaves whatever was at path alone. Mode 0644. 0, or -errno (fn's own error). */
+/* Write a file whole or not at all (files.c says how each kind of path is treated):
+ * absent or regular, through a temporary file beside it, fsync'ed and renamed over path;
+ * a symlink, the same for the file it resolves to; a character device or FIFO, in place;
+ * "-", standard output; a folder, socket or block device is refused (-EISDIR, -ENXIO).
+ * A failed write leaves whatever was at path alone and removes its temporary file.
+ * Mode 0644. 0, or -errno: the first write error (ENOSPC, not EIO), else fn's own. */
 int an_write_file_atomic(const char *path, int (*fn)(void *ctx, FILE *out), void *ctx);
+
+enum { AN_OUT_REPLACE = 1, AN_OUT_IN_PLACE = 2 };
+/* How an_write_file_atomic() would write path: AN_OUT_REPLACE or AN_OUT_IN_PLACE, with
+ * the path it would write (symlinks resolved) in resolved; or -errno when it would refuse. */
+int an_output_kind(const char *path, char *resolved, size_t len);
+
+/* Make writes in progress fail with EINTR (and remove their temporary files); async-signal
+ * safe, for SIGINT/SIGTERM handlers. */
+void an_files_interrupt(void);
+bool an_files_interrupted(void);
 
 /* ---- folded stacks ---------------------------------------------------------------- */
 
 struct an_folded; /* a multiset of stacks, frames root first, with a count each */
+
+/* The longest line an_folded_read() accepts, newline included: 1 MiB holds a stack of
+ * 4,096 frames of 256 bytes each. */
+#define AN_FOLDED_MAX_LINE (1 << 20)
 
 struct an_folded_line {
 	const char *stack; /* "root;...;leaf", frames already sanitized */

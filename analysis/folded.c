@@ -507,6 +507,44 @@ static int read_line(struct an_folded *f, char *line, size_t len, char *why, siz
 	return err;
 }
 
+#define LINE_TOO_LONG (-2)
+
+/* getline() that stops at AN_FOLDED_MAX_LINE bytes: a file with no newline (/dev/zero)
+ * must not grow the buffer without bound. The line's length with its newline, -1 at end
+ * of file (or on an error, in ferror()), LINE_TOO_LONG past the cap. */
+static ssize_t read_line_capped(FILE *in, char **line, size_t *cap)
+{
+	size_t n = 0;
+	int c;
+
+	for (;;) {
+		c = getc_unlocked(in);
+		if (c == EOF)
+			break;
+		if (n + 2 > *cap) {
+			size_t ncap = *cap ? *cap * 2 : 256;
+			char *p;
+
+			if (n >= AN_FOLDED_MAX_LINE)
+				return LINE_TOO_LONG;
+			if (ncap > AN_FOLDED_MAX_LINE + 2)
+				ncap = AN_FOLDED_MAX_LINE + 2;
+			p = realloc(*line, ncap);
+			if (!p)
+				return -1;
+			*line = p;
+			*cap = ncap;
+		}
+		(*line)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (n == 0 && c == EOF)
+		return -1;
+	(*line)[n] = '\0';
+	return (ssize_t)n;
+}
+
 struct an_folded *an_folded_read(const char *path, char *err, size_t errlen)
 {
 	struct an_folded *f = NULL;
@@ -540,12 +578,24 @@ struct an_folded *an_folded_read(const char *path, char *err, size_t errlen)
 		goto out_close;
 	}
 	errno = 0;
-	while ((len = getline(&line, &cap, in)) >= 0) {
+	while ((len = read_line_capped(in, &line, &cap)) != -1) {
 		size_t n = (size_t)len;
 		bool blank = true;
 		int r;
 
 		lineno++;
+		if (an_files_interrupted()) {
+			e = EINTR;
+			snprintf(err, errlen, "%s:%zu: interrupted", path, lineno);
+			goto out_free;
+		}
+		if (len == LINE_TOO_LONG) {
+			e = E2BIG;
+			snprintf(err, errlen, "%s:%zu: line longer than %d bytes, the most a folded "
+				 "stack line may hold; is this a folded file?",
+				 path, lineno, AN_FOLDED_MAX_LINE);
+			goto out_free;
+		}
 		if (n > 0 && line[n - 1] == '\n')
 			line[--n] = '\0';
 		if (n > 0 && line[n - 1] == '\r')

@@ -11,13 +11,14 @@
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_INTERRUPTED 130 /* 128 + SIGINT, as shells report it */
 
 int cmd_run(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 /* The re-executed fork of a benchmark; not for people. */
 int cmd_fork(int argc, char **argv);
-/* The tcp workloads' server process (cmd_server.c); not for people. */
+/* The tcp workloads' server process (workloads/tcp_server.c); not for people. */
 int cmd_tcp_server(int argc, char **argv);
 
 /* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */

@@ -4,10 +4,14 @@
  * The whole input is read and checked before anything is written, and the SVG goes
  * through a temporary file and a rename: bad input never leaves a partial or stale
  * output behind. Bad input is one line on stderr naming the file (and line) and the
- * fix, with exit status 2.
+ * fix, with exit status 2. -o - writes to standard output; a device or FIFO is written
+ * in place, a symlink through to its target, and a folder or socket is refused
+ * (analysis/files.c). SIGINT or SIGTERM stops the read or the write, removes the
+ * temporary file and exits 130.
  */
 #include <argp.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +132,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+static void on_signal(int sig)
+{
+	an_files_interrupt();
+}
+
 /* FILE.folded -> FILE.svg; any other name gets ".svg" appended. */
 static char *default_output(const char *input)
 {
@@ -154,6 +163,7 @@ static int write_error_status(int err)
 	case EISDIR:
 	case EROFS:
 	case ENAMETOOLONG:
+	case ENXIO:
 		return CLI_EXIT_USAGE;
 	default:
 		return CLI_EXIT_FAIL;
@@ -174,9 +184,20 @@ int cmd_flame(int argc, char **argv)
 	if (err)
 		return a.bad ? a.bad : cli_usage_error("flame: %s", strerror(err));
 
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	f = an_folded_read(a.input, why, sizeof(why));
 	if (!f) {
 		err = errno;
+		if (err == EINTR) {
+			cli_usage_error("flame: interrupted while reading %s; nothing written", a.input);
+			return CLI_EXIT_INTERRUPTED;
+		}
 		if (err == ENOENT)
 			return cli_usage_error("%s; check the path (runs write "
 					       "results/<run>/oncpu.folded)",
@@ -195,7 +216,15 @@ int cmd_flame(int argc, char **argv)
 	err = fg_svg_write_file(f, &a.fg, output);
 	if (err) {
 		status = write_error_status(-err);
-		if (status == CLI_EXIT_USAGE)
+		if (err == -EINTR) {
+			status = CLI_EXIT_INTERRUPTED;
+			cli_usage_error("flame: interrupted while writing '%s'; it was left as it was",
+					output);
+		} else if (err == -EISDIR || err == -ENXIO)
+			cli_usage_error("cannot write '%s': %s; -o takes a file, a device, a FIFO "
+					"or - for standard output",
+					output, strerror(-err));
+		else if (status == CLI_EXIT_USAGE)
 			cli_usage_error("cannot write '%s': %s; check that its folder exists "
 					"and is writable, or choose another with -o",
 					output, strerror(-err));
@@ -205,7 +234,8 @@ int cmd_flame(int argc, char **argv)
 	}
 	if (an_folded_total(f) == 0)
 		fprintf(stderr, "schedlab: %s holds no samples; the graph says so\n", a.input);
-	printf("wrote %s\n", output);
+	if (strcmp(output, "-"))
+		printf("wrote %s\n", output);
 	status = CLI_EXIT_OK;
 
 out_free_output:

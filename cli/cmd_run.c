@@ -343,13 +343,20 @@ static int make_run_dir(const char *out, const struct hx_spec *s, char *id, size
 	return -EEXIST;
 }
 
-/* Point out/latest at id: a new link under a temporary name, renamed over the old. */
+/* Point out/latest at id: a new link under a temporary name, renamed over the old. Only
+ * a symlink or nothing is replaced: anything else at out/latest is the user's, and is
+ * refused (-EEXIST) rather than renamed over. */
 static int update_latest(const char *out, const char *id)
 {
 	char tmp[PATH_MAX], link[PATH_MAX];
+	struct stat st;
 
 	snprintf(tmp, sizeof(tmp), "%s/.latest.%d", out, (int)getpid());
 	snprintf(link, sizeof(link), "%s/latest", out);
+	if (lstat(link, &st) == 0 && !S_ISLNK(st.st_mode))
+		return -EEXIST;
+	if (lstat(tmp, &st) == 0 && !S_ISLNK(st.st_mode))
+		return -EEXIST;
 	unlink(tmp);
 	if (symlink(id, tmp))
 		return -errno;
@@ -371,6 +378,7 @@ struct run_row {
 	char dir[PATH_MAX];
 	char svg[PATH_MAX + 32];
 	bool failed;
+	bool unwritten; /* a file of the run folder could not be written */
 	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
 	size_t nwl;
 };
@@ -500,6 +508,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	time_t now = time(NULL);
 	struct tm tm;
 	int err, err2;
+	bool written = false, write_failed = false;
 
 	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
 	if (err) {
@@ -583,9 +592,11 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 				snprintf(row->svg, sizeof(row->svg), "%s", path);
 			}
 		}
-		if (ferr)
-			fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", row->dir,
+		if (ferr) {
+			fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", path,
 				strerror(-ferr));
+			write_failed = true;
+		}
 	}
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
@@ -634,14 +645,25 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.error = err ? res->error : prof->error ? note : NULL;
 
 	err2 = write_report(row->dir, "result.json", write_json, &run);
-	if (!err2)
+	if (!err2) {
+		written = true;
 		err2 = write_report(row->dir, "report.md", write_markdown, &run);
-	if (err2)
-		fprintf(stderr, "schedlab: %s: cannot write the report: %s\n", row->dir,
-			strerror(-err2));
-	err2 = update_latest(a->out, id);
-	if (err2)
-		fprintf(stderr, "schedlab: cannot update %s/latest: %s\n", a->out, strerror(-err2));
+	}
+	if (err2) {
+		fprintf(stderr, "schedlab: %s/%s: cannot write the report: %s\n", row->dir,
+			written ? "report.md" : "result.json", strerror(-err2));
+		write_failed = true;
+	}
+	/* latest names a complete run folder, or stays where it was */
+	if (!write_failed) {
+		err2 = update_latest(a->out, id);
+		if (err2) {
+			fprintf(stderr, "schedlab: cannot update %s/latest: %s%s\n", a->out,
+				strerror(-err2),
+				err2 == -EEXIST ? " (it is not a symlink; move it away)" : "");
+			write_failed = true;
+		}
+	}
 	if (a->json) {
 		an_report_json(&run, stdout);
 		fflush(stdout);
@@ -651,13 +673,14 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	row->n = run.nsamples;
 	row->nwl = run.nworkload_metrics;
 	memcpy(row->wl, res->wl_metrics, sizeof(row->wl));
-	row->failed = err != 0;
+	row->failed = err != 0 || write_failed;
+	row->unwritten = write_failed;
 	if (err)
 		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
 	report_parts_free(parts);
 	free(parts);
 	hx_result_free(res);
-	return err ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	return err || write_failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 static void print_table(const struct run_row *rows, size_t n)
@@ -688,7 +711,9 @@ static void print_table(const struct run_row *rows, size_t n)
 			       rows[i].wl[k].name, rows[i].wl[k].value, rows[i].wl[k].unit);
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
-		if (rows[i].svg[0])
+		if (rows[i].unwritten)
+			printf("  %-16s %s (not written)\n", rows[i].workload, rows[i].dir);
+		else if (rows[i].svg[0])
 			printf("  %-16s %s\n", rows[i].workload, rows[i].svg);
 		else
 			printf("  %-16s %s/report.md\n", rows[i].workload, rows[i].dir);

@@ -2,7 +2,7 @@
  * The loopback TCP client side of tcp-blocking and tcp-callback (workloads/internal.h
  * describes the exchanges), and the server process they talk to.
  *
- * The server is a separate process, `schedlab __tcp-server` (cli/cmd_server.c), spawned
+ * The server is a separate process, `schedlab __tcp-server` (workloads/tcp_server.c), spawned
  * from the benchmark's own binary with posix_spawn: a multi-threaded process must not
  * fork without exec. Setup makes the listening socket (so the address is ours, loopback
  * only, and a bind error is reported here) and hands it over as fd 3, with one end of a

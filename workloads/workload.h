@@ -99,4 +99,12 @@ long wl_choice(const struct wl_ctx *ctx, const char *name);
  * shared with the peers in bench/ so that they do exactly the same work. */
 uint64_t wl_workers_mix(uint64_t first, uint64_t count, uint64_t rounds);
 
+/* The tcp workloads' server process (tcp_server.c): answer every connection accepted on
+ * listen_fd, echoing requests of `size` bytes after delay_ns, once `hello` and a newline
+ * are written on `control`; returns when `control` reaches end of file. 0, or -errno with
+ * the step that failed in *what. */
+#define WL_TCP_SERVER_MAX_SIZE 4096
+int wl_tcp_server_run(int listen_fd, int control, size_t size, uint64_t delay_ns,
+		      const char *hello, const char **what);
+
 #endif /* SCHEDLAB_WORKLOAD_H */

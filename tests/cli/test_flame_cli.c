@@ -202,3 +202,103 @@ Test(flame_cli, unwritable_output_is_reported_without_leftovers)
 	expect_one_error_line("cannot write");
 	cr_expect_eq(entries(), 1);
 }
+
+/* ---- what is at the output path ------------------------------------------------------------ */
+
+Test(flame_cli, a_device_output_is_written_in_place_not_replaced)
+{
+	const char *args[] = { in_dir("p.folded"), "-o", "/dev/null", NULL };
+	struct stat st;
+
+	write_file(in_dir("p.folded"), good);
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	cr_assert_eq(lstat("/dev/null", &st), 0);
+	cr_expect(S_ISCHR(st.st_mode), "/dev/null was replaced by a file");
+}
+
+Test(flame_cli, a_symlink_output_is_written_through_and_kept)
+{
+	char input[512], link[512];
+	const char *args[] = { input, "-o", link, NULL };
+	struct stat st;
+	char *svg;
+
+	snprintf(input, sizeof(input), "%s", in_dir("p.folded"));
+	snprintf(link, sizeof(link), "%s", in_dir("link.svg"));
+	write_file(input, good);
+	write_file(in_dir("target.svg"), "old");
+	cr_assert_eq(symlink("target.svg", link), 0);
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	cr_assert_eq(lstat(in_dir("link.svg"), &st), 0);
+	cr_expect(S_ISLNK(st.st_mode), "the symlink was replaced");
+	svg = slurp(in_dir("target.svg"), NULL);
+	cr_assert_not_null(svg);
+	cr_expect(strstr(svg, "<svg") != NULL, "the target was not written");
+	free(svg);
+}
+
+Test(flame_cli, a_fifo_output_is_written_to_its_reader)
+{
+	char input[512], pipe[512];
+	const char *args[] = { input, "-o", pipe, NULL };
+	int fd, status;
+	char buf[64] = "";
+	struct stat st;
+
+	snprintf(input, sizeof(input), "%s", in_dir("p.folded"));
+	snprintf(pipe, sizeof(pipe), "%s", in_dir("pipe"));
+	write_file(input, good);
+	cr_assert_eq(mkfifo(pipe, 0644), 0);
+	/* the reader is open before the writer starts, so its open cannot miss one */
+	fd = open(pipe, O_RDONLY | O_NONBLOCK);
+	cr_assert_geq(fd, 0);
+	status = run_flame(args);
+	cr_assert_eq(status, 0, "stderr: %s", err_text);
+	cr_expect_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	cr_expect(strstr(buf, "<?xml") == buf);
+	close(fd);
+	cr_assert_eq(lstat(pipe, &st), 0);
+	cr_expect(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+}
+
+Test(flame_cli, a_folder_output_is_refused)
+{
+	const char *args[] = { in_dir("p.folded"), "-o", in_dir("d"), NULL };
+
+	write_file(in_dir("p.folded"), good);
+	cr_assert_eq(mkdir(in_dir("d"), 0755), 0);
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line("Is a directory");
+}
+
+Test(flame_cli, absent_and_regular_outputs_are_replaced_whole)
+{
+	const char *args[] = { in_dir("p.folded"), "-o", in_dir("x.svg"), NULL };
+	char *svg;
+
+	write_file(in_dir("p.folded"), good);
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	write_file(in_dir("x.svg"), "old");
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	svg = slurp(in_dir("x.svg"), NULL);
+	cr_expect(svg && strstr(svg, "<svg"));
+	free(svg);
+	cr_expect_eq(entries(), 2, "a temporary file was left behind");
+}
+
+Test(flame_cli, a_full_device_reports_no_space_not_io_error)
+{
+	const char *args[] = { in_dir("p.folded"), "-o", "/dev/full", NULL };
+
+	write_file(in_dir("p.folded"), good);
+	cr_expect_eq(run_flame(args), 1);
+	expect_one_error_line("No space left on device");
+}
+
+Test(flame_cli, a_line_without_end_is_capped_naming_file_and_line)
+{
+	const char *args[] = { "/dev/zero", "-o", in_dir("z.svg"), NULL };
+
+	cr_expect_eq(run_flame(args), 2);
+	expect_one_error_line("/dev/zero:1: line longer than 1048576 bytes");
+}

@@ -1,5 +1,5 @@
 /*
- * stats.c — Student's t quantiles and the summary of one sample (mean, sd, min, max
+ * student_t.c — Student's t quantiles and the summary of one sample (mean, sd, min, max
  * and the half-width of the two-sided confidence interval, as JMH reports a score).
  *
  * The quantile is computed, not looked up. The upper tail of Student's t is

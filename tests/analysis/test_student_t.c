@@ -1,5 +1,5 @@
 /*
- * Tests of analysis/stats.c: Student's t quantiles against published tables and a
+ * Tests of analysis/student_t.c: Student's t quantiles against published tables and a
  * closed form, their symmetry and limits, and the summary of a sample (mean, sd, the
  * confidence half-width) including inputs that defeat a naive sum of squares.
  */
