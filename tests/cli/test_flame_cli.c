@@ -6,6 +6,9 @@
  */
 #include "tests/cli/cli_run.h"
 
+#include <errno.h>
+#include <sys/sysmacros.h>
+
 #define DATA_DIR "tests/flamegraphs/data"
 
 TestSuite(flame_cli, .init = setup, .fini = teardown);
@@ -205,15 +208,27 @@ Test(flame_cli, unwritable_output_is_reported_without_leftovers)
 
 /* ---- what is at the output path ------------------------------------------------------------ */
 
+/* The tests' own device nodes (null, full), so that a regression harms no other program. */
+static const char *device_node(const char *name, unsigned minor)
+{
+	const char *path = in_dir(name);
+
+	cr_assert_eq(mknod(path, S_IFCHR | 0666, makedev(1, minor)), 0, "mknod %s: %s", path,
+		     strerror(errno));
+	return path;
+}
+
 Test(flame_cli, a_device_output_is_written_in_place_not_replaced)
 {
-	const char *args[] = { in_dir("p.folded"), "-o", "/dev/null", NULL };
+	char null[512];
+	const char *args[] = { in_dir("p.folded"), "-o", null, NULL };
 	struct stat st;
 
+	snprintf(null, sizeof(null), "%s", device_node("null", 3));
 	write_file(in_dir("p.folded"), good);
 	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
-	cr_assert_eq(lstat("/dev/null", &st), 0);
-	cr_expect(S_ISCHR(st.st_mode), "/dev/null was replaced by a file");
+	cr_assert_eq(lstat(null, &st), 0);
+	cr_expect(S_ISCHR(st.st_mode), "the device node was replaced by a file");
 }
 
 Test(flame_cli, a_symlink_output_is_written_through_and_kept)
@@ -288,8 +303,10 @@ Test(flame_cli, absent_and_regular_outputs_are_replaced_whole)
 
 Test(flame_cli, a_full_device_reports_no_space_not_io_error)
 {
-	const char *args[] = { in_dir("p.folded"), "-o", "/dev/full", NULL };
+	char full[512];
+	const char *args[] = { in_dir("p.folded"), "-o", full, NULL };
 
+	snprintf(full, sizeof(full), "%s", device_node("full", 7));
 	write_file(in_dir("p.folded"), good);
 	cr_expect_eq(run_flame(args), 1);
 	expect_one_error_line("No space left on device");

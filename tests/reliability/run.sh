@@ -205,8 +205,10 @@ ln -s old.svg "$tmp/link.svg"
 try "flame -o a symlink" "0|1" "$BIN" flame "$tmp/small.folded" -o "$tmp/link.svg"
 check "destroyed file" "the symlink was replaced" is_link_to "$tmp/link.svg" old.svg
 
-try "flame -o /dev/null" 0 "$BIN" flame "$tmp/small.folded" -o /dev/null
-check "destroyed file" "/dev/null is no longer a character device" is_chardev /dev/null
+# device nodes of our own, so that a command that replaces them harms nothing else
+mknod -m 0666 "$tmp/null" c 1 3 && mknod -m 0666 "$tmp/devfull" c 1 7
+try "flame -o a character device (null)" 0 "$BIN" flame "$tmp/small.folded" -o "$tmp/null"
+check "destroyed file" "the device node was replaced" is_chardev "$tmp/null"
 
 mkfifo "$tmp/fifo"
 cat "$tmp/fifo" >"$tmp/fifo.out" &
@@ -226,9 +228,9 @@ try "flame -o - (stdout)" 0 "$BIN" flame "$tmp/small.folded" -o -
 check "silent loss" "no SVG on stdout" is_svg "$tmp/out"
 check "destroyed file" "a file named '-' was written" test ! -e ./-
 
-try "flame -o /dev/full" 1 "$BIN" flame "$tmp/small.folded" -o /dev/full
+try "flame -o a full device (full)" 1 "$BIN" flame "$tmp/small.folded" -o "$tmp/devfull"
 says "No space left on device" "exit 1 but wrong errno"
-check "destroyed file" "/dev/full is no longer a character device" is_chardev /dev/full
+check "destroyed file" "the device node was replaced" is_chardev "$tmp/devfull"
 
 mkdir -p "$tmp/ro" && chmod 0555 "$tmp/ro"
 try "flame -o in a directory nobody may write (as nobody)" 1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" flame "$tmp/small.folded" -o "$tmp/ro/x.svg"
