@@ -233,8 +233,8 @@ says "No space left on device" "exit 1 but wrong errno"
 check "destroyed file" "the device node was replaced" is_chardev "$tmp/devfull"
 
 mkdir -p "$tmp/ro" && chmod 0555 "$tmp/ro"
-try "flame -o in a directory nobody may write (as nobody)" 1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" flame "$tmp/small.folded" -o "$tmp/ro/x.svg"
-says "Permission denied" "exit 1 but not the real errno"
+try "flame -o in a directory nobody may write (as nobody): a bad path" 2 setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" flame "$tmp/small.folded" -o "$tmp/ro/x.svg"
+says "Permission denied" "refused without the real errno"
 
 try "run --json with two workloads: one JSON document" 0 "$BIN" run spawn-join permit --quick --probes none --json -o "$tmp/json"
 check "silent loss" "stdout is not one JSON array of two results" \
