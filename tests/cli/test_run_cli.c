@@ -4,6 +4,7 @@
  * writes every file of a run folder, points latest at it, and its folded stacks add up
  * to the samples result.json reports.
  */
+#include <errno.h>
 #include <stdint.h>
 
 #include "tests/cli/cli_run.h"
@@ -214,20 +215,48 @@ Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
 	cr_expect_neq(access(path, F_OK), 0);
 }
 
+/* Copy the file at from to a new file at to with the given mode, all of it or fail. */
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	char buf[65536];
+	ssize_t n;
+
+	cr_assert_geq(in, 0, "%s: %s", from, strerror(errno));
+	cr_assert_geq(out, 0, "%s: %s", to, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n, "%s: %s", to, strerror(errno));
+	cr_assert_eq(n, 0, "%s: %s", from, strerror(errno));
+	cr_assert_eq(fchmod(out, mode), 0);
+	cr_assert_eq(close(out), 0);
+	close(in);
+}
+
 /* Without the privileges BPF needs, the benchmark still runs and the report says why
- * there is no profile. */
+ * there is no profile. The checkout may sit where other users cannot enter (a root
+ * user's clone in /root, a mktemp -d), so nobody runs a copy of the binary from the
+ * scratch folder (removed with it), which nobody can reach. */
 Test(run_cli, without_privileges_the_run_goes_on_and_says_why, .timeout = 60)
 {
 	const char *build = getenv("SCHEDLAB_BUILD");
-	char bin[512], out[600], path[700], *json;
+	char built[512], bin[600], out[600], path[700], *json;
 	int status;
 	pid_t pid;
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root to drop to another user");
-	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
+	snprintf(built, sizeof(built), "%s/schedlab", build && *build ? build : "build");
+	cr_assert_eq(access(built, X_OK), 0, "%s is not built; run make first", built);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	cr_assert_eq(mkdir(bin, 0755), 0, "%s: %s", bin, strerror(errno));
+	cr_assert_eq(chmod(bin, 0755), 0); /* whatever the umask */
+	snprintf(bin, sizeof(bin), "%s/bin/schedlab", dir);
+	copy_file(built, bin, 0755);
 	snprintf(out, sizeof(out), "%s/results", dir);
-	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_assert_eq(mkdir(out, 0777), 0, "%s: %s", out, strerror(errno));
+	cr_assert_eq(chmod(out, 0777), 0); /* nobody writes the results here */
 	fflush(NULL);
 	pid = fork();
 	cr_assert_geq(pid, 0);
