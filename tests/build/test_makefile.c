@@ -68,21 +68,15 @@ static const char *build_arg(void)
 
 /* ---- flags -------------------------------------------------------------------------------- */
 
-static const char *const required_flags[] = { "-std=gnu11",
-					      "-D_GNU_SOURCE",
-					      "-I.",
-					      "-Werror",
-					      "-fno-omit-frame-pointer",
-					      "-mno-omit-leaf-frame-pointer",
-					      "-pthread",
-					      "-MMD",
-					      "-MP",
-					      NULL };
+static const char *const required_flags[] = {
+	"-std=gnu11", "-D_GNU_SOURCE", "-I.", "-Werror", "-fno-omit-frame-pointer",
+	"-mno-omit-leaf-frame-pointer", "-pthread", "-MMD", "-MP", NULL,
+};
 
 Test(makefile, command_line_cflags_keep_the_required_flags)
 {
-	const char *args[] = { "-n",	     "V=1", build_arg(), "CFLAGS=-O0 -ggdb",
-			       "LDFLAGS=-Wl,-O1", in_dir("b/schedlab"), NULL };
+	const char *args[] = { "-n", "V=1", build_arg(), "CFLAGS=-O0 -ggdb", "LDFLAGS=-Wl,-O1",
+			       in_dir("b/schedlab"), NULL };
 	const char *user[] = { "-O0", "-ggdb", NULL };
 	const char *link[] = { "-Wl,-O1", "-pthread", NULL };
 	char line[8192];
