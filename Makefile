@@ -58,7 +58,7 @@ LLVM_STRIP ?= llvm-strip
 UNAME_M := $(shell uname -m)
 ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
 ifneq ($(ARCH),x86)
-$(error schedlab builds on x86_64 only, not $(UNAME_M) (ARCH=$(ARCH)): the runtime's context switch in runtime/*.S is x86-64 assembly and vmlinux-headers/ has x86 only)
+$(error schedlab builds on x86_64 only, not ARCH=$(ARCH) (UNAME_M=$(UNAME_M)): the runtime's context switch in runtime/*.S is x86-64 assembly and vmlinux-headers/ has x86 only)
 endif
 # The BPF programs include <asm/types.h> from Debian's multiarch folder. `clang -dumpmachine`
 # says x86_64-pc-linux-gnu, which is no folder, so ask dpkg, then gcc. Evaluated where the
