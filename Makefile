@@ -9,10 +9,12 @@
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
 #   make fuzz       run each libFuzzer target in fuzz/ for FUZZ_SECONDS (60) seconds
 #   make deps       install the Debian packages the build and the tests need
+#   make install    copy build/schedlab to $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
 #   make reliability  bad input, hostile output targets, faults, sanitizers and fuzzing (as
 #                   root); rewrites RELIABILITY.md, fails on any row that is not ok
 #
-# V=1 shows the commands. SANITIZE=thread builds into build/tsan with ThreadSanitizer.
+# CFLAGS=/LDFLAGS= on the command line set optimisation and debug flags only; the flags the
+# build needs are kept. V=1 shows the commands. SANITIZE=thread builds into build/tsan with ThreadSanitizer.
 # Outputs go to $(BUILD); nothing is written beside the sources.
 
 .DELETE_ON_ERROR:
@@ -50,22 +52,38 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 LLVM_STRIP ?= llvm-strip
 
+# x86-64 only: the runtime's context switch (runtime/*.S) is x86-64 assembly and
+# vmlinux-headers/ holds the x86 kernel types only. UNAME_M=... on the command line
+# shows what another machine gets.
 UNAME_M := $(shell uname -m)
 ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
-MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq ($(ARCH),x86)
+$(error schedlab builds on x86_64 only, not ARCH=$(ARCH) (UNAME_M=$(UNAME_M)): the runtime's context switch in runtime/*.S is x86-64 assembly and vmlinux-headers/ has x86 only)
+endif
+# The BPF programs include <asm/types.h> from Debian's multiarch folder. `clang -dumpmachine`
+# says x86_64-pc-linux-gnu, which is no folder, so ask dpkg, then gcc. Evaluated where the
+# BPF objects are built, after `make deps` may have installed either.
+MULTIARCH ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine 2>/dev/null)
+multiarch_dir = $(if $(strip $(MULTIARCH)),$(if $(wildcard /usr/include/$(strip $(MULTIARCH))/asm/types.h),/usr/include/$(strip $(MULTIARCH)),$(error /usr/include/$(strip $(MULTIARCH))/asm/types.h is missing: install libc6-dev ('make deps'), or set MULTIARCH= to the Debian multiarch triplet)),$(error no Debian multiarch triplet from dpkg-architecture or gcc -dumpmachine: install dpkg-dev or gcc ('make deps'), or set MULTIARCH=x86_64-linux-gnu))
 VMLINUX_H ?= vmlinux-headers/$(ARCH)/vmlinux.h
 KVER := $(shell uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 
-# Frame pointers everywhere, leaf functions included: the on-CPU probe walks them.
+# CFLAGS and LDFLAGS are the user's (optimisation, debug info, extra warnings): `make
+# CFLAGS=-O0` replaces them. What the build needs is in SL_CFLAGS and SL_LDFLAGS, after
+# them so that it wins: frame pointers everywhere, leaf functions included, because the
+# on-CPU probe walks them. Recursive (=), so that a target's SAN_FLAGS reach them.
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror \
-	  -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
-	  -MMD -MP -I. -I$(BUILD) $(SAN_FLAGS)
-LDFLAGS += -pthread $(SAN_FLAGS)
+LDFLAGS ?=
+SL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror \
+	    -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
+	    -MMD -MP -I. -I$(BUILD) $(SAN_FLAGS)
+SL_LDFLAGS = -pthread $(SAN_FLAGS)
+ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SL_CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SL_LDFLAGS)
 LDLIBS := -lbpf -ldw -lelf -lz -lpfm -lm
 
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-	      -I$(dir $(VMLINUX_H)) -I. -I/usr/include/$(MULTIARCH) -MMD -MP
+BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	      -I$(dir $(VMLINUX_H)) -I. -I$(multiarch_dir) -MMD -MP
 
 # Debian packages, by name. `make run` and `make test` install any that are missing.
 # libdw-dev: DWARF unwinding of sampled stacks; libc6-dbg: glibc's symbol table (Debian strips
@@ -91,6 +109,20 @@ SKELS := $(patsubst probes/%.bpf.c,$(BUILD)/probes/%.skel.h,$(BPF_SRCS))
 LIB := $(BUILD)/libschedlab.a
 BIN := $(BUILD)/schedlab
 
+# The version is in VERSION, alone; in a git checkout of this tree `git describe` is added.
+# $(BUILD)/version.h is rewritten only when the string changes, so main.o is rebuilt then.
+VERSION := $(strip $(file <VERSION))
+ifeq ($(VERSION),)
+$(error VERSION is missing or empty: it holds the version, one line such as 0.1.0)
+endif
+GIT ?= git
+GIT_DESCRIBE := $(shell [ "$$($(GIT) rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+		  $(GIT) describe --always --dirty 2>/dev/null)
+VERSION_STRING := $(VERSION)$(if $(GIT_DESCRIBE), ($(GIT_DESCRIBE)))
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+
 # Tests: every folder under tests/ holding test_*.c becomes one Criterion binary,
 # tests/runtime/test_*.c -> $(BUILD)/tests/runtime.test. Programs the tests run
 # (a busy child for the probe tests, say) live in tests/<folder>/helpers/.
@@ -101,7 +133,7 @@ ifneq ($(filter thread,$(SAN_LIST)),)
 TEST_SRCS := $(filter tests/runtime/%,$(TEST_SRCS))
 TEST_RUNNER := $(BUILD)/obj/tests/tsan/runner.o
 TEST_LIBS :=
-$(BUILD)/obj/tests/%.o: CFLAGS += -Itests/tsan
+$(BUILD)/obj/tests/%.o: SL_CFLAGS += -Itests/tsan
 export TSAN_OPTIONS ?= halt_on_error=1 second_deadlock_stack=1
 else
 TEST_RUNNER :=
@@ -131,7 +163,7 @@ DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all run test bench bench-scaling golden vmlinux deps clean check-deps reliability fuzz fuzz-run
+.PHONY: all install FORCE run test bench bench-scaling golden vmlinux deps clean check-deps reliability fuzz fuzz-run
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -174,12 +206,12 @@ $(BUILD)/probes/%.skel.h: $(BUILD)/probes/%.bpf.o
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S | $(DEPS_OK)
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The built-in stack rules are assembled into the library with .incbin, which the
 # assembler's -MMD output does not list.
@@ -189,9 +221,26 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/version.h: FORCE
+	$(Q)mkdir -p $(@D) && printf '#define SCHEDLAB_VERSION "%s"\n' '$(VERSION_STRING)' > $@.tmp && \
+		if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -fT $@.tmp $@; fi
+$(BUILD)/obj/cli/main.o: $(BUILD)/version.h
+
 $(BIN): $(CLI_OBJS) $(LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+# The binary is all there is to install: the stack rules and the BPF objects are built
+# into it. The copy goes beside the target and is renamed over it, and only over a
+# regular file: a link or a folder there is left alone, with an error.
+install: $(BIN)
+	$(Q)dir='$(DESTDIR)$(BINDIR)'; dest="$$dir/schedlab"; \
+	if [ -L "$$dest" ] || { [ -e "$$dest" ] && [ ! -f "$$dest" ]; }; then \
+		echo "install: $$dest is not a regular file; remove it, or set DESTDIR/PREFIX elsewhere" >&2; \
+		exit 1; fi; \
+	install -d "$$dir" && tmp=$$(mktemp "$$dir/.schedlab.XXXXXX") && \
+	{ install -m 0755 $(BIN) "$$tmp" && mv -fT "$$tmp" "$$dest" || { rm -f "$$tmp"; exit 1; }; } && \
+	echo "install: $$dest"
 
 # ---------------------------------------------------------------------------
 # Tests
@@ -200,7 +249,7 @@ define test_rule
 $(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/test_%.c,$(TEST_SRCS))) $(TEST_RUNNER) $(LIB)
 	$$(call msg,LD,$$@)
 	$$(Q)mkdir -p $$(@D)
-	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIB) $$(LDLIBS) $(TEST_LIBS)
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIB) $$(LDLIBS) $(TEST_LIBS)
 endef
 $(foreach d,$(patsubst tests/%,%,$(TEST_DIRS)),$(eval $(call test_rule,$(d))))
 
@@ -213,7 +262,7 @@ define helper_rule
 $(BUILD)/tests/helpers/$(basename $(notdir $(1))): $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 	$$(call msg,LD,$$@)
 	$$(Q)mkdir -p $$(@D)
-	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$^ -lm
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ -lm
 endef
 $(foreach h,$(HELPER_SRCS),$(eval $(call helper_rule,$(h))))
 
@@ -231,7 +280,7 @@ test: $(BIN) $(TEST_BINS) $(HELPER_BINS)
 $(BUILD)/fuzz/%: $(BUILD)/obj/fuzz/%.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
 
 fuzz:
 	$(Q)$(MAKE) --no-print-directory SANITIZE=$(FUZZ_SAN) fuzz-run
@@ -260,7 +309,7 @@ run: $(BIN)
 $(BUILD)/bench/%: bench/%.c $(LIB) | $(DEPS_OK)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) $(dir $(BUILD)/obj/$<)
-	$(Q)$(CC) $(CFLAGS) -MF $(BUILD)/obj/bench/$*.d -o $@ $< $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -MF $(BUILD)/obj/bench/$*.d -o $@ $< $(LIB) $(LDLIBS)
 
 # The Go peers: the standard library only, with the toolchain, its cache and GOPATH kept
 # under $(BUILD) so that nothing is written outside it.

@@ -2,7 +2,10 @@
  * schedlab — a kernel-instrumented profiling workbench for task runtimes.
  *
  * This file only dispatches to a subcommand; each lives in cmd_<name>.c and parses its
- * own options. Shared helpers for number parsing and error lines are here too.
+ * own options. It also answers --version (the string comes from the VERSION file, via
+ * the generated version.h) and `help [COMMAND]`, and gives every command's argp -h
+ * beside argp's own -? and --help. Shared helpers for number parsing and error lines
+ * are here too.
  */
 #include <argp.h>
 #include <errno.h>
@@ -13,6 +16,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "version.h"
+
+/* process-wide by nature: argp reads it to give every command -V and --version */
+const char *argp_program_version = "schedlab " SCHEDLAB_VERSION;
 
 static const struct {
 	const char *name;
@@ -40,7 +47,74 @@ static void usage(FILE *out)
 		     "  schedlab run spawn-join workers\n"
 		     "  schedlab run spawn-join --quick --probes none\n"
 		     "  schedlab flame results/latest/oncpu.folded -o /tmp/oncpu.svg\n\n"
-		     "'schedlab COMMAND --help' shows a command's options and examples.\n");
+		     "'schedlab help COMMAND' (or 'schedlab COMMAND --help') shows a command's\n"
+		     "options and examples; 'schedlab --version' its version.\n");
+}
+
+/* The commands people run, "run, list and flame", for error lines. */
+static const char *command_list(void)
+{
+	static char buf[128];
+	size_t n = 0, left = 0, len = 0;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		left += commands[i].summary != NULL;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!commands[i].summary)
+			continue;
+		n++;
+		len += snprintf(buf + len, sizeof(buf) - len, "%s%s",
+				n == 1 ? "" : n == left ? " and " : ", ", commands[i].name);
+		if (len >= sizeof(buf))
+			break;
+	}
+	return buf;
+}
+
+/* `schedlab help [COMMAND]`: the overview, or the command's own --help. */
+static int help(int argc, char **argv)
+{
+	char help_opt[] = "--help";
+
+	if (argc < 2) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (argc > 2)
+		return cli_usage_error("help takes one command, not '%s'; try 'schedlab help %s'",
+				       argv[2], argv[1]);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].summary && !strcmp(argv[1], commands[i].name))
+			return commands[i].fn(2, (char *[]){ argv[1], help_opt, NULL });
+	return cli_usage_error("no help for '%s': the commands are %s", argv[1], command_list());
+}
+
+/* -h, for the commands whose own options leave the key free. */
+static error_t help_key_parse(int key, char *arg, struct argp_state *state)
+{
+	if (key != 'h')
+		return ARGP_ERR_UNKNOWN;
+	argp_state_help(state, state->out_stream, ARGP_HELP_STD_HELP);
+	return 0;
+}
+
+static const struct argp_option help_key_options[] = {
+	{ NULL, 'h', NULL, 0, "Give this help list, as --help does", -1 },
+	{ 0 },
+};
+
+static const struct argp help_key_argp = { .options = help_key_options,
+					   .parser = help_key_parse };
+
+static bool argp_uses_key(const struct argp *argp, int key)
+{
+	for (const struct argp_option *o = argp->options; o && (o->name || o->key || o->doc); o++)
+		if (o->key == key)
+			return true;
+	for (const struct argp_child *c = argp->children; c && c->argp; c++)
+		if (argp_uses_key(c->argp, key))
+			return true;
+	return false;
 }
 
 int cli_usage_error(const char *fmt, ...)
@@ -59,7 +133,22 @@ int cli_argp_parse(const struct argp *argp, const char *command, int argc, char 
 		   void *input)
 {
 	char name[64], *av[argc + 1];
+	size_t nchildren = 0;
+	struct argp root = *argp;
 
+	for (const struct argp_child *c = argp->children; c && c->argp; c++)
+		nchildren++;
+
+	struct argp_child children[nchildren + 2];
+
+	/* the command's children keep their places, so its child_inputs stay right */
+	if (!argp_uses_key(argp, 'h')) {
+		for (size_t i = 0; i < nchildren; i++)
+			children[i] = argp->children[i];
+		children[nchildren] = (struct argp_child){ &help_key_argp, 0, NULL, 0 };
+		children[nchildren + 1] = (struct argp_child){ 0 };
+		root.children = children;
+	}
 	snprintf(name, sizeof(name), "schedlab %s", command);
 	av[0] = name;
 	for (int i = 1; i < argc; i++)
@@ -67,7 +156,7 @@ int cli_argp_parse(const struct argp *argp, const char *command, int argc, char 
 	av[argc] = NULL;
 	/* process-wide by nature: argp's own usage errors exit with our status */
 	argp_err_exit_status = CLI_EXIT_USAGE;
-	return argp_parse(argp, argc, av, 0, NULL, input);
+	return argp_parse(&root, argc, av, 0, NULL, input);
 }
 
 bool cli_parse_long(const char *s, long min, long max, long *out)
@@ -106,14 +195,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "-?")) {
 		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help"))
+		return help(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("%s\n", argp_program_version);
 		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	return cli_usage_error("unknown command '%s'; the commands are run, list and flame "
-			       "(see 'schedlab --help')",
-			       argv[1]);
+	return cli_usage_error("unknown command '%s'; the commands are %s (see 'schedlab --help')",
+			       argv[1], command_list());
 }

@@ -510,13 +510,16 @@ int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns);
  * stores into that thread's word. */
 extern __thread uint64_t rt_phase_word __attribute__((tls_model("local-exec")));
 
+/* "iq": the kind is an immediate wherever it folds to a constant, as it does whenever
+ * the compiler optimises; at -O0 an inlined function's argument does not, and a byte
+ * register carries it instead. */
 #define RT__PHASE_ENTER(kind)                                                              \
 	({                                                                                 \
 		unsigned rt__phase_old_;                                                   \
 		__asm__ volatile("movzbl %%fs:rt_phase_word@tpoff, %0\n\t"                   \
 				 "movb %1, %%fs:rt_phase_word@tpoff"                          \
 				 : "=&r"(rt__phase_old_)                                      \
-				 : "n"(kind)                                                  \
+				 : "iq"((unsigned char)(kind))                                \
 				 : "memory");                                                 \
 		rt__phase_old_;                                                            \
 	})

@@ -2,7 +2,7 @@
  * Running the schedlab binary as a user does, for the CLI tests: a scratch folder per
  * test (setup/teardown), the command's stdout and stderr captured, and the checks that
  * every command's bad input shares (one line on stderr, starting "schedlab: ").
- * Included by each tests/cli/test_*.c; everything is static.
+ * Included by each tests/cli/test_*.c and tests/build/test_*.c; everything is static.
  */
 #ifndef SCHEDLAB_TESTS_CLI_RUN_H
 #define SCHEDLAB_TESTS_CLI_RUN_H
@@ -101,21 +101,19 @@ static void read_into(const char *path, char *buf, size_t cap)
 		fclose(fp);
 }
 
-/* Run `schedlab ARGS...`; stdout and stderr land in out_text and err_text. */
-static int run_schedlab(const char *const *args)
+/* Run `PROGRAM ARGS...` (PROGRAM looked up in PATH when it has no '/'); stdout and
+ * stderr land in out_text and err_text. Returns the exit status. */
+static int run_program(const char *program, const char *const *args)
 {
-	const char *build = getenv("SCHEDLAB_BUILD");
-	char bin[512], out_path[600], err_path[600];
+	char out_path[600], err_path[600];
 	const char *argv[32];
 	size_t argc = 0;
 	int status;
 	pid_t pid;
 
-	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
-	cr_assert_eq(access(bin, X_OK), 0, "%s is not built; run make first", bin);
 	snprintf(out_path, sizeof(out_path), "%s/.stdout", dir);
 	snprintf(err_path, sizeof(err_path), "%s/.stderr", dir);
-	argv[argc++] = bin;
+	argv[argc++] = program;
 	for (size_t i = 0; args[i]; i++) {
 		cr_assert_lt(argc, 30);
 		argv[argc++] = args[i];
@@ -130,7 +128,7 @@ static int run_schedlab(const char *const *args)
 
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(127);
-		execv(bin, (char *const *)argv);
+		execvp(program, (char *const *)argv);
 		_exit(127);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -138,8 +136,26 @@ static int run_schedlab(const char *const *args)
 	read_into(err_path, err_text, sizeof(err_text));
 	unlink(out_path);
 	unlink(err_path);
-	cr_assert(WIFEXITED(status), "schedlab %s did not exit normally", args[0]);
+	cr_assert(WIFEXITED(status), "%s %s did not exit normally", program, args[0]);
 	return WEXITSTATUS(status);
+}
+
+/* $SCHEDLAB_BUILD, where the binary and the helpers are ("build" by default). */
+static const char *schedlab_build(void)
+{
+	const char *build = getenv("SCHEDLAB_BUILD");
+
+	return build && *build ? build : "build";
+}
+
+/* Run `schedlab ARGS...`; stdout and stderr land in out_text and err_text. */
+static __attribute__((unused)) int run_schedlab(const char *const *args)
+{
+	char bin[512];
+
+	snprintf(bin, sizeof(bin), "%s/schedlab", schedlab_build());
+	cr_assert_eq(access(bin, X_OK), 0, "%s is not built; run make first", bin);
+	return run_program(bin, args);
 }
 
 static __attribute__((unused)) size_t entries(void)
