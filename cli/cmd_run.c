@@ -603,6 +603,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.counts_full = prof->stats.counts_full;
 		probe.truncated = prof->stats.truncated;
 		probe.ring_full = prof->stats.ring_full;
+		probe.expected = prof->stats.expected;
+		probe.taken = prof->stats.fired;
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
