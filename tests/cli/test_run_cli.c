@@ -244,6 +244,10 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 		cr_expect_gt(samples, 0);
 		cr_expect_eq(folded_total(path), samples, "folded total = probe samples");
+		/* the kernel's deliveries against what the frequency asks: every sample of
+		 * the fork is one of those taken, and the window asked for some */
+		cr_expect_gt(json_u64(json, "\"sampling\"", "expected"), 0, "%s", json);
+		cr_expect_geq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
 		snprintf(path, sizeof(path), "%s/latest/oncpu.svg", in_dir("results"));
 		cr_expect_eq(access(path, R_OK), 0, "%s", path);
 	} else {
