@@ -277,6 +277,9 @@ struct an_probe_summary {
 	uint64_t ustack_full, kstack_full, ustack_errors, kstack_errors;
 	uint64_t counts_full, truncated;
 	uint64_t ring_full;     /* samples that wanted DWARF but found the ring buffer full */
+	uint64_t expected;      /* samples the frequency asks for over the sampled window on
+				 * every sampled CPU; 0: no such promise (cycles) */
+	uint64_t taken;         /* samples the kernel delivered in that window, of any task */
 	uint64_t phase_samples[8]; /* samples by the runtime's phase when sampled */
 	const char *callgraph;  /* "fp", "dwarf" or "auto" */
 	unsigned stack_copy;    /* DWARF: user stack bytes copied per sample */
@@ -293,6 +296,19 @@ struct an_probe_summary {
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
 };
+
+/* A sampling shortfall within this share of the expected samples is the timer's own
+ * jitter and the window's edges; beyond it the kernel throttled the event. */
+#define AN_SAMPLING_TOLERANCE_PCT 10.0
+
+/* The percentage of expected samples not taken (0 when none were expected or all
+ * came). */
+double an_sampling_short_pct(uint64_t expected, uint64_t taken);
+
+/* When taken falls short of expected by more than AN_SAMPLING_TOLERANCE_PCT, write
+ * "samples expected N, taken M, short by X%: the kernel throttled sampling (...)" into
+ * buf and return true; otherwise write "" and return false. */
+bool an_sampling_shortfall(uint64_t expected, uint64_t taken, char *buf, size_t len);
 
 /* One benchmark run: what ran, how, the score and what the probes saw. */
 struct an_run {

@@ -155,8 +155,37 @@ static void json_agreement(FILE *out, const struct an_agreement *a, size_t nrule
 	fputs("}}", out);
 }
 
+double an_sampling_short_pct(uint64_t expected, uint64_t taken)
+{
+	if (!expected || taken >= expected)
+		return 0;
+	return 100.0 * (double)(expected - taken) / (double)expected;
+}
+
+bool an_sampling_shortfall(uint64_t expected, uint64_t taken, char *buf, size_t len)
+{
+	double short_pct = an_sampling_short_pct(expected, taken);
+	char e[64], t[64];
+
+	if (len)
+		buf[0] = '\0';
+	if (short_pct <= AN_SAMPLING_TOLERANCE_PCT)
+		return false;
+	an_format_number((double)expected, 0, e, sizeof(e));
+	an_format_number((double)taken, 0, t, sizeof(t));
+	snprintf(buf, len,
+		 "samples expected %s, taken %s, short by %.1f%%: the kernel throttled sampling "
+		 "(perf_event_max_sample_rate, perf_cpu_time_max_percent)",
+		 e, t, short_pct);
+	return true;
+}
+
 static void json_probe(FILE *out, const struct an_probe_summary *p)
 {
+	char shortfall[256];
+	bool throttled = an_sampling_shortfall(p->expected, p->taken, shortfall,
+					       sizeof(shortfall));
+
 	fputs("{\"name\": ", out);
 	json_str(out, p->name);
 	fprintf(out, ", \"attached\": %s, \"status\": ", p->attached ? "true" : "false");
@@ -168,13 +197,18 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	fputs(", \"call_graph\": ", out);
 	json_str(out, p->callgraph);
 	fprintf(out,
-		", \"frequency_hz\": %u, \"samples\": %llu, \"lost\": {"
+		", \"frequency_hz\": %u, \"samples\": %llu, \"sampling\": {\"expected\": %llu, "
+		"\"taken\": %llu, \"short_pct\": %.2f, \"tolerance_pct\": %.1f, "
+		"\"throttled\": %s}, \"lost\": {"
 		"\"user_stack_storage_full\": %llu, \"kernel_stack_storage_full\": %llu, "
 		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
 		"\"counts_map_full\": %llu, \"ring_buffer_full\": %llu, \"truncated_stacks\": %llu}, "
 		"\"dwarf\": {\"stack_copy_bytes\": %u, \"ring_buffer_bytes\": %u, "
 		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu, \"unwinder_error\": ",
-		p->freq, (unsigned long long)p->samples, (unsigned long long)p->ustack_full,
+		p->freq, (unsigned long long)p->samples, (unsigned long long)p->expected,
+		(unsigned long long)p->taken, an_sampling_short_pct(p->expected, p->taken),
+		AN_SAMPLING_TOLERANCE_PCT, throttled ? "true" : "false",
+		(unsigned long long)p->ustack_full,
 		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 		(unsigned long long)p->ring_full, (unsigned long long)p->truncated, p->stack_copy,
@@ -442,7 +476,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
 	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors + p->kstack_errors +
 			p->counts_full + p->ring_full;
-	char n[64];
+	char n[64], shortfall[256];
+	bool throttled;
 
 	if (!p->attached) {
 		fprintf(out, "- **%s**: %s\n", p->name, p->status);
@@ -453,6 +488,9 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		p->event, p->freq, p->event_note && *p->event_note ? " (" : "",
 		p->event_note && *p->event_note ? p->event_note : "",
 		p->event_note && *p->event_note ? ")" : "", n);
+	throttled = an_sampling_shortfall(p->expected, p->taken, shortfall, sizeof(shortfall));
+	if (throttled)
+		fprintf(out, "; %s", shortfall);
 	if (lost || p->truncated)
 		fprintf(out,
 			"; lost parts: %llu user and %llu kernel stacks with storage full, %llu "
@@ -463,7 +501,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 			(unsigned long long)p->ring_full, (unsigned long long)p->truncated);
-	else
+	else if (!throttled)
 		fputs("; nothing lost", out);
 	fputs("\n", out);
 	if (p->callgraph)

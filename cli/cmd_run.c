@@ -109,6 +109,24 @@ struct run_args {
 	int bad;
 };
 
+#define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
+
+/* The kernel's sampling ceiling, which it also lowers by itself when samples take too
+ * long (perf_cpu_time_max_percent): a --freq above it is throttled, not delivered.
+ * 0 when the file cannot be read, and then only the fixed range applies. */
+static long kernel_max_sample_rate(void)
+{
+	FILE *f = fopen(MAX_SAMPLE_RATE_PATH, "re");
+	long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &v) != 1 || v < 0)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct run_args *a = state->input;
@@ -163,14 +181,24 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_QUICK:
 		a->quick = true;
 		return 0;
-	case OPT_FREQ:
+	case OPT_FREQ: {
+		long max_rate = kernel_max_sample_rate();
+
 		if (!cli_parse_long(arg, 1, 100000, &a->freq)) {
 			a->bad = cli_usage_error("--freq '%s': expected samples per second from 1 to "
 						 "100000, e.g. --freq 999",
 						 arg);
 			return EINVAL;
 		}
+		if (max_rate > 0 && a->freq > max_rate) {
+			a->bad = cli_usage_error("--freq '%s': above " MAX_SAMPLE_RATE_PATH " (%ld), "
+						 "the most samples per second the kernel delivers; "
+						 "choose at most --freq %ld or raise the sysctl",
+						 arg, max_rate, max_rate);
+			return EINVAL;
+		}
 		return 0;
+	}
 	case OPT_CALL_GRAPH: {
 		int cg = hx_callgraph_parse(arg);
 
@@ -225,6 +253,20 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return ARGP_ERR_UNKNOWN;
 }
 
+/* What one measured iteration keeps until the reports are written: its score, its
+ * runtime counters (hx_result.iter_rt) and their row of per-iteration cells. The product
+ * forks × iterations is capped so that this storage stays within MEASURED_CAP_MIB. */
+#define MEASURED_CAP_MIB 256
+
+static uint64_t max_measured(void)
+{
+	size_t ncols;
+
+	hx_stat_columns(&ncols);
+	return (uint64_t)MEASURED_CAP_MIB * 1024 * 1024 /
+	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double));
+}
+
 /* Build and check every spec before anything runs. A -P applies to each workload
  * that has the parameter, and must fit at least one. */
 static int make_specs(const struct run_args *a, struct hx_spec *specs)
@@ -246,6 +288,13 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 			s->opt.iterations = (unsigned)a->iterations;
 		if (a->time_s > 0)
 			s->opt.time_s = a->time_s;
+		if ((uint64_t)s->opt.forks * s->opt.iterations > max_measured())
+			return cli_usage_error("--forks %u × --iterations %u: %llu measured iterations "
+					       "exceed the limit of %llu (%d MiB of per-iteration "
+					       "results); lower --forks or --iterations",
+					       s->opt.forks, s->opt.iterations,
+					       (unsigned long long)s->opt.forks * s->opt.iterations,
+					       (unsigned long long)max_measured(), MEASURED_CAP_MIB);
 		for (size_t k = 0; k < a->nknobs; k++)
 			if (hx_spec_knob(s, a->knobs[k], err, sizeof(err)))
 				return cli_usage_error("%s", err);
@@ -554,6 +603,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.counts_full = prof->stats.counts_full;
 		probe.truncated = prof->stats.truncated;
 		probe.ring_full = prof->stats.ring_full;
+		probe.expected = prof->stats.expected;
+		probe.taken = prof->stats.fired;
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);

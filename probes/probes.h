@@ -168,6 +168,9 @@ struct probe_oncpu_stats {
 	uint64_t ring_full;        /* samples that found the ring buffer full (PROBE_LOST_RING) */
 	uint64_t stack_bytes;      /* user stack bytes the DWARF samples copied */
 	uint64_t root_cut;         /* frame-pointer walks cut at a PROBE_RANGE_ROOT */
+	uint64_t fired;            /* samples the kernel delivered while enabled, of any task */
+	uint64_t expected;         /* what the frequency asks for the enabled window on every
+				    * sampled CPU */
 };
 
 typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);

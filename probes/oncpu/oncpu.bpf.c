@@ -366,14 +366,17 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!enabled)
 		return 0;
+	c = bpf_map_lookup_elem(&counters, &zero);
+	if (!c)
+		return 0;
+	c->fired++;
 	/* Fails for tasks outside the loader's namespace: those are not the target. */
 	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
 		return 0;
 	if (ns.tgid != target_tgid)
 		return 0;
-	c = bpf_map_lookup_elem(&counters, &zero);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
-	if (!c || !sc)
+	if (!sc)
 		return 0;
 	c->samples++;
 

@@ -32,11 +32,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct oncpu_key) == 48, "oncpu_key ABI");
 _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
-_Static_assert(sizeof(struct oncpu_counters) == 80, "oncpu_counters ABI");
+_Static_assert(sizeof(struct oncpu_counters) == 88, "oncpu_counters ABI");
 _Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
 _Static_assert(sizeof(struct oncpu_dwarf_sample) == 1200, "oncpu_dwarf_sample ABI");
 _Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
@@ -67,6 +68,8 @@ struct probe_oncpu {
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
 	bool started;
+	uint64_t window_start_ns;  /* CLOCK_MONOTONIC when sampling was last enabled */
+	uint64_t window_ns;        /* time enabled since the last drain */
 	uint32_t last_tgid;        /* owner of the counts-full record */
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	struct oncpu_counters *pcpu;
@@ -87,6 +90,14 @@ struct probe_oncpu {
 	int dwarf_err;             /* dwarf_fn's first non-zero return since the start */
 	uint64_t dwarf_seen;       /* records handed to dwarf_fn since the last drain */
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
  * EACCES lead with the fix. */
@@ -403,6 +414,7 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 	}
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
+	p->window_start_ns = monotonic_ns();
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
 	p->last_tgid = t->tgid;
 	p->started = true;
@@ -414,6 +426,7 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 	if (!p->started)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
+	p->window_ns += monotonic_ns() - p->window_start_ns;
 	p->started = false;
 	/* A sample that saw enabled = 1 may still be running on another CPU. The
 	 * programs run in RCU read-side sections (irq or NMI context), and
@@ -468,6 +481,7 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 		c->ring_full += p->pcpu[i].ring_full;
 		c->stack_bytes += p->pcpu[i].stack_bytes;
 		c->root_cut += p->pcpu[i].root_cut;
+		c->fired += p->pcpu[i].fired;
 	}
 	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
 	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
@@ -593,7 +607,16 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		stats->ring_full += c.ring_full;
 		stats->stack_bytes += c.stack_bytes;
 		stats->root_cut += c.root_cut;
+		stats->fired += c.fired;
+		/* A per-CPU cpu-clock event is an hrtimer on each sampled CPU that fires
+		 * whatever runs there, the idle task included, so the kernel owes freq
+		 * samples per second per CPU for the whole enabled window; what it skips
+		 * it has throttled (perf_event_max_sample_rate, perf_cpu_time_max_percent). */
+		if (!p->pe.hardware) /* cycles do not advance in idle: no such promise */
+			stats->expected +=
+				(uint64_t)((double)p->window_ns * p->pe.n * p->freq / 1e9);
 	}
+	p->window_ns = 0;
 	p->dwarf_seen = 0;
 	return ret;
 }

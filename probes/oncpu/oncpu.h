@@ -106,6 +106,8 @@ struct oncpu_counters {
 	__u64 stack_bytes;	/* user stack bytes copied into the ring buffer */
 	__u64 root_cut;		/* frame-pointer walks cut at a root: what they read past
 				 * the function that began the thread was not its stack */
+	__u64 fired;		/* program runs while enabled, of any task: the samples the
+				 * kernel delivered, to compare with the frequency asked */
 };
 
 #endif /* SCHEDLAB_PROBES_ONCPU_H */

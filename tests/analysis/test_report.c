@@ -191,3 +191,48 @@ Test(report, a_missing_unwinder_is_named_with_its_reason)
 	cr_expect_not_null(strstr(js, "\"unwinder_error\": null"), "%s", js);
 	free(js);
 }
+
+Test(report, sampling_shortfall_beyond_the_tolerance_is_named)
+{
+	char text[256];
+
+	cr_expect_float_eq(an_sampling_short_pct(100000, 58000), 42.0, 1e-9);
+	cr_expect_float_eq(an_sampling_short_pct(0, 5), 0.0, 1e-9);
+	cr_expect_float_eq(an_sampling_short_pct(100, 120), 0.0, 1e-9);
+	cr_expect(an_sampling_shortfall(100000, 58000, text, sizeof(text)));
+	cr_expect_str_eq(text, "samples expected 100,000, taken 58,000, short by 42.0%: the kernel "
+			       "throttled sampling (perf_event_max_sample_rate, "
+			       "perf_cpu_time_max_percent)");
+	cr_expect_not(an_sampling_shortfall(100000, 91000, text, sizeof(text)), "%s", text);
+	cr_expect_str_eq(text, "");
+	cr_expect_not(an_sampling_shortfall(0, 0, text, sizeof(text)));
+}
+
+Test(report, a_throttled_run_never_says_nothing_lost)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r;
+	char *md, *json;
+
+	p.expected = 100000;
+	p.taken = 58000;
+	r = run_with(&p);
+	md = render(an_report_markdown, &r);
+	json = render(an_report_json, &r);
+	cr_expect_not_null(strstr(md, "short by 42.0%: the kernel throttled sampling"), "%s", md);
+	cr_expect_null(strstr(md, "nothing lost"), "%s", md);
+	cr_expect_not_null(strstr(json, "\"sampling\": {\"expected\": 100000, \"taken\": 58000, "
+					"\"short_pct\": 42.00, \"tolerance_pct\": 10.0, "
+					"\"throttled\": true}"),
+			   "%s", json);
+	free(md);
+	free(json);
+	p.taken = 99000;
+	r = run_with(&p);
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "nothing lost"), "%s", md);
+	cr_expect_null(strstr(md, "throttled"), "%s", md);
+	free(md);
+}

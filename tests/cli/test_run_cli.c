@@ -5,7 +5,9 @@
  * to the samples result.json reports.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
+#include <sys/mount.h>
 
 #include "tests/cli/cli_run.h"
 
@@ -15,6 +17,14 @@ static int run_args(const char *a0, const char *a1, const char *a2, const char *
 		    const char *a4)
 {
 	const char *argv[] = { a0, a1, a2, a3, a4, NULL };
+
+	return run_schedlab(argv);
+}
+
+/* `schedlab run spawn-join OPT VALUE OPT VALUE` */
+static int run_two_options(const char *o1, const char *v1, const char *o2, const char *v2)
+{
+	const char *argv[] = { "run", "spawn-join", o1, v1, o2, v2, NULL };
 
 	return run_schedlab(argv);
 }
@@ -54,6 +64,50 @@ Test(run_cli, malformed_numbers_are_bad_input)
 			     "%s %s", cases[i][0], cases[i][1]);
 		expect_one_error_line(cases[i][0]);
 	}
+}
+
+/* The kernel's sampling ceiling as this test's own mount namespace shows it: text
+ * bind-mounted over the sysctl file, so the machine's setting is never changed. */
+static void show_max_sample_rate(const char *text)
+{
+	const char *path = in_dir("max_sample_rate");
+
+	write_file(path, text);
+	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	cr_assert_eq(mount(path, "/proc/sys/kernel/perf_event_max_sample_rate", NULL, MS_BIND,
+			   NULL),
+		     0, "bind mount: %s", strerror(errno));
+}
+
+Test(run_cli, freq_above_the_kernels_sample_rate_is_bad_input)
+{
+	show_max_sample_rate("5000\n");
+	cr_expect_eq(run_two_options("--freq", "5001", "--out", in_dir("r")), 2);
+	expect_one_error_line("/proc/sys/kernel/perf_event_max_sample_rate (5000)");
+	cr_expect_not_null(strstr(err_text, "--freq 5000"), "the fix: %s", err_text);
+	cr_expect_eq(run_two_options("--freq", "100000", "--out", in_dir("r")), 2);
+	expect_one_error_line("(5000)");
+	cr_expect_eq(entries(), 1, "nothing was created but the sysctl text");
+}
+
+Test(run_cli, unreadable_sample_rate_keeps_the_fixed_range)
+{
+	show_max_sample_rate("unknown\n");
+	/* --freq is accepted, so the next mistake is the one reported */
+	cr_expect_eq(run_two_options("--freq", "100000", "--forks", "0"), 2);
+	expect_one_error_line("--forks '0'");
+}
+
+Test(run_cli, forks_times_iterations_beyond_the_storage_cap_is_bad_input, .timeout = 60)
+{
+	const char *argv[] = { "run", "spawn-join", "--forks", "1000", "--iterations", "100000",
+			       "--out", in_dir("r"), NULL };
+
+	cr_expect_eq(run_schedlab(argv), 2);
+	expect_one_error_line("--forks 1000 × --iterations 100000");
+	cr_expect_not_null(strstr(err_text, "256 MiB"), "the cap: %s", err_text);
+	cr_expect_eq(entries(), 0, "nothing was created");
 }
 
 Test(run_cli, call_graph_modes_and_stack_copies_are_checked)
@@ -190,6 +244,10 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 		cr_expect_gt(samples, 0);
 		cr_expect_eq(folded_total(path), samples, "folded total = probe samples");
+		/* the kernel's deliveries against what the frequency asks: every sample of
+		 * the fork is one of those taken, and the window asked for some */
+		cr_expect_gt(json_u64(json, "\"sampling\"", "expected"), 0, "%s", json);
+		cr_expect_geq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
 		snprintf(path, sizeof(path), "%s/latest/oncpu.svg", in_dir("results"));
 		cr_expect_eq(access(path, R_OK), 0, "%s", path);
 	} else {
