@@ -267,11 +267,11 @@ endef
 $(foreach h,$(HELPER_SRCS),$(eval $(call helper_rule,$(h))))
 
 # Each binary runs in turn; the first failure fails the target. SCHEDLAB_BUILD tells
-# the tests where the schedlab binary and the helpers are.
+# the tests where the schedlab binary and the helpers are, SCHEDLAB_SANITIZE how it was built.
 test: $(BIN) $(TEST_BINS) $(HELPER_BINS)
 	$(Q)status=0; for t in $(TEST_BINS); do \
 		echo "== $$t"; \
-		SCHEDLAB_BUILD=$(BUILD) $$t --jobs 1 $(TEST_ARGS) || status=1; \
+		SCHEDLAB_BUILD=$(BUILD) SCHEDLAB_SANITIZE=$(SANITIZE) $$t --jobs 1 $(TEST_ARGS) || status=1; \
 	done; exit $$status
 
 # ---------------------------------------------------------------------------

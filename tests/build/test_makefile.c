@@ -211,10 +211,13 @@ Test(makefile, version_comes_from_the_version_file)
 
 static int run_install(void)
 {
-	char build[600], destdir[600];
-	const char *args[] = { build, destdir, "PREFIX=/usr", "install", NULL };
+	char build[600], destdir[600], san[200];
+	const char *args[] = { build, san, destdir, "PREFIX=/usr", "install", NULL };
+	const char *sanitize = getenv("SCHEDLAB_SANITIZE");
 
+	/* the build the tests run from, sanitizers and all, so that nothing is relinked */
 	snprintf(build, sizeof(build), "BUILD=%s", schedlab_build());
+	snprintf(san, sizeof(san), "SANITIZE=%s", sanitize ? sanitize : "");
 	snprintf(destdir, sizeof(destdir), "DESTDIR=%s", in_dir("d"));
 	return run_make(args);
 }
