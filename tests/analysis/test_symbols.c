@@ -601,28 +601,35 @@ Test(ksyms, missing_file)
 	cr_expect_eq(errno, ENOENT);
 }
 
-/* The running kernel: the symbol at a T symbol's address is one of that address's
- * names, and one byte on is the same symbol at offset 1. */
-Test(ksyms, proc_kallsyms)
+/* A kallsyms file read as the running kernel's (path NULL: /proc/kallsyms): the symbol
+ * at schedule's address is one of that address's names, and one byte on is the same
+ * symbol at offset 1. Where kptr_restrict hides the addresses (all zero), nothing can
+ * be named at any address. */
+static void check_kallsyms(const char *path)
 {
-	struct an_ksyms *k = an_ksyms_load(NULL);
-	cr_assert_not_null(k, "/proc/kallsyms: %s", strerror(errno));
+	const char *file = path ? path : "/proc/kallsyms";
+	struct an_ksyms *k = an_ksyms_load(path);
+	cr_assert_not_null(k, "%s: %s", file, strerror(errno));
 
-	FILE *f = fopen("/proc/kallsyms", "re");
-	cr_assert_not_null(f);
+	FILE *f = fopen(file, "re");
+	cr_assert_not_null(f, "%s", file);
 	char line[512], name[256], type;
 	uint64_t addr, want = 0;
-	while (fgets(line, sizeof(line), f)) {
+	bool listed = false;
+	while (!listed && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) == 3 && type == 'T' &&
 		    strcmp(name, "schedule") == 0) {
 			want = addr;
-			break;
+			listed = true;
 		}
 	}
-	cr_assert(want != 0 || feof(f), "schedule not found");
+	cr_assert(listed, "%s: schedule not found", file);
 	if (want == 0) {
 		/* Addresses hidden (kptr_restrict): nothing can be named. */
+		cr_expect_null(an_ksyms_lookup(k, 0, NULL));
+		cr_expect_null(an_ksyms_lookup(k, 1, NULL));
 		cr_expect_null(an_ksyms_lookup(k, 0xffffffff81000000ULL, NULL));
+		cr_expect_null(an_ksyms_lookup(k, UINT64_MAX, NULL));
 		fclose(f);
 		an_ksyms_free(k);
 		return;
@@ -646,6 +653,20 @@ Test(ksyms, proc_kallsyms)
 	cr_expect(found, "%s is not a name of %#" PRIx64, got, want);
 	fclose(f);
 	an_ksyms_free(k);
+}
+
+Test(ksyms, proc_kallsyms)
+{
+	check_kallsyms(NULL);
+}
+
+/* What /proc/kallsyms shows a reader that kptr_restrict keeps from the addresses. */
+Test(ksyms, proc_kallsyms_with_addresses_hidden)
+{
+	char path[PATH_MAX];
+
+	data_path(path, sizeof(path), "kallsyms_restricted");
+	check_kallsyms(path);
 }
 
 /* ---- /proc/PID/maps ------------------------------------------------------------------ */
