@@ -533,30 +533,36 @@ Test(reactor, bad_arguments_are_refused, .timeout = 60)
 	rt_sched_free(s);
 }
 
+/* Two tasks wait on one descriptor: whichever registers second is refused at once, the
+ * other waits until the descriptor is readable. Each says how it ended, in order. */
 static int busy_fd[2];
+static int64_t busy_ret[2];
+static uint32_t busy_done;
 
-static uint64_t busy_first(void *arg)
+static uint64_t busy_waiter(void *arg)
 {
-	return (uint64_t)(int64_t)rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
-}
+	int64_t ret = rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
 
-static uint64_t busy_second(void *arg)
-{
-	return (uint64_t)(int64_t)rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
+	busy_ret[__atomic_fetch_add(&busy_done, 1, __ATOMIC_ACQ_REL)] = ret;
+	return 0;
 }
 
 Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
 {
 	struct rt_sched *s = rt_test_start("ce", 2);
-	struct rt_task *a;
+	struct rt_task *a, *b;
 	char c = 'b';
 
 	make_pipe(busy_fd);
-	cr_assert_not_null(a = rt_submit(s, busy_first, NULL));
-	usleep(20000); /* a is registered by now, or b's refusal below cannot happen */
-	cr_expect_eq((int64_t)rt_join(rt_submit(s, busy_second, NULL)), -EBUSY);
+	cr_assert_not_null(a = rt_submit(s, busy_waiter, NULL));
+	cr_assert_not_null(b = rt_submit(s, busy_waiter, NULL));
+	rt_test_await_u32(&busy_done, 1, "one of the two waiters refused");
+	cr_expect_eq(busy_ret[0], -EBUSY, "the first to end got %lld", (long long)busy_ret[0]);
 	cr_assert_eq(write(busy_fd[1], &c, 1), 1);
-	cr_expect_eq((int64_t)rt_join(a), 0);
+	rt_join(a);
+	rt_join(b);
+	cr_expect_eq(busy_done, 2);
+	cr_expect_eq(busy_ret[1], 0, "the waiter got %lld", (long long)busy_ret[1]);
 	close(busy_fd[0]);
 	close(busy_fd[1]);
 	rt_sched_free(s);
