@@ -483,3 +483,20 @@ Test(run_cli, sigterm_writes_the_measured_iterations_as_partial, .timeout = 300)
 {
 	expect_partial_run(SIGTERM, "SIGTERM");
 }
+
+/* Several workloads: stdout is one JSON array of their results, in the order given. */
+Test(run_cli, json_with_two_workloads_is_one_array, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "permit", "--quick", "--time", "0.05",
+			       "--probes", "none", "--json", "-o", in_dir("results"), NULL };
+	char cmd[1200];
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	write_file(in_dir("out.json"), out_text);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "sys.exit(not (isinstance(d, list) and [r[\"workload\"] for r in d] == "
+		 "[\"spawn-join\", \"permit\"]))' %s",
+		 in_dir("out.json"));
+	cr_expect_eq(system(cmd), 0, "not one array of both results: %s", out_text);
+}
