@@ -500,3 +500,38 @@ Test(run_cli, json_with_two_workloads_is_one_array, .timeout = 120)
 		 in_dir("out.json"));
 	cr_expect_eq(system(cmd), 0, "not one array of both results: %s", out_text);
 }
+
+/* A full file system fails the run with the real errno, and latest keeps the good run. */
+Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
+{
+	const char *mnt = in_dir("fs"), *out = in_dir("fs/r");
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
+			       "none", "-o", out, NULL };
+	char cmd[1200], path[1024], good[512], now[512];
+	ssize_t len;
+	int st;
+
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=256k tmpfs %s 2>/dev/null", mnt);
+	if (system(cmd) != 0) {
+		rmdir(mnt);
+		cr_skip_test("mount -t tmpfs was refused (not root, or no mount namespace)");
+	}
+	st = run_schedlab(argv);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	len = readlink(path, good, sizeof(good) - 1);
+	good[len > 0 ? len : 0] = '\0';
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of=%s/filler bs=4k 2>/dev/null", mnt);
+	if (st == 0 && len > 0 && system(cmd) != -1)
+		st = run_schedlab(argv) == 1 ? 0 : -1;
+	else
+		st = -2;
+	len = readlink(path, now, sizeof(now) - 1);
+	now[len > 0 ? len : 0] = '\0';
+	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
+	cr_assert_eq(system(cmd), 0, "umount %s", mnt);
+	cr_assert_neq(st, -2, "the good run failed: %s", err_text);
+	cr_expect_eq(st, 0, "the run on a full file system did not exit 1: %s", err_text);
+	cr_expect_not_null(strstr(err_text, "No space left on device"), "%s", err_text);
+	cr_expect_str_eq(now, good, "latest still points at the good run");
+}
