@@ -343,6 +343,7 @@ struct an_run {
 	const struct an_probe_summary *probes;
 	size_t nprobes;
 	const char *error;      /* why the run failed; NULL when it did not */
+	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 };
 
 /* Write result.json / report.md for r. 0 or -errno. */

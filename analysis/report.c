@@ -346,6 +346,8 @@ int an_report_json(const struct an_run *r, FILE *out)
 	}
 	fputs(r->nprobes ? "\n  ],\n  \"failure\": " : "],\n  \"failure\": ", out);
 	json_str(out, r->error);
+	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
+	json_str(out, r->partial);
 	fputs("\n}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
@@ -589,6 +591,9 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 	fprintf(out, "One op: %s (%s).\n\n", r->op, r->params && *r->params ? r->params : "no parameters");
 	if (r->error)
 		fprintf(out, "**The run failed:** %s\n\n", r->error);
+	if (r->partial)
+		fprintf(out, "**Partial results:** %s; the figures cover the iterations measured "
+			"before it.\n\n", r->partial);
 	if (r->nsamples) {
 		an_format_number(r->score.mean, dec, score, sizeof(score));
 		an_format_number(r->score.ci_half, dec, err, sizeof(err));

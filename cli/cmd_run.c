@@ -5,11 +5,16 @@
  *
  * Everything the user typed is validated before the first fork starts, so a typo in
  * the second workload's parameter does not cost the first workload's minute.
+ *
+ * SIGINT or SIGTERM stops the fork in flight (harness/controller.c) and writes what was
+ * measured, marked "partial" in result.json, then exits 130; a second signal also stops
+ * the writing (analysis/files.c removes the temporary file) and latest stays as it was.
  */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +53,14 @@ static const char doc[] =
 	"  schedlab run spawn-join --probes none --json\n"
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
+	"With --json, stdout is one JSON document: one workload's result.json as an object, "
+	"several workloads' as an array of them, in the order given.\n\n"
+	"SIGINT or SIGTERM stops the run: what was measured so far is written, with "
+	"\"partial\": true and the reason in result.json, and the exit status is 130; a second "
+	"signal stops the writing too.\n\n"
 	"Workloads, their parameters and the presets: 'schedlab list'. Exit status: 0 when "
-	"every run succeeded, 1 when one failed (its result.json says why), 2 for bad input.";
+	"every run succeeded, 1 when one failed (its result.json says why), 2 for bad input, "
+	"130 when interrupted.";
 
 enum {
 	OPT_FORKS = 0x100,
@@ -88,7 +99,10 @@ static const struct argp_option options[] = {
 	  "65536, a multiple of 8)",
 	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
-	{ "json", OPT_JSON, NULL, 0, "print each run's result.json on stdout instead of the table", 3 },
+	{ "json", OPT_JSON, NULL, 0,
+	  "print result.json on stdout instead of the table (an array of them for several "
+	  "workloads)",
+	  3 },
 	{ 0 },
 };
 
@@ -543,8 +557,18 @@ static void report_parts_free(struct report_parts *p)
 
 #define METRIC(field) { #field, (double)res->rt.field }
 
+/* --json: several workloads make one array; the separator goes before each document. */
+static void print_json(const struct an_run *run, const struct run_args *a, size_t *printed)
+{
+	if (a->nworkloads > 1)
+		fputs(*printed ? ",\n" : "[\n", stdout);
+	an_report_json(run, stdout);
+	(*printed)++;
+	fflush(stdout);
+}
+
 static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_profile *prof,
-		   const char *self, struct run_row *row)
+		   const char *self, struct run_row *row, size_t *printed)
 {
 	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
 	struct an_probe_summary probe = { .name = "oncpu" };
@@ -557,7 +581,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	time_t now = time(NULL);
 	struct tm tm;
 	int err, err2;
-	bool written = false, write_failed = false;
+	bool written = false, write_failed = false, partial;
 
 	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
 	if (err) {
@@ -582,6 +606,10 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		return CLI_EXIT_FAIL;
 	hx_profile_hooks(prof, &hooks);
 	err = hx_run(s, self, &hooks, res, stderr);
+	/* interrupted: what was measured is kept, and the run is not a failure */
+	partial = err == -EINTR;
+	if (partial)
+		err = 0;
 	parts = malloc(sizeof(*parts));
 	if (!parts) {
 		hx_result_free(res);
@@ -644,8 +672,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 			}
 		}
 		if (ferr) {
-			fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", path,
-				strerror(-ferr));
+			if (!an_files_interrupted())
+				fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", path,
+					strerror(-ferr));
 			write_failed = true;
 		}
 	}
@@ -694,6 +723,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.probes = &probe;
 	run.nprobes = 1;
 	run.error = err ? res->error : prof->error ? note : NULL;
+	run.partial = partial ? res->error : NULL;
 
 	err2 = write_report(row->dir, "result.json", write_json, &run);
 	if (!err2) {
@@ -701,8 +731,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		err2 = write_report(row->dir, "report.md", write_markdown, &run);
 	}
 	if (err2) {
-		fprintf(stderr, "schedlab: %s/%s: cannot write the report: %s\n", row->dir,
-			written ? "report.md" : "result.json", strerror(-err2));
+		if (!an_files_interrupted())
+			fprintf(stderr, "schedlab: %s/%s: cannot write the report: %s\n", row->dir,
+				written ? "report.md" : "result.json", strerror(-err2));
 		write_failed = true;
 	}
 	/* latest names a complete run folder, or stays where it was */
@@ -715,10 +746,17 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 			write_failed = true;
 		}
 	}
-	if (a->json) {
-		an_report_json(&run, stdout);
-		fflush(stdout);
-	}
+	if (a->json)
+		print_json(&run, a, printed);
+	if (an_files_interrupted())
+		fprintf(stderr, "schedlab: %s: interrupted again while writing %s; %s/latest was "
+			"left as it was\n", s->wl->name, row->dir, a->out);
+	else if (partial && !write_failed)
+		fprintf(stderr, "schedlab: %s stopped: %s; its partial results are in %s\n",
+			s->wl->name, res->error, row->dir);
+	else if (partial)
+		fprintf(stderr, "schedlab: %s stopped: %s; its partial results were not written\n",
+			s->wl->name, res->error);
 
 	row->score = res->summary;
 	row->n = run.nsamples;
@@ -771,6 +809,15 @@ static void print_table(const struct run_row *rows, size_t n)
 	}
 }
 
+/* The first signal stops the forks (hx_run() then returns what was measured), a second
+ * one the writing as well. */
+static void on_signal(int sig)
+{
+	if (hx_interrupted())
+		an_files_interrupt();
+	hx_interrupt(sig);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse, "WORKLOAD...", doc, NULL, NULL, NULL };
@@ -784,6 +831,8 @@ int cmd_run(int argc, char **argv)
 	struct run_row *rows = NULL;
 	struct hx_profile prof;
 	char self[PATH_MAX];
+	struct sigaction sa = { .sa_handler = on_signal };
+	size_t printed = 0;
 	ssize_t len;
 	int status = CLI_EXIT_OK, err;
 
@@ -825,8 +874,11 @@ int cmd_run(int argc, char **argv)
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
 
-	for (size_t i = 0; i < a.nworkloads; i++) {
-		int st = run_one(&specs[i], &a, &prof, self, &rows[i]);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (size_t i = 0; i < a.nworkloads && !hx_interrupted(); i++) {
+		int st = run_one(&specs[i], &a, &prof, self, &rows[i], &printed);
 
 		if (st == CLI_EXIT_USAGE) {
 			status = st;
@@ -835,8 +887,12 @@ int cmd_run(int argc, char **argv)
 		if (st)
 			status = st;
 	}
+	if (a.json && a.nworkloads > 1)
+		fputs(printed ? "]\n" : "[]\n", stdout);
 	if (!a.json && status != CLI_EXIT_USAGE)
 		print_table(rows, a.nworkloads);
+	if (hx_interrupted() && status != CLI_EXIT_USAGE)
+		status = CLI_EXIT_INTERRUPTED;
 	hx_profile_close(&prof);
 out_free:
 	free(specs);

@@ -15,7 +15,10 @@
  *   fork -> ERROR at any point, with a one-line reason, then exits 1
  *
  * A fork that goes silent for longer than any iteration could take is killed and
- * reported, so a scheduler deadlock fails the run instead of hanging it.
+ * reported, so a scheduler deadlock fails the run instead of hanging it. SIGINT and
+ * SIGTERM reach the controller only inside ppoll() (blocked elsewhere), so an
+ * interrupt is never lost between checking the flag and waiting: the fork in flight
+ * is drained by the probes, killed and reaped, and what was measured is kept.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +65,21 @@ struct msg {
 };
 
 
+/* The signal that asked hx_run() to stop (hx_interrupt()): process-wide by nature, like
+ * the signal itself. */
+static volatile sig_atomic_t interrupted;
+
+void hx_interrupt(int sig)
+{
+	if (!interrupted)
+		interrupted = sig;
+}
+
+int hx_interrupted(void)
+{
+	return interrupted;
+}
+
 /* ---- messages ------------------------------------------------------------------------- */
 
 static int msg_send(int fd, struct msg *m)
@@ -74,16 +92,23 @@ static int msg_send(int fd, struct msg *m)
 	return n == (ssize_t)sizeof(*m) ? 0 : -EPIPE;
 }
 
-/* 0, -EPIPE on end of stream or a short message, -ETIMEDOUT after timeout_ms. */
-static int msg_recv(int fd, struct msg *m, int timeout_ms)
+/* 0, -EPIPE on end of stream or a short message, -ETIMEDOUT after timeout_ms (< 0:
+ * none). With wait_mask (the controller's), signals are let in only while waiting, and
+ * -EINTR once hx_interrupt() was called. */
+static int msg_recv(int fd, struct msg *m, int timeout_ms, const sigset_t *wait_mask)
 {
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	ssize_t n;
 	int r;
 
-	do
-		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
+	for (;;) {
+		if (wait_mask && interrupted)
+			return -EINTR;
+		r = ppoll(&p, 1, timeout_ms < 0 ? NULL : &ts, wait_mask);
+		if (r >= 0 || errno != EINTR)
+			break;
+	}
 	if (r == 0)
 		return -ETIMEDOUT;
 	if (r < 0)
@@ -159,10 +184,15 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void metric_medians(struct hx_result *res, unsigned n)
+/* The median of each figure over the first n of forks forks. */
+static void metric_medians(struct hx_result *res, unsigned forks, unsigned n)
 {
+	if (!n) {
+		res->nwl_metrics = 0;
+		return;
+	}
 	for (size_t i = 0; i < res->nwl_metrics; i++) {
-		double *v = &res->wl_per_fork[i * n];
+		double *v = &res->wl_per_fork[i * forks];
 
 		qsort(v, n, sizeof(double), cmp_double);
 		res->wl_metrics[i].value = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -178,13 +208,13 @@ static void steals_compact(struct hx_result *res)
 }
 
 static int run_fork(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
-		    struct hx_result *res, unsigned k, FILE *progress)
+		    struct hx_result *res, unsigned k, FILE *progress, const sigset_t *wait_mask)
 {
 	/* the longest a fork may stay silent: setup or an iteration and its last op */
 	int timeout_ms = (int)(spec->opt.time_s * 20000) + 60000;
 	char **argv = NULL, rate[64];
 	int sv[2] = { -1, -1 }, err, status;
-	bool ended = false;
+	bool ended = false, measuring = false;
 	struct msg m;
 	pid_t pid;
 
@@ -206,8 +236,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		goto out_close;
 	}
 	if (pid == 0) {
-		/* the fork keeps its end of the pair across exec */
+		/* the fork keeps its end of the pair across exec, and takes signals */
 		fcntl(sv[1], F_SETFD, 0);
+		sigprocmask(SIG_SETMASK, wait_mask, NULL);
 		execv(self, argv);
 		_exit(127);
 	}
@@ -215,7 +246,14 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 	sv[1] = -1;
 
 	for (;;) {
-		err = msg_recv(sv[0], &m, timeout_ms);
+		err = msg_recv(sv[0], &m, timeout_ms, wait_mask);
+		if (err == -EINTR) {
+			/* keep the samples of the iterations measured so far: the probes read
+			 * the fork's maps, so drain them while it still lives */
+			if (measuring && hooks && hooks->measure_end)
+				hooks->measure_end(hooks->ctx, pid);
+			goto out_kill;
+		}
 		if (err == -ETIMEDOUT) {
 			kill(pid, SIGKILL);
 			snprintf(res->error, sizeof(res->error),
@@ -245,6 +283,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 					 strerror(-err));
 				goto out_kill;
 			}
+			measuring = true;
 			m.type = MSG_GO;
 			msg_send(sv[0], &m);
 			break;
@@ -289,6 +328,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 					 strerror(-err));
 				goto out_kill;
 			}
+			measuring = false;
 			ended = true;
 			m.type = MSG_BYE;
 			msg_send(sv[0], &m);
@@ -330,10 +370,51 @@ out_close:
 	return err;
 }
 
+/* After an interrupt before or during fork k: summarize the iterations measured. */
+static int interrupted_result(const struct hx_spec *spec, struct hx_result *res, unsigned k,
+			      bool during)
+{
+	const char *abbrev = sigabbrev_np(interrupted);
+
+	steals_compact(res);
+	metric_medians(res, spec->opt.forks, k - 1);
+	memset(&res->summary, 0, sizeof(res->summary));
+	if (res->nsamples)
+		an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
+	snprintf(res->error, sizeof(res->error),
+		 "interrupted by SIG%s %s fork %u of %u (%zu of %u measured iterations)",
+		 abbrev ? abbrev : "?", during ? "during" : "before", k, spec->opt.forks,
+		 res->nsamples, spec->opt.forks * spec->opt.iterations);
+	return -EINTR;
+}
+
+static int run_forks(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
+		     struct hx_result *res, FILE *progress, const sigset_t *wait_mask)
+{
+	int err;
+
+	for (unsigned k = 1; k <= spec->opt.forks; k++) {
+		if (interrupted)
+			return interrupted_result(spec, res, k, false);
+		err = run_fork(spec, self, hooks, res, k, progress, wait_mask);
+		if (err == -EINTR)
+			return interrupted_result(spec, res, k, true);
+		if (err)
+			return err;
+	}
+	steals_compact(res);
+	metric_medians(res, spec->opt.forks, spec->opt.forks);
+	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
+	if (err)
+		snprintf(res->error, sizeof(res->error), "no measured iterations");
+	return err;
+}
+
 int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
 	   struct hx_result *res, FILE *progress)
 {
 	size_t total = (size_t)spec->opt.forks * spec->opt.iterations;
+	sigset_t block, wait_mask;
 	int err = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -353,16 +434,12 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 		snprintf(res->error, sizeof(res->error), "out of memory");
 		return -ENOMEM;
 	}
-	for (unsigned k = 1; k <= spec->opt.forks; k++) {
-		err = run_fork(spec, self, hooks, res, k, progress);
-		if (err)
-			return err;
-	}
-	steals_compact(res);
-	metric_medians(res, spec->opt.forks);
-	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
-	if (err)
-		snprintf(res->error, sizeof(res->error), "no measured iterations");
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &wait_mask);
+	err = run_forks(spec, self, hooks, res, progress, &wait_mask);
+	sigprocmask(SIG_SETMASK, &wait_mask, NULL);
 	return err;
 }
 
@@ -438,7 +515,7 @@ static void fork_error(int fd, const char *fmt, ...)
 static int await(int fd, uint32_t type)
 {
 	struct msg m;
-	int err = msg_recv(fd, &m, -1);
+	int err = msg_recv(fd, &m, -1, NULL);
 
 	if (err)
 		return err;

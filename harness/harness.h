@@ -92,10 +92,18 @@ struct hx_result {
 
 /* Run every fork of spec. progress (may be NULL) gets a line per iteration. self is
  * the path of the schedlab binary to re-execute. 0, or -errno with res->error set;
- * a hook's failure is reported the same way. */
+ * a hook's failure is reported the same way. After hx_interrupt() it stops the fork
+ * in flight (the probes drained first, then killed and reaped) and returns -EINTR
+ * with the iterations measured so far in res, summarized, and res->error saying where
+ * it stopped: "interrupted by SIGINT during fork 2 of 3 (4 of 9 measured iterations)".
+ * SIGINT and SIGTERM are blocked while it runs, except while it waits for a fork. */
 int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
 	   struct hx_result *res, FILE *progress);
 void hx_result_free(struct hx_result *res);
+/* Ask hx_run() to stop; for a SIGINT or SIGTERM handler (async-signal-safe). The first
+ * signal is the one reported. hx_interrupted() returns it, or 0. */
+void hx_interrupt(int sig);
+int hx_interrupted(void);
 
 /* The fork's side: run spec and talk to the controller over fd. Returns the exit
  * status for the process. */

@@ -5,9 +5,13 @@
  * to the samples result.json reports.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mount.h>
+#include <time.h>
 
 #include "probes/probes.h"
 #include "tests/cli/cli_run.h"
@@ -446,4 +450,181 @@ Test(run_cli, each_call_graph_mode_reports_its_stacks_and_the_agreement, .timeou
 				  "%s: no category root frame: %s", modes[m], line);
 		free(folded);
 	}
+}
+
+/* ---- interrupts, --json, a full file system ---------------------------------------------- */
+
+/* Any name under path holding ".tmp" (an atomic write's temporary left behind). */
+static bool has_temporary(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool found = false;
+	char p[1024];
+	struct stat st;
+
+	while (d && !found && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		found = strstr(e->d_name, ".tmp") ||
+			(lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && has_temporary(p));
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Start a run of three one-second forks with stderr on a pipe, read it until fork 2 has
+ * measured its first iteration, send sig, read to the end; the exit status. */
+static int run_interrupted(int sig, const char *out)
+{
+	const char *build = getenv("SCHEDLAB_BUILD");
+	char bin[512], line_buf[8192] = "";
+	size_t len = 0;
+	bool sent = false;
+	int fds[2], status;
+	time_t deadline = time(NULL) + 240;
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
+	cr_assert_eq(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null < 0 || dup2(null, 1) < 0 || dup2(fds[1], 2) < 0)
+			_exit(127);
+		close(fds[0]);
+		execl(bin, bin, "run", "spawn-join", "--forks", "3", "--iterations", "3", "--time",
+		      "1", "--probes", "none", "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	err_text[0] = '\0';
+	for (;;) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+		ssize_t n;
+
+		cr_assert_lt(time(NULL), deadline, "no 'fork 2/3  iteration  1/3' in time: %s",
+			     line_buf);
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		n = read(fds[0], line_buf + len, sizeof(line_buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		line_buf[len] = '\0';
+		if (!sent && strstr(line_buf, "fork 2/3  iteration  1/3")) {
+			cr_assert_eq(kill(pid, sig), 0);
+			sent = true;
+		}
+		if (len == sizeof(line_buf) - 1)
+			break;
+	}
+	close(fds[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	snprintf(err_text, sizeof(err_text), "%s", line_buf);
+	cr_assert(sent, "the run ended before fork 2 measured: %s", line_buf);
+	cr_assert(WIFEXITED(status), "killed by signal %d: %s",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : 0, err_text);
+	return WEXITSTATUS(status);
+}
+
+static void expect_partial_run(int sig, const char *signame)
+{
+	char path[1024], target[512], reason[128], *json;
+	const char *out = in_dir("results");
+	uint64_t n;
+	ssize_t len;
+
+	cr_expect_eq(run_interrupted(sig, out), 130, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	len = readlink(path, target, sizeof(target) - 1);
+	cr_assert_gt(len, 0, "latest is a symlink to the partial run");
+	target[len] = '\0';
+	snprintf(path, sizeof(path), "%s/%s/result.json", out, target);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_not_null(strstr(json, "\"partial\": true"), "%s", json);
+	/* fork 1's three iterations and at least fork 2's first; not all nine */
+	n = json_u64(json, NULL, "n");
+	cr_expect(n >= 4 && n < 9, "n = %llu", (unsigned long long)n);
+	snprintf(reason, sizeof(reason), "\"partial_reason\": \"interrupted by %s during fork ",
+		 signame);
+	cr_expect_not_null(strstr(json, reason), "%s", json);
+	snprintf(reason, sizeof(reason), "(%llu of 9 measured iterations)\"",
+		 (unsigned long long)n);
+	cr_expect_not_null(strstr(json, reason), "the reason counts the samples: %s", json);
+	cr_expect_not_null(strstr(json, "\"failure\": null"), "an interrupt is no failure");
+	free(json);
+	snprintf(path, sizeof(path), "%s/%s/report.md", out, target);
+	cr_expect_eq(access(path, R_OK), 0, "%s", path);
+	cr_expect_not_null(strstr(err_text, signame), "one line says so: %s", err_text);
+	cr_expect_not_null(strstr(err_text, "partial results are in"), "%s", err_text);
+	cr_expect_not(has_temporary(out), "a temporary file was left in %s", out);
+}
+
+Test(run_cli, sigint_writes_the_measured_iterations_as_partial, .timeout = 300)
+{
+	expect_partial_run(SIGINT, "SIGINT");
+}
+
+Test(run_cli, sigterm_writes_the_measured_iterations_as_partial, .timeout = 300)
+{
+	expect_partial_run(SIGTERM, "SIGTERM");
+}
+
+/* Several workloads: stdout is one JSON array of their results, in the order given. */
+Test(run_cli, json_with_two_workloads_is_one_array, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "permit", "--quick", "--time", "0.05",
+			       "--probes", "none", "--json", "-o", in_dir("results"), NULL };
+	char cmd[1200];
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	write_file(in_dir("out.json"), out_text);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "sys.exit(not (isinstance(d, list) and [r[\"workload\"] for r in d] == "
+		 "[\"spawn-join\", \"permit\"]))' %s",
+		 in_dir("out.json"));
+	cr_expect_eq(system(cmd), 0, "not one array of both results: %s", out_text);
+}
+
+/* A full file system fails the run with the real errno, and latest keeps the good run. */
+Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
+{
+	const char *mnt = in_dir("fs"), *out = in_dir("fs/r");
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
+			       "none", "-o", out, NULL };
+	char cmd[1200], path[1024], good[512], now[512];
+	ssize_t len;
+	int st;
+
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=256k tmpfs %s 2>/dev/null", mnt);
+	if (system(cmd) != 0) {
+		rmdir(mnt);
+		cr_skip_test("mount -t tmpfs was refused (not root, or no mount namespace)");
+	}
+	st = run_schedlab(argv);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	len = readlink(path, good, sizeof(good) - 1);
+	good[len > 0 ? len : 0] = '\0';
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of=%s/filler bs=4k 2>/dev/null", mnt);
+	if (st == 0 && len > 0 && system(cmd) != -1)
+		st = run_schedlab(argv) == 1 ? 0 : -1;
+	else
+		st = -2;
+	len = readlink(path, now, sizeof(now) - 1);
+	now[len > 0 ? len : 0] = '\0';
+	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
+	cr_assert_eq(system(cmd), 0, "umount %s", mnt);
+	cr_assert_neq(st, -2, "the good run failed: %s", err_text);
+	cr_expect_eq(st, 0, "the run on a full file system did not exit 1: %s", err_text);
+	cr_expect_not_null(strstr(err_text, "No space left on device"), "%s", err_text);
+	cr_expect_str_eq(now, good, "latest still points at the good run");
 }
