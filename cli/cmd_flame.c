@@ -220,6 +220,11 @@ int cmd_flame(int argc, char **argv)
 			status = CLI_EXIT_INTERRUPTED;
 			cli_usage_error("flame: interrupted while writing '%s'; it was left as it was",
 					output);
+		} else if (err == -E2BIG) {
+			status = CLI_EXIT_USAGE;
+			cli_usage_error("%s: a stack deeper than %d frames cannot be drawn; "
+					"cut its stacks to at most %d frames",
+					a.input, FG_MAX_DEPTH, FG_MAX_DEPTH);
 		} else if (err == -EISDIR || err == -ENXIO)
 			cli_usage_error("cannot write '%s': %s; -o takes a file, a device, a FIFO "
 					"or - for standard output",

@@ -25,7 +25,13 @@ struct fg_options {
 
 void fg_options_default(struct fg_options *o);
 
-/* Render f. An empty profile still renders a valid SVG that says so. 0 or -errno. */
+/* The deepest stack drawn, in frames. At 16 px a level that is over a million pixels of
+ * image, past what a viewer can scroll through usefully; the on-CPU probe keeps at most
+ * 127 frames a side, so only a hand-made or foreign folded file comes near it. */
+#define FG_MAX_DEPTH 65536
+
+/* Render f. An empty profile still renders a valid SVG that says so. 0 or -errno:
+ * -E2BIG for a stack deeper than FG_MAX_DEPTH frames. */
 int fg_svg_write(const struct an_folded *f, const struct fg_options *o, FILE *out);
 /* The same to path, through a temporary file and rename. */
 int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, const char *path);

@@ -473,7 +473,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 			max_depth = fr.v[i].depth;
 	}
 	qsort(fr.v, kept, sizeof(*fr.v), cmp_frame);
-	if (max_depth > (100000000 - top - BOTTOM_PAD) / fh) {
+	if (max_depth > FG_MAX_DEPTH || max_depth > (100000000 - top - BOTTOM_PAD) / fh) {
 		err = -E2BIG;
 		goto out_free;
 	}

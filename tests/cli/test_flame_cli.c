@@ -4,6 +4,7 @@
  * bad input is one line on stderr with exit status 2, and an error never leaves an
  * output file (or a temporary one) behind.
  */
+#include "flamegraphs/flamegraph.h"
 #include "tests/cli/cli_run.h"
 
 #include <errno.h>
@@ -318,4 +319,21 @@ Test(flame_cli, a_line_without_end_is_capped_naming_file_and_line)
 
 	cr_expect_eq(run_flame(args), 2);
 	expect_one_error_line("/dev/zero:1: line longer than 1048576 bytes");
+}
+
+Test(flame_cli, a_stack_too_deep_to_draw_is_bad_input_naming_the_limit)
+{
+	const char *args[] = { in_dir("deep.folded"), "-o", in_dir("deep.svg"), NULL };
+	FILE *f = fopen(in_dir("deep.folded"), "w");
+	char want[64];
+
+	cr_assert_not_null(f);
+	for (int i = 0; i <= FG_MAX_DEPTH; i++)
+		fprintf(f, "%sf%d", i ? ";" : "", i);
+	fputs(" 1\n", f);
+	cr_assert_eq(fclose(f), 0);
+	cr_expect_eq(run_flame(args), 2);
+	snprintf(want, sizeof(want), "deeper than %d frames", FG_MAX_DEPTH);
+	expect_one_error_line(want);
+	cr_expect_eq(entries(), 1, "an output or temporary file was left behind");
 }
