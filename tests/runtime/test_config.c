@@ -109,31 +109,6 @@ Test(config, bad_knobs_and_values_name_what_is_accepted)
 	cr_expect_eq(c.blocking, RT_BLOCK_RETAKE);
 }
 
-Test(config, knobs_that_cannot_go_together_are_named_with_the_fix)
-{
-	struct rt_config c;
-	char err[1024];
-
-	rt_config_default(&c);
-	c.workers = 2;
-	c.workers_max = 0;
-	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
-	c.workers_min = 4;
-	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
-	cr_expect(strstr(err, "workers_min=4") && strstr(err, "workers_max"), "%s", err);
-	cr_expect_null(rt_sched_new(&c), "rt_sched_new refuses what rt_config_check does");
-	cr_expect_eq(errno, EINVAL);
-	c.workers_max = 4;
-	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
-
-	c.queue = RT_QUEUE_HEAP;
-	c.stack_mode = RT_STACK_COMPACT;
-	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
-	cr_expect(strstr(err, "queue=heap") && strstr(err, "stack_mode=dedicated"), "%s", err);
-	cr_expect_null(rt_sched_new(&c), "rt_sched_new refuses what rt_config_check does");
-	cr_expect_eq(errno, EINVAL);
-}
-
 /* rt_sched_new() refuses exactly what rt_config_check() does, with the same errno. */
 static void expect_refused(const struct rt_config *c, const char *want1, const char *want2)
 {
@@ -144,6 +119,25 @@ static void expect_refused(const struct rt_config *c, const char *want1, const c
 	errno = 0;
 	cr_expect_null(rt_sched_new(c), "rt_sched_new refuses what rt_config_check does");
 	cr_expect_eq(errno, EINVAL);
+}
+
+Test(config, knobs_that_cannot_go_together_are_named_with_the_fix)
+{
+	struct rt_config c;
+	char err[1024];
+
+	rt_config_default(&c);
+	c.workers = 2;
+	c.workers_max = 0;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
+	c.workers_min = 4;
+	expect_refused(&c, "workers_min=4", "workers_max");
+	c.workers_max = 4;
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0);
+
+	c.queue = RT_QUEUE_HEAP;
+	c.stack_mode = RT_STACK_COMPACT;
+	expect_refused(&c, "queue=heap", "stack_mode=dedicated");
 }
 
 Test(config, fewer_max_workers_than_workers_and_threads_with_a_heap_are_refused)
