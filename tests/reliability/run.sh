@@ -374,11 +374,18 @@ check "silent loss" "latest is not a complete run" test -s "$tmp/two/latest/resu
 
 # ---- sanitizers and fuzzing ---------------------------------------------------------------
 
+# A sanitizer suite is judged by its exit status and its counts: some tests provoke a
+# sanitizer report on purpose (the guard page's stack overflow), so its log is not grepped.
 san_row() { # NAME LOG RC
 	local name=$1 log=$2 rc=$3 tested passed
 	tested=$(grep -oE 'Tested: [0-9]+' "$log" | awk '{s += $2} END {print s + 0}')
 	passed=$(grep -oE 'Passing: [0-9]+' "$log" | awk '{s += $2} END {print s + 0}')
-	grep -E '(ERROR|WARNING): [A-Za-z]*Sanitizer|runtime error:|Synthesis' "$log" >"$tmp/err"
+	[ "$passed" = "$tested" ] && [ "$tested" -gt 0 ] || { [ "$rc" = 0 ] && rc=1; }
+	if [ "$rc" = 0 ]; then
+		: >"$tmp/err"
+	else
+		grep -m1 -E 'WARNING: [A-Za-z]*Sanitizer|SUMMARY: |runtime error:|FAIL' "$log" >"$tmp/err"
+	fi
 	record "$name: $passed of $tested tests passed" 0 "$rc" "make test SANITIZE=${name}"
 }
 if [ "$SAN" = 1 ]; then

@@ -537,13 +537,15 @@ Test(reactor, bad_arguments_are_refused, .timeout = 60)
  * other waits until the descriptor is readable. Each says how it ended, in order. */
 static int busy_fd[2];
 static int64_t busy_ret[2];
-static uint32_t busy_done;
+static uint32_t busy_claimed, busy_done;
 
 static uint64_t busy_waiter(void *arg)
 {
 	int64_t ret = rt_io_wait(busy_fd[0], EPOLLIN, 30000 * (int64_t)MS);
 
-	busy_ret[__atomic_fetch_add(&busy_done, 1, __ATOMIC_ACQ_REL)] = ret;
+	busy_ret[__atomic_fetch_add(&busy_claimed, 1, __ATOMIC_RELAXED)] = ret;
+	/* release: the result is written before it is counted as done */
+	__atomic_fetch_add(&busy_done, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -553,6 +555,7 @@ Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
 	struct rt_task *a, *b;
 	char c = 'b';
 
+	busy_claimed = busy_done = 0;
 	make_pipe(busy_fd);
 	cr_assert_not_null(a = rt_submit(s, busy_waiter, NULL));
 	cr_assert_not_null(b = rt_submit(s, busy_waiter, NULL));
