@@ -193,6 +193,7 @@ struct rt__regulator {
 
 struct rt_sched {
 	struct rt_config cfg;
+	bool lifo_shared;          /* rt__lifo_shared(&cfg), read on every LIFO placement */
 	unsigned ncore;            /* core workers */
 	unsigned nmax;             /* workers that may exist, spares included */
 	unsigned nworkers;         /* workers started; grows by compensation (acquire/release) */

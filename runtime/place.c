@@ -89,7 +89,7 @@ static inline struct rt_task *lifo_swap(struct rt__worker *w, struct rt_task *t)
 {
 	struct rt_task *old;
 
-	if (rt__lifo_shared(&w->sched->cfg)) /* release: a thief that takes t sees it whole */
+	if (w->sched->lifo_shared) /* release: a thief that takes t sees it whole */
 		return __atomic_exchange_n(&w->lifo, t, __ATOMIC_ACQ_REL);
 	old = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->lifo, t, __ATOMIC_RELAXED);

@@ -703,6 +703,7 @@ struct rt_sched *rt_sched_new(const struct rt_config *c)
 	}
 	memset(s, 0, sizeof(*s));
 	s->cfg = *c;
+	s->lifo_shared = rt__lifo_shared(c);
 	s->cfg.workers = ncore;
 	s->cfg.workers_max = nmax;
 	s->ncore = ncore;
