@@ -80,16 +80,17 @@ SL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror
 SL_LDFLAGS = -pthread $(SAN_FLAGS)
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SL_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SL_LDFLAGS)
-LDLIBS := -lbpf -ldw -lelf -lz -lpfm -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lpfm -ljson-c -lm
 
 BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -I$(dir $(VMLINUX_H)) -I. -I$(multiarch_dir) -MMD -MP
 
 # Debian packages, by name. `make run` and `make test` install any that are missing.
+# libjson-c-dev: reading result.json back (diagnose, compare, sweep).
 # libdw-dev: DWARF unwinding of sampled stacks; libc6-dbg: glibc's symbol table (Debian strips
 # libc.so.6), so that stacks through libc name start_thread, malloc's internals and the like.
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
-	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev
+	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev
 BENCH_PKGS := golang-go linux-perf
 
 # ---------------------------------------------------------------------------

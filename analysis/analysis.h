@@ -171,6 +171,39 @@ struct an_code_range {
 int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
 			 struct an_code_range *out, size_t max, size_t *dropped);
 
+/* ---- result.json, read back ------------------------------------------------------ */
+
+/* A result.json as 'schedlab run' wrote it, for the commands that reason over finished
+ * runs. A path names a value by member names and array indexes joined by '.':
+ * "runtime.stranded_ns", "probes.0.samples", "per_worker.rows.1.3". */
+struct an_result;
+
+/* PATH is a run folder (its result.json is read) or a result.json itself. NULL + errno,
+ * with one line in err naming the path and what to do: no such folder, no result.json in
+ * it, not JSON (with the byte), not a schedlab result (no "schema"). */
+struct an_result *an_result_load(const char *path, char *err, size_t errlen);
+/* The same from text in memory; source names it in errors. */
+struct an_result *an_result_parse(const char *text, size_t len, const char *source, char *err,
+				  size_t errlen);
+void an_result_free(struct an_result *r);
+const char *an_result_source(const struct an_result *r); /* the file read */
+const char *an_result_dir(const struct an_result *r);    /* its folder; "" when parsed */
+
+bool an_result_has(const struct an_result *r, const char *path);
+/* A number (a boolean reads as 0 or 1); NAN when path is absent or holds no number. */
+double an_result_num(const struct an_result *r, const char *path);
+/* A string; NULL when path is absent, null, or holds no string. Owned by r. */
+const char *an_result_str(const struct an_result *r, const char *path);
+/* The length of the array, or the members of the object, at path; 0 for anything else. */
+size_t an_result_len(const struct an_result *r, const char *path);
+/* The i-th member name of the object at path, in the file's order; NULL past the end. */
+const char *an_result_key(const struct an_result *r, const char *path, size_t i);
+/* Tables ({"columns": [...], "rows": [[...], ...]}: per_iteration, per_worker): the
+ * index of a column (-1: none), and one cell by row and column name (NAN: none). */
+ssize_t an_result_column(const struct an_result *r, const char *table, const char *column);
+double an_result_cell(const struct an_result *r, const char *table, size_t row,
+		      const char *column);
+
 /* ---- reports ------------------------------------------------------------------------ */
 
 /* ---- categories ------------------------------------------------------------------------ */
