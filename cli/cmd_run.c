@@ -29,6 +29,7 @@
 #include "harness/harness.h"
 
 #define MAX_WORKLOADS 32
+#define MAX_PRESETS 16
 #define MAX_PARAMS    64
 
 static const char doc[] =
@@ -46,7 +47,8 @@ static const char doc[] =
 	"how many stacks reached their thread's root, where the others broke, and what the "
 	"unwinding cost.\v"
 	"Examples:\n"
-	"  schedlab run spawn-join workers           the default job ('make run')\n"
+	"  schedlab run tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2\n"
+	"                                            the default job ('make run')\n"
 	"  schedlab run spawn-join --quick           a first look in about two seconds\n"
 	"  schedlab run workers -P rounds=256 --freq 499\n"
 	"  schedlab run spawn-join --preset kyo -c workers=4\n"
@@ -54,7 +56,8 @@ static const char doc[] =
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
-	"several workloads' as an array of them, in the order given.\n\n"
+	"several runs' as an array of them, in the order given (each workload under each "
+	"preset in turn).\n\n"
 	"SIGINT or SIGTERM stops the run: what was measured so far is written, with "
 	"\"partial\": true and the reason in result.json, and the exit status is 130; a second "
 	"signal stops the writing too.\n\n"
@@ -76,7 +79,10 @@ enum {
 };
 
 static const struct argp_option options[] = {
-	{ "preset", 'p', "NAME", 0, "runtime preset (default ce; see 'schedlab list --presets')", 0 },
+	{ "preset", 'p', "NAME[,NAME...]", 0,
+	  "runtime preset (default ce; see 'schedlab list --presets'); several, comma-separated, "
+	  "run every workload under each",
+	  0 },
 	{ "param", 'P', "NAME=VALUE", 0, "a workload parameter; repeatable (e.g. -P n=1000)", 0 },
 	{ "knob", 'c', "KNOB=VALUE", 0,
 	  "a runtime knob over the preset; repeatable (e.g. -c workers=4; see 'schedlab list "
@@ -109,7 +115,9 @@ static const struct argp_option options[] = {
 struct run_args {
 	const char *workloads[MAX_WORKLOADS];
 	size_t nworkloads;
-	const char *preset;
+	char *presets[MAX_PRESETS]; /* into preset_list */
+	size_t npresets;
+	char preset_list[256];
 	const char *params[MAX_PARAMS];
 	size_t nparams;
 	const char *knobs[HX_MAX_ASSIGN];
@@ -147,7 +155,26 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		a->preset = arg;
+		if (strlen(arg) >= sizeof(a->preset_list)) {
+			a->bad = cli_usage_error("--preset '%.40s...': too long", arg);
+			return EINVAL;
+		}
+		strcpy(a->preset_list, arg);
+		a->npresets = 0;
+		for (char *tok, *save = NULL, *str = a->preset_list;
+		     (tok = strtok_r(str, ",", &save)); str = NULL) {
+			if (a->npresets == MAX_PRESETS) {
+				a->bad = cli_usage_error("--preset: at most %d presets", MAX_PRESETS);
+				return EINVAL;
+			}
+			a->presets[a->npresets++] = tok;
+		}
+		if (!a->npresets || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
+		    strstr(arg, ",,")) {
+			a->bad = cli_usage_error("--preset '%s': expected NAME or NAME,NAME,... "
+						 "(see 'schedlab list --presets')", arg);
+			return EINVAL;
+		}
 		return 0;
 	case 'P':
 		if (a->nparams == MAX_PARAMS) {
@@ -281,16 +308,25 @@ static uint64_t max_measured(void)
 	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double));
 }
 
+/* Every workload under every preset, workload by workload. */
+static size_t spec_count(const struct run_args *a)
+{
+	return a->nworkloads * (a->npresets ? a->npresets : 1);
+}
+
 /* Build and check every spec before anything runs. A -P applies to each workload
  * that has the parameter, and must fit at least one. */
 static int make_specs(const struct run_args *a, struct hx_spec *specs)
 {
+	size_t nspecs = spec_count(a);
 	char err[512];
 
-	for (size_t w = 0; w < a->nworkloads; w++) {
+	for (size_t w = 0; w < nspecs; w++) {
 		struct hx_spec *s = &specs[w];
+		size_t np = a->npresets ? a->npresets : 1;
+		const char *preset = a->npresets ? a->presets[w % np] : NULL;
 
-		if (hx_spec_init(s, a->workloads[w], a->preset, err, sizeof(err)))
+		if (hx_spec_init(s, a->workloads[w / np], preset, err, sizeof(err)))
 			return cli_usage_error("%s", err);
 		if (a->quick)
 			hx_options_quick(&s->opt);
@@ -320,7 +356,7 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 		size_t len = eq ? (size_t)(eq - a->params[p]) : 0;
 		bool used = false;
 
-		for (size_t w = 0; w < a->nworkloads && len; w++) {
+		for (size_t w = 0; w < nspecs && len; w++) {
 			char name[64];
 
 			if (len >= sizeof(name))
@@ -560,7 +596,7 @@ static void report_parts_free(struct report_parts *p)
 /* --json: several workloads make one array; the separator goes before each document. */
 static void print_json(const struct an_run *run, const struct run_args *a, size_t *printed)
 {
-	if (a->nworkloads > 1)
+	if (spec_count(a) > 1)
 		fputs(*printed ? ",\n" : "[\n", stdout);
 	an_report_json(run, stdout);
 	(*printed)++;
@@ -801,11 +837,13 @@ static void print_table(const struct run_row *rows, size_t n)
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].unwritten)
-			printf("  %-16s %s (not written)\n", rows[i].workload, rows[i].dir);
+			printf("  %-16s %-10s %s (not written)\n", rows[i].workload, rows[i].preset,
+			       rows[i].dir);
 		else if (rows[i].svg[0])
-			printf("  %-16s %s\n", rows[i].workload, rows[i].svg);
+			printf("  %-16s %-10s %s\n", rows[i].workload, rows[i].preset, rows[i].svg);
 		else
-			printf("  %-16s %s/report.md\n", rows[i].workload, rows[i].dir);
+			printf("  %-16s %-10s %s/report.md\n", rows[i].workload, rows[i].preset,
+			       rows[i].dir);
 	}
 }
 
@@ -832,15 +870,16 @@ int cmd_run(int argc, char **argv)
 	struct hx_profile prof;
 	char self[PATH_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
-	size_t printed = 0;
+	size_t printed = 0, nspecs;
 	ssize_t len;
 	int status = CLI_EXIT_OK, err;
 
 	if (cli_argp_parse(&argp, "run", argc, argv, &a))
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
 
-	specs = calloc(a.nworkloads, sizeof(*specs));
-	rows = calloc(a.nworkloads, sizeof(*rows));
+	nspecs = spec_count(&a);
+	specs = calloc(nspecs, sizeof(*specs));
+	rows = calloc(nspecs, sizeof(*rows));
 	if (!specs || !rows) {
 		cli_usage_error("out of memory");
 		status = CLI_EXIT_FAIL;
@@ -877,7 +916,7 @@ int cmd_run(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	for (size_t i = 0; i < a.nworkloads && !hx_interrupted(); i++) {
+	for (size_t i = 0; i < nspecs && !hx_interrupted(); i++) {
 		int st = run_one(&specs[i], &a, &prof, self, &rows[i], &printed);
 
 		if (st == CLI_EXIT_USAGE) {
@@ -887,10 +926,10 @@ int cmd_run(int argc, char **argv)
 		if (st)
 			status = st;
 	}
-	if (a.json && a.nworkloads > 1)
+	if (a.json && nspecs > 1)
 		fputs(printed ? "]\n" : "[]\n", stdout);
 	if (!a.json && status != CLI_EXIT_USAGE)
-		print_table(rows, a.nworkloads);
+		print_table(rows, nspecs);
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
 	hx_profile_close(&prof);

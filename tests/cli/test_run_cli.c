@@ -56,6 +56,48 @@ Test(run_cli, unknown_preset_is_named_with_the_choices)
 	expect_one_error_line("'kyoo'");
 }
 
+Test(run_cli, a_preset_list_that_does_not_parse_is_bad_input)
+{
+	static const char *const bad[] = { "ce,,kyo", ",ce", "kyo,", "," };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(run_args("run", "spawn-join", "--preset", bad[i], NULL), 2, "%s",
+			     bad[i]);
+		expect_one_error_line("NAME,NAME");
+	}
+	cr_expect_eq(run_args("run", "spawn-join", "--preset", "ce,kyoo", NULL), 2);
+	expect_one_error_line("'kyoo'");
+	cr_expect_eq(entries(), 0, "nothing was created");
+}
+
+/* Every workload under every preset, in that order: one run folder each, and with --json
+ * an array of their results. */
+Test(run_cli, a_preset_list_runs_every_workload_under_each, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "workers", "--preset", "ce,kyo", "--quick",
+			       "--time", "0.05", "--probes", "none", "--json", "--out",
+			       in_dir("results"), NULL };
+	static const char *const order[][2] = {
+		{ "spawn-join", "ce" }, { "spawn-join", "kyo" }, { "workers", "ce" }, { "workers", "kyo" },
+	};
+	const char *at = out_text;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	cr_expect_eq(out_text[0], '[', "several runs: one JSON array");
+	for (size_t i = 0; i < 4; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "\"workload\": \"%s\"", order[i][0]);
+		at = strstr(at, want);
+		cr_assert_not_null(at, "run %zu (%s under %s) missing or out of order", i,
+				   order[i][0], order[i][1]);
+		snprintf(want, sizeof(want), "\"preset\": \"%s\"", order[i][1]);
+		at = strstr(at, want);
+		cr_assert_not_null(at, "run %zu: not under %s", i, order[i][1]);
+	}
+	cr_expect_eq(entries(), 1, "one --out folder");
+}
+
 Test(run_cli, malformed_numbers_are_bad_input)
 {
 	const char *cases[][2] = {
