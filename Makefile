@@ -324,7 +324,8 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 bench: $(BIN) $(BENCH_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
-	$(Q){ BUILD=$(BUILD) bench/run.sh && echo && BUILD=$(BUILD) bench/stacks.sh; } > BENCHMARKS.md.tmp && \
+	$(Q){ BUILD=$(BUILD) bench/run.sh && echo && BUILD=$(BUILD) bench/stacks.sh && echo && \
+		BUILD=$(BUILD) bench/analysis.sh; } > BENCHMARKS.md.tmp && \
 		mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
 
