@@ -176,7 +176,8 @@ int an_compare_check(const struct an_result *r, char *err, size_t errlen)
 	if (n == 0) {
 		snprintf(err, errlen, "%s: the run has no measured iterations%s%s%s: compare runs "
 			 "that finished", an_result_dir(r)[0] ? an_result_dir(r) : run_id(r),
-			 failure ? " (it failed: " : "", failure ? failure : "", failure ? ")" : "");
+			 failure ? " (it failed: " : "", failure ? failure : "",
+			 failure ? ")" : "");
 		return -EINVAL;
 	}
 	if (n < 2) {
@@ -239,21 +240,22 @@ static int load_profile(struct side *s)
 	size_t n;
 
 	if (s->probe < 0) {
-		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "it ran without the "
-			 "on-CPU probe");
+		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "ran without the on-CPU "
+			 "probe");
 		return 0;
 	}
 	if (!name) {
 		const char *status = probe_str(s, "status");
 
-		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "its on-CPU probe wrote no "
-			 "profile (%s)", status ? status : "no status");
+		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "wrote no profile "
+			 "(oncpu: %s)", status ? status : "no status");
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s/%s", an_result_dir(s->r), name);
 	s->folded = an_folded_read(path, err, sizeof(err));
 	if (!s->folded) {
-		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "%s", err);
+		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "has a profile that cannot "
+			 "be read: %s", err);
 		return errno == ENOMEM ? -ENOMEM : 0;
 	}
 	s->samples = an_folded_total(s->folded);

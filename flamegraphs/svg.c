@@ -143,9 +143,9 @@ out_free_open:
 }
 
 /* Differential: each frame's share of the baseline, found by its parent's node in the
- * baseline's tree (a parent is made before its children), and the difference, both
- * counted in samples of the whole. The sign comes from exact products, so a frame with
- * the same share in both (1 of 3, 2 of 6) is white, not a rounding error's pale red. */
+ * baseline's tree (a parent is made before its children), and the difference. A share
+ * is one correctly rounded quotient, so equal shares (1 of 3, 2 of 6) are equal
+ * doubles and their difference is 0: white. */
 static int diff_frames(struct frames *fr, const struct an_folded *baseline, uint64_t total)
 {
 	struct fg__tree *t = fg__tree_new(baseline);
@@ -163,14 +163,11 @@ static int diff_frames(struct frames *fr, const struct an_folded *baseline, uint
 	for (size_t i = 1; i < fr->n; i++) {
 		struct frame *f = &fr->v[i];
 		uint64_t a, b = f->end - f->start;
-		unsigned __int128 lhs, rhs;
 
 		node[i] = fg__tree_child(t, node[f->parent], f->name, f->len);
 		a = fg__tree_count(t, node[i]);
 		f->base = btotal ? (double)a / (double)btotal : 0;
-		lhs = (unsigned __int128)b * btotal;
-		rhs = (unsigned __int128)a * total;
-		f->delta = lhs == rhs ? 0 : (double)b / (double)total - f->base;
+		f->delta = (double)b / (double)total - f->base;
 	}
 	fr->v[0].base = btotal ? 1 : 0;
 	fr->v[0].delta = btotal ? 0 : 1;

@@ -151,15 +151,16 @@ static struct an_result *doc(struct doc_opts o)
 		 " \"warmup_iterations\": 1, \"iterations\": 3, \"iteration_seconds\": 0.2,"
 		 " \"samples\": [%s], \"failure\": %s%s%s,"
 		 " \"runtime\": {\"ops\": 1000%s%s},"
-		 " \"per_iteration\": {\"columns\": [\"parks\", \"steals\", \"spawned\"], \"rows\": []},"
+		 " \"per_iteration\": {\"columns\": [\"parks\", \"steals\", \"spawned\"],"
+		 " \"rows\": []},"
 		 " \"knobs\": {\"spawn\": \"local\"}, \"probes\": [%s%s%s]}",
 		 o.id, o.workload ? o.workload : "spawn-join", o.preset ? o.preset : "ce",
 		 o.params ? o.params : "n=1000", o.unit ? o.unit : "ops/s",
 		 o.samples ? o.samples : "100, 101, 99", o.failure ? "\"" : "",
 		 o.failure ? o.failure : "null", o.failure ? "\"" : "", o.runtime ? ", " : "",
 		 o.runtime ? o.runtime : "",
-		 o.categories ? "{\"name\": \"oncpu\", \"status\": \"attached\", \"categories\": {" :
-				"",
+		 o.categories ? "{\"name\": \"oncpu\", \"status\": \"attached\","
+				" \"categories\": {" : "",
 		 o.categories ? o.categories : "", o.categories ? "}}" : "");
 	r = an_result_parse(text, strlen(text), o.id, err, sizeof(err));
 	cr_assert_not_null(r, "%s", err);
@@ -261,7 +262,8 @@ Test(compare, slower_throughput_is_slower)
 	enum an_verdict v;
 	double r;
 	char *md = compare_md((struct doc_opts){ .id = "runA", .samples = "1000, 1010, 990" },
-			      (struct doc_opts){ .id = "runB", .samples = "800, 808, 792" }, &v, &r);
+			      (struct doc_opts){ .id = "runB", .samples = "800, 808, 792" }, &v,
+			      &r);
 
 	cr_expect_float_eq(r, 0.8, 1e-9);
 	cr_expect_eq(v, AN_VERDICT_SLOWER);
@@ -283,10 +285,10 @@ Test(compare, different_parameters_are_compared_and_said)
 Test(compare, category_shares_side_by_side_in_points)
 {
 	/* A: 300 of 1000 samples scheduling (30%); B: 100 of 500 (20%): -10 points */
-	char *md = compare_md(
-		(struct doc_opts){ .id = "runA", .categories = "\"work\": 700, \"scheduling\": 300" },
-		(struct doc_opts){ .id = "runB", .categories = "\"work\": 400, \"scheduling\": 100" },
-		NULL, NULL);
+	const char *cats_a = "\"work\": 700, \"scheduling\": 300";
+	const char *cats_b = "\"work\": 400, \"scheduling\": 100";
+	char *md = compare_md((struct doc_opts){ .id = "runA", .categories = cats_a },
+			      (struct doc_opts){ .id = "runB", .categories = cats_b }, NULL, NULL);
 
 	cr_expect_not_null(strstr(md, "| scheduling | 30.0% | 20.0% | -10.0 |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| work | 70.0% | 80.0% | +10.0 |"), "%s", md);
@@ -298,12 +300,10 @@ Test(compare, only_counters_that_differ_materially_are_listed)
 {
 	/* per op: parks 2.0 vs 1.0 (2000 events, listed); steals 0.010 vs 0.005 (10 events
 	 * at most: too rare to tell); spawned 1000 vs 1100 (within 1.25x) */
-	char *md = compare_md(
-		(struct doc_opts){ .id = "runA",
-				   .runtime = "\"parks\": 2000, \"steals\": 10, \"spawned\": 1000000" },
-		(struct doc_opts){ .id = "runB",
-				   .runtime = "\"parks\": 1000, \"steals\": 5, \"spawned\": 1100000" },
-		NULL, NULL);
+	const char *rt_a = "\"parks\": 2000, \"steals\": 10, \"spawned\": 1000000";
+	const char *rt_b = "\"parks\": 1000, \"steals\": 5, \"spawned\": 1100000";
+	char *md = compare_md((struct doc_opts){ .id = "runA", .runtime = rt_a },
+			      (struct doc_opts){ .id = "runB", .runtime = rt_b }, NULL, NULL);
 
 	cr_expect_not_null(strstr(md, "| parks | 2 | 1 | 0.5 |"), "%s", md);
 	cr_expect_null(strstr(md, "| steals |"), "%s", md);

@@ -128,7 +128,7 @@ Test(diff, shares_are_of_each_profiles_own_total)
 
 Test(diff, an_equal_share_is_white_whatever_the_totals)
 {
-	/* a: 1 of 3 and 2 of 6 samples, which floating point need not see as equal */
+	/* a: 1 of 3 and 2 of 6 samples, b: 2 of 3 and 4 of 6 */
 	struct an_folded *a = folded((const char *[]){ "m;a 1", "m;b 2", NULL });
 	struct an_folded *b = folded((const char *[]){ "m;a 2", "m;b 4", NULL });
 	char *svg = render_diff(b, a);
