@@ -635,8 +635,9 @@ static void md_throughput(FILE *out, const struct an_compare *c)
 	fprintf(out, "B / A = %.3f", r->value);
 	if (r->bounded)
 		fprintf(out, ", 99.9%% CI %.3f to %.3f", r->lo, r->hi);
-	else
-		fprintf(out, ", no 99.9%% interval (A's mean is not told apart from 0)");
+	else /* the denominator: A's score, or B's for a time per op */
+		fprintf(out, " with no 99.9%% interval, %s's mean score being not told apart "
+			"from 0", c->higher_better ? "A" : "B");
 	fprintf(out, " (Fieller's theorem; Welch–Satterthwaite df %.1f, t at %u). %s: %s is "
 		"better%s.\n\n", r->df, (unsigned)floor(r->df + 1e-9), c->a.unit,
 		c->higher_better ? "higher" : "lower",
@@ -732,6 +733,19 @@ static void md_counters(FILE *out, const struct an_compare *c)
 		c->ncounters - c->nmaterial);
 }
 
+/* A frame name as code in a table cell: a '|' would end the cell and a '`' the code. */
+static void md_code(FILE *out, const char *name)
+{
+	fputc('`', out);
+	for (const char *p = name; *p; p++) {
+		if (*p == '|')
+			fputs("\\|", out);
+		else
+			fputc(*p == '`' ? '\'' : *p, out);
+	}
+	fputc('`', out);
+}
+
 static void md_functions(FILE *out, const struct an_compare *c)
 {
 	fputs("## Functions whose own share changed most\n\n", out);
@@ -750,7 +764,9 @@ static void md_functions(FILE *out, const struct an_compare *c)
 	for (size_t i = 0; i < c->nfuncs && i < TOP_FUNCTIONS; i++) {
 		const struct func_row *f = &c->funcs[i];
 
-		fprintf(out, "| `%s` | %.1f%% | %.1f%% | %+.1f | %.1f |\n", f->name,
+		fputs("| ", out);
+		md_code(out, f->name);
+		fprintf(out, " | %.1f%% | %.1f%% | %+.1f | %.1f |\n",
 			100.0 * (double)f->a / (double)c->a.samples,
 			100.0 * (double)f->b / (double)c->b.samples, f->delta, f->half);
 	}

@@ -316,3 +316,16 @@ Test(compare_cli, two_quick_runs_compare_end_to_end, .timeout = 180)
 	free(in_run);
 	free(in_cmp);
 }
+
+Test(compare_cli, a_function_name_cannot_break_the_table)
+{
+	const char *a = fake_run((struct fake_run){ .name = "a",
+						    .folded = "main;operator| 10\nmain;x 90\n" });
+	const char *b = fake_run((struct fake_run){ .name = "b",
+						    .folded = "main;operator| 60\nmain;x 40\n" });
+	const char *args[] = { a, b, NULL };
+
+	cr_assert_eq(run_compare(args), 0, "stderr: %s", err_text);
+	cr_expect_not_null(strstr(out_text, "| `operator\\|` | 10.0% | 60.0% | +50.0 |"), "%s",
+			   out_text);
+}
