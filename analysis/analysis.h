@@ -204,6 +204,83 @@ ssize_t an_result_column(const struct an_result *r, const char *table, const cha
 double an_result_cell(const struct an_result *r, const char *table, size_t row,
 		      const char *column);
 
+/* ---- comparing two runs ------------------------------------------------------------ */
+
+/* A throughput change smaller than this, in percent, is "no change" even when its
+ * interval excludes 1. The interval sees only the spread of one run's own iterations;
+ * two runs made minutes apart on a shared virtual machine also differ as a whole (the
+ * host moves the vCPUs, and a cache-line transfer between them changes cost with the
+ * placement: NOTES.md), by a few percent, which no iteration of either run can show. */
+#define AN_COMPARE_NOISE_PCT 5.0
+
+/* A runtime counter per op "differs materially" when one run's value is at least this
+ * many times the other's... */
+#define AN_COMPARE_COUNTER_RATIO 1.25
+/* ...and the larger side counted at least this many events: below it, counting noise
+ * alone (about 1/sqrt(N), 18% at 30) comes near the ratio above. */
+#define AN_COMPARE_COUNTER_MIN_EVENTS 30
+
+/* The ratio of two means with its confidence interval. */
+struct an_ratio {
+	double value;      /* mean(num) / mean(den) */
+	double lo, hi;     /* the interval; NAN when unbounded */
+	double df;         /* Welch-Satterthwaite degrees of freedom, at value */
+	double confidence; /* as asked, e.g. 0.999 */
+	bool bounded;      /* false: den's mean is not told apart from 0 at this confidence,
+			    * and Fieller's set is no interval */
+};
+
+/* mean(num) / mean(den) of two independent samples, with Fieller's interval: the
+ * ratios R for which mean(num) - R mean(den) is within Student's t of 0, with the
+ * Welch-Satterthwaite degrees of freedom of that difference at R = value (rounded
+ * down, which widens the interval). Unlike the delta method's value ± t·se, it is
+ * asymmetric as a ratio's uncertainty is, and it says when there is no interval at
+ * all. 0, or -EINVAL when either n < 2, den's mean is 0, or confidence is outside
+ * (0, 1). */
+int an_ratio_fieller(const struct an_summary *num, const struct an_summary *den,
+		     double confidence, struct an_ratio *out);
+
+enum an_verdict { AN_VERDICT_NO_CHANGE, AN_VERDICT_FASTER, AN_VERDICT_SLOWER };
+
+/* For r, a throughput ratio B / A: faster when the interval lies above 1 and the ratio
+ * is above 1 + noise_pct / 100; slower when it lies below 1 and the ratio is below
+ * 1 - noise_pct / 100; otherwise (an unbounded interval too) no change. */
+enum an_verdict an_ratio_verdict(const struct an_ratio *r, double noise_pct);
+const char *an_verdict_name(enum an_verdict v); /* "faster", "slower", "no change" */
+
+/* 1 when a larger score is better in unit ("ops/s": any "X/s"), 0 when a smaller one
+ * is ("ns/op": any "X/op"), -1 for a unit that is neither. */
+int an_unit_higher_is_better(const char *unit);
+
+/* Two finished runs of one workload side by side: throughput B / A with its interval
+ * and verdict, on-CPU category shares, runtime counters per op, the functions whose own
+ * share of the samples changed most, and each run's probe status. A is the baseline. */
+struct an_compare;
+
+/* Whether r can be compared at all: it has at least two measured iterations (a failed
+ * run has none) and a unit an_unit_higher_is_better() knows. 0, or -EINVAL with one
+ * line in err naming the run and what to do. */
+int an_compare_check(const struct an_result *r, char *err, size_t errlen);
+/* Compare b against a, reading each run's oncpu.folded when it has one. NULL + errno
+ * (EINVAL) with one line in err when the runs cannot be compared: either fails
+ * an_compare_check(), they are runs of different workloads, or their units differ.
+ * Different parameters are allowed: the report's header says so. a and b must outlive
+ * the comparison. */
+struct an_compare *an_compare_new(const struct an_result *a, const struct an_result *b,
+				  char *err, size_t errlen);
+void an_compare_free(struct an_compare *c);
+/* Throughput B / A (for a smaller-is-better unit, A's score over B's), its verdict. */
+const struct an_ratio *an_compare_ratio(const struct an_compare *c);
+enum an_verdict an_compare_verdict(const struct an_compare *c);
+/* A's ('a') or B's ('b') on-CPU profile; NULL when that run has none. */
+const struct an_folded *an_compare_folded(const struct an_compare *c, char which);
+/* The name of the differential flame graph the report points to ("diff.svg"), or NULL
+ * (the default) for none: the report then says why there is none. */
+void an_compare_set_flame(struct an_compare *c, const char *name);
+/* compare.md (also what 'schedlab compare' prints) and compare.json. 0 or -errno. */
+int an_compare_markdown(const struct an_compare *c, FILE *out);
+int an_compare_json(const struct an_compare *c, FILE *out);
+
 /* ---- reports ------------------------------------------------------------------------ */
 
 /* ---- categories ------------------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/json_internal.h"
 #include "runtime/phase.h"
 
 void an_format_number(double v, int decimals, char *buf, size_t len)
@@ -657,4 +658,15 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 	fprintf(out, "Reproduce: `%s`  \nRun %s, started %s on %s.\n", r->command, r->id,
 		r->started, r->host);
 	return ferror(out) ? -EIO : 0;
+}
+
+/* The JSON writers above, for the other reports of this folder (compare.json). */
+void an__json_str(FILE *out, const char *s)
+{
+	json_str(out, s);
+}
+
+void an__json_num(FILE *out, double v)
+{
+	json_num(out, v);
 }

@@ -54,7 +54,8 @@ static const char doc[] =
 	"  schedlab run spawn-join --preset kyo -c workers=4\n"
 	"  schedlab run spawn-join --probes none --json\n"
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
-	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n\n"
+	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n"
+	"  schedlab run spawn-join --preset kyo --baseline results/latest\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
 	"several runs' as an array of them, in the order given (each workload under each "
 	"preset in turn).\n\n"
@@ -76,6 +77,7 @@ enum {
 	OPT_JSON,
 	OPT_CALL_GRAPH,
 	OPT_STACK_COPY,
+	OPT_BASELINE,
 };
 
 static const struct argp_option options[] = {
@@ -109,6 +111,11 @@ static const struct argp_option options[] = {
 	  "print result.json on stdout instead of the table (an array of them for several "
 	  "workloads)",
 	  3 },
+	{ "baseline", OPT_BASELINE, "RUN", 0,
+	  "afterwards, compare the new run with RUN, a run folder of the same workload "
+	  "('schedlab compare RUN NEW'): printed, and written into the new run's folder as "
+	  "compare.md, compare.json and diff.svg",
+	  3 },
 	{ 0 },
 };
 
@@ -128,6 +135,7 @@ struct run_args {
 	long freq, stack_copy;
 	int callgraph;
 	const char *out;
+	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
 };
 
@@ -275,6 +283,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_JSON:
 		a->json = true;
+		return 0;
+	case OPT_BASELINE:
+		a->baseline = arg;
 		return 0;
 	case ARGP_KEY_ARG:
 		if (a->nworkloads == MAX_WORKLOADS) {
@@ -886,6 +897,8 @@ int cmd_run(int argc, char **argv)
 		goto out_free;
 	}
 	status = make_specs(&a, specs);
+	for (size_t i = 0; !status && a.baseline && i < nspecs; i++)
+		status = cli_compare_check_baseline(a.baseline, specs[i].wl->name);
 	if (status)
 		goto out_free;
 	err = mkdir_p(a.out);
@@ -930,6 +943,19 @@ int cmd_run(int argc, char **argv)
 		fputs(printed ? "]\n" : "[]\n", stdout);
 	if (!a.json && status != CLI_EXIT_USAGE)
 		print_table(rows, nspecs);
+	/* with --json, stdout holds the results alone: the comparison goes to its files */
+	for (size_t i = 0; a.baseline && i < nspecs && !hx_interrupted(); i++) {
+		int st;
+
+		if (rows[i].failed || !rows[i].dir[0])
+			continue;
+		if (!a.json)
+			printf("\n");
+		st = cli_compare_write(a.baseline, rows[i].dir, rows[i].dir,
+				       a.json ? CLI_COMPARE_NOTHING : CLI_COMPARE_MD);
+		if (st && status == CLI_EXIT_OK)
+			status = CLI_EXIT_FAIL;
+	}
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
 	hx_profile_close(&prof);

@@ -21,6 +21,12 @@ struct fg_options {
 	unsigned width;         /* image width in pixels; 1200 */
 	unsigned frame_height;  /* 16 */
 	double min_width;       /* frames narrower than this many pixels are left out; 0.1 */
+	/* A differential flame graph: the profile drawn (B) keeps its widths, and each frame
+	 * is coloured by its share of B's samples minus its share of baseline's (A's), its
+	 * callees included: red where larger, blue where smaller, white where equal, the
+	 * deepest colour for the largest change (flamegraph.pl's scale). The tooltip gives
+	 * both shares and the difference. NULL: the ordinary colours. */
+	const struct an_folded *baseline;
 };
 
 void fg_options_default(struct fg_options *o);

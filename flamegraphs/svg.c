@@ -50,6 +50,9 @@ struct frame {
 	size_t depth; /* 0: the root "all" */
 	uint64_t start, end; /* in samples */
 	size_t seq;          /* creation order: a total order among equal starts */
+	size_t parent;       /* its index while in creation order; the root's is 0 */
+	double base, delta;  /* differential: its share of the baseline, and its share of
+			      * this profile less that (0 exactly when they are equal) */
 };
 
 struct frames {
@@ -69,7 +72,7 @@ static int frames_push(struct frames *fr, const char *name, size_t len, size_t d
 		fr->v = v;
 		fr->cap = cap;
 	}
-	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n };
+	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n, 0, 0, 0 };
 	fr->n++;
 	return 0;
 }
@@ -119,6 +122,7 @@ static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t t
 			err = frames_push(fr, p, len, depth + 1, t);
 			if (err)
 				goto out_free_open;
+			fr->v[fr->n - 1].parent = depth ? open[depth - 1] : 0;
 			open[nopen++] = fr->n - 1;
 next_frame:
 			depth++;
@@ -136,6 +140,40 @@ next_frame:
 out_free_open:
 	free(open);
 	return err;
+}
+
+/* Differential: each frame's share of the baseline, found by its parent's node in the
+ * baseline's tree (a parent is made before its children), and the difference. A share
+ * is one correctly rounded quotient, so equal shares (1 of 3, 2 of 6) are equal
+ * doubles and their difference is 0: white. */
+static int diff_frames(struct frames *fr, const struct an_folded *baseline, uint64_t total)
+{
+	struct fg__tree *t = fg__tree_new(baseline);
+	long *node;
+	uint64_t btotal;
+
+	if (!t)
+		return -errno;
+	node = calloc(fr->n, sizeof(*node));
+	if (!node) {
+		fg__tree_free(t);
+		return -ENOMEM;
+	}
+	btotal = fg__tree_total(t);
+	for (size_t i = 1; i < fr->n; i++) {
+		struct frame *f = &fr->v[i];
+		uint64_t a, b = f->end - f->start;
+
+		node[i] = fg__tree_child(t, node[f->parent], f->name, f->len);
+		a = fg__tree_count(t, node[i]);
+		f->base = btotal ? (double)a / (double)btotal : 0;
+		f->delta = (double)b / (double)total - f->base;
+	}
+	fr->v[0].base = btotal ? 1 : 0;
+	fr->v[0].delta = btotal ? 0 : 1;
+	free(node);
+	fg__tree_free(t);
+	return 0;
 }
 
 static int cmp_frame(const void *a, const void *b)
@@ -392,8 +430,9 @@ static void put_head(FILE *out, const struct fg_options *o, const char *count_na
 		height - BOTTOM_PAD / 2 + 4);
 }
 
+/* maxdelta > 0: a differential flame graph, coloured by fr->delta on that scale. */
 static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const char *count_name,
-		      unsigned width, unsigned fh, unsigned height)
+		      unsigned width, unsigned fh, unsigned height, double maxdelta)
 {
 	double plot = (double)(width - 2 * XPAD) * 10;
 	long long x1 = 10 * XPAD + llround((double)fr->start / (double)total * plot);
@@ -405,12 +444,19 @@ static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const c
 	put_xml(out, fr->name, fr->len, SIZE_MAX);
 	fprintf(out, " (%" PRIu64 " ", count);
 	put_str(out, count_name);
+	/* "NAME (N samples; A a%, +d points, b%)": it ends as the ordinary title does, with
+	 * the share drawn, which the script strips to find the name */
+	if (maxdelta > 0)
+		fprintf(out, "; A %.2f%%, %+.2f points", 100 * fr->base, 100 * fr->delta);
 	fprintf(out, ", %.2f%%)</title><rect x=\"", (double)count * 100.0 / (double)total);
 	put_tenths(out, x1);
 	fprintf(out, "\" y=\"%u\" width=\"", y);
 	put_tenths(out, x2 - x1);
 	fprintf(out, "\" height=\"%u\" fill=\"", fh - FRAME_PAD);
-	put_color(out, fr->name, fr->len);
+	if (maxdelta > 0 && !is_named(fr->name, fr->len, "-"))
+		fg__diff_color(out, fr->delta, maxdelta);
+	else
+		put_color(out, fr->name, fr->len);
 	fputs("\" rx=\"2\" ry=\"2\"/><text x=\"", out);
 	put_tenths(out, x1 + 30);
 	fprintf(out, "\" y=\"%.1f\">", y + (fh - FRAME_PAD) / 2.0 + 3);
@@ -427,7 +473,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	unsigned top, height, fh;
 	size_t n, kept = 0, max_depth = 0;
 	uint64_t total;
-	double per_sample;
+	double per_sample, maxdelta = 0;
 	int err;
 
 	if (!f || !out)
@@ -457,6 +503,8 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	if (!lines)
 		return -errno;
 	err = build_frames(lines, n, total, &fr);
+	if (!err && o.baseline)
+		err = diff_frames(&fr, o.baseline, total);
 	if (err)
 		goto out_free;
 
@@ -471,7 +519,12 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 		fr.v[kept++] = fr.v[i];
 		if (fr.v[i].depth > max_depth)
 			max_depth = fr.v[i].depth;
+		if (o.baseline)
+			maxdelta = fmax(maxdelta, fabs(fr.v[i].delta));
 	}
+	/* at least one sample's share, as flamegraph.pl's scale starts at one sample */
+	if (o.baseline)
+		maxdelta = fmax(maxdelta, 1.0 / (double)total);
 	qsort(fr.v, kept, sizeof(*fr.v), cmp_frame);
 	if (max_depth > FG_MAX_DEPTH || max_depth > (100000000 - top - BOTTOM_PAD) / fh) {
 		err = -E2BIG;
@@ -482,7 +535,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	put_head(out, &o, count_name, height, total);
 	fputs("<g id=\"frames\">\n", out);
 	for (size_t i = 0; i < kept; i++)
-		put_frame(out, &fr.v[i], total, count_name, o.width, fh, height);
+		put_frame(out, &fr.v[i], total, count_name, o.width, fh, height, maxdelta);
 	fputs("</g>\n</svg>\n", out);
 	err = ferror(out) ? -EIO : 0;
 out_free:

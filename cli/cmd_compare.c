@@ -1,0 +1,285 @@
+/*
+ * schedlab compare RUN_A RUN_B — is B faster than A, how sure, and where the time
+ * moved (analysis/compare.c), with a differential flame graph of B against A.
+ *
+ * Both runs are read and checked before anything is written: a missing folder, a
+ * failed run, two workloads or two units are one line on stderr and exit 2. The output
+ * folder gets compare.md (what is printed), compare.json and diff.svg, each written
+ * whole or not at all (analysis/files.c). 'schedlab run --baseline RUN' calls the same
+ * code for the run it has just made.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "flamegraphs/flamegraph.h"
+
+enum { OPT_JSON = 0x100 };
+
+static const char doc[] =
+	"Compare two finished runs of one workload, B against the baseline A: the throughput "
+	"ratio B / A with its 99.9% confidence interval (Fieller's theorem over each run's "
+	"measured iterations, Welch-Satterthwaite degrees of freedom) and a verdict, faster or "
+	"slower only when the interval excludes 1 and the change is beyond a 5% noise band; "
+	"on-CPU category shares side by side, runtime counters per op where they differ "
+	"materially, the functions whose own share of the samples changed beyond chance, and "
+	"a differential flame graph, diff.svg: B's stacks, red where B spends a larger share "
+	"of its samples than A, blue where a smaller one.\n\n"
+	"USAGE: schedlab compare RUN_A RUN_B [-o DIR] [--json]\n\n"
+	"EXAMPLES:\n"
+	"    schedlab run spawn-join --quick && schedlab run spawn-join --quick --preset kyo\n"
+	"    schedlab compare results/20261202-010209-spawn-join-ce results/latest\n"
+	"    schedlab compare /tmp/a /tmp/b -o /tmp/a-vs-b --json\n"
+	"    schedlab run spawn-join --preset kyo --baseline results/latest\n"
+	"\v"
+	"A run is a folder that 'schedlab run' wrote (or its result.json). The report goes "
+	"to DIR, by default a folder compare-<A>-vs-<B> beside B's run folder, as "
+	"compare.md (what is printed), compare.json and diff.svg. Exit status: 0 written, 1 "
+	"a file could not be written, 2 bad input (a missing run, a failed run, runs of two "
+	"workloads or in two units).";
+
+static const struct argp_option options[] = {
+	{ "out", 'o', "DIR", 0,
+	  "folder for compare.md, compare.json and diff.svg (default: compare-<A>-vs-<B> "
+	  "beside B's run folder)",
+	  0 },
+	{ "json", OPT_JSON, NULL, 0, "print compare.json instead of compare.md", 0 },
+	{ 0 },
+};
+
+struct compare_args {
+	const char *runs[2];
+	size_t nruns;
+	const char *out;
+	bool json;
+	int bad;
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct compare_args *a = state->input;
+
+	switch (key) {
+	case 'o':
+		if (!*arg) {
+			a->bad = cli_usage_error("-o needs a folder, e.g. -o /tmp/a-vs-b");
+			return EINVAL;
+		}
+		a->out = arg;
+		return 0;
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	case ARGP_KEY_ARG:
+		if (a->nruns == 2) {
+			a->bad = cli_usage_error("compare takes two runs, A and B; '%s' is a third",
+						 arg);
+			return EINVAL;
+		}
+		a->runs[a->nruns++] = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (a->nruns != 2) {
+			a->bad = cli_usage_error("compare needs two run folders, e.g. 'schedlab "
+						 "compare results/RUN_A results/latest'");
+			return EINVAL;
+		}
+		return 0;
+	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+static void on_signal(int sig)
+{
+	an_files_interrupt();
+}
+
+/* Load a run for comparing: read, and comparable at all. NULL after one line on stderr. */
+static struct an_result *load_run(const char *path)
+{
+	char err[PATH_MAX + 512];
+	struct an_result *r = an_result_load(path, err, sizeof(err));
+
+	if (!r) {
+		cli_usage_error("%s", err);
+		return NULL;
+	}
+	if (an_compare_check(r, err, sizeof(err))) {
+		cli_usage_error("%s", err);
+		an_result_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+int cli_compare_check_baseline(const char *run, const char *workload)
+{
+	struct an_result *r = load_run(run);
+	const char *w;
+	int status = CLI_EXIT_OK;
+
+	if (!r)
+		return CLI_EXIT_USAGE;
+	w = an_result_str(r, "workload");
+	if (!w || strcmp(w, workload))
+		status = cli_usage_error("--baseline %s is a run of %s, not of %s: give a run of "
+					 "the workload being run", run, w ? w : "(no workload)",
+					 workload);
+	an_result_free(r);
+	return status;
+}
+
+/* The default output folder: compare-<A>-vs-<B> beside B's run folder. */
+static void default_out(const struct an_result *a, const struct an_result *b, char *buf,
+			size_t len)
+{
+	const char *dir = an_result_dir(b), *slash = strrchr(dir, '/');
+	const char *ida = an_result_str(a, "id"), *idb = an_result_str(b, "id");
+	int plen = slash ? (int)(slash - dir) : 1;
+
+	if (slash == dir)
+		plen = 1; /* a run folder in / */
+	snprintf(buf, len, "%.*s/compare-%s-vs-%s", plen, slash ? dir : ".", ida ? ida : "A",
+		 idb ? idb : "B");
+}
+
+/* DIR as a folder to write into: made when absent, refused when something else. */
+static int make_out_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return cli_usage_error("cannot create %s: %s (choose another folder with -o)", dir,
+				       strerror(errno));
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return cli_usage_error("%s exists and is not a folder: choose another with -o",
+				       dir);
+	return 0;
+}
+
+static int write_md(void *ctx, FILE *out)
+{
+	return an_compare_markdown(ctx, out);
+}
+
+static int write_json(void *ctx, FILE *out)
+{
+	return an_compare_json(ctx, out);
+}
+
+static int write_in(const char *dir, const char *name, int (*fn)(void *, FILE *), void *ctx)
+{
+	char path[PATH_MAX + 32];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	err = an_write_file_atomic(path, fn, ctx);
+	if (err)
+		cli_usage_error("%s: cannot write: %s", path, strerror(-err));
+	return err;
+}
+
+/* diff.svg: B's profile, coloured against A's. */
+static int write_flame(struct an_compare *c, const struct an_result *a,
+		       const struct an_result *b, const char *dir)
+{
+	const struct an_folded *fa = an_compare_folded(c, 'a'), *fb = an_compare_folded(c, 'b');
+	const char *ida = an_result_str(a, "id"), *idb = an_result_str(b, "id");
+	char path[PATH_MAX + 32], title[256], subtitle[1024], na[32], nb[32];
+	struct fg_options fo;
+	int err;
+
+	if (!fa || !fb)
+		return 0;
+	fg_options_default(&fo);
+	snprintf(title, sizeof(title), "%s · %s against %s · differential on-CPU",
+		 an_result_str(b, "workload"), an_result_str(b, "preset"),
+		 an_result_str(a, "preset"));
+	an_format_number((double)an_folded_total(fa), 0, na, sizeof(na));
+	an_format_number((double)an_folded_total(fb), 0, nb, sizeof(nb));
+	snprintf(subtitle, sizeof(subtitle), "B %s (%s samples, drawn) against A %s (%s "
+		 "samples) · red: a larger share of B's samples than of A's, blue: a smaller one · "
+		 "tooltips: A's share, the change, B's share",
+		 idb ? idb : "", nb, ida ? ida : "", na);
+	fo.title = title;
+	fo.subtitle = subtitle;
+	fo.baseline = fa;
+	snprintf(path, sizeof(path), "%s/diff.svg", dir);
+	err = fg_svg_write_file(fb, &fo, path);
+	if (err) {
+		cli_usage_error("%s: cannot write: %s", path, strerror(-err));
+		return err;
+	}
+	an_compare_set_flame(c, "diff.svg");
+	return 0;
+}
+
+int cli_compare_write(const char *run_a, const char *run_b, const char *out,
+		      enum cli_compare_print print)
+{
+	char err[PATH_MAX * 2 + 256], dir[PATH_MAX];
+	struct an_result *a, *b = NULL;
+	struct an_compare *c = NULL;
+	int status = CLI_EXIT_USAGE;
+
+	a = load_run(run_a);
+	if (a)
+		b = load_run(run_b);
+	if (!b)
+		goto out_free;
+	c = an_compare_new(a, b, err, sizeof(err));
+	if (!c) {
+		status = errno == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+		cli_usage_error("%s", err);
+		goto out_free;
+	}
+	if (out)
+		snprintf(dir, sizeof(dir), "%s", out);
+	else
+		default_out(a, b, dir, sizeof(dir));
+	if (make_out_dir(dir))
+		goto out_free;
+	status = CLI_EXIT_FAIL;
+	if (write_flame(c, a, b, dir) || write_in(dir, "compare.md", write_md, c) ||
+	    write_in(dir, "compare.json", write_json, c))
+		goto out_free;
+	if (print == CLI_COMPARE_JSON)
+		an_compare_json(c, stdout);
+	else if (print == CLI_COMPARE_MD)
+		an_compare_markdown(c, stdout);
+	fflush(stdout);
+	fprintf(stderr, "# written to %s: compare.md, compare.json%s\n", dir,
+		an_compare_folded(c, 'a') && an_compare_folded(c, 'b') ? ", diff.svg" : "");
+	status = CLI_EXIT_OK;
+out_free:
+	if (an_files_interrupted())
+		status = CLI_EXIT_INTERRUPTED;
+	an_compare_free(c);
+	an_result_free(a);
+	an_result_free(b);
+	return status;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct argp argp = { options, parse, "RUN_A RUN_B", doc, NULL, NULL, NULL };
+	struct compare_args a = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (cli_argp_parse(&argp, "compare", argc, argv, &a))
+		return a.bad ? a.bad : CLI_EXIT_USAGE;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return cli_compare_write(a.runs[0], a.runs[1], a.out,
+				 a.json ? CLI_COMPARE_JSON : CLI_COMPARE_MD);
+}
