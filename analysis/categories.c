@@ -205,7 +205,8 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 					stars += w[i] == '*';
 				if ((leaf && len == 1) || stars == len) {
 					snprintf(err, errlen,
-						 "%s:%u: '%.*s' alone names no function",
+						 "%s:%u: '%.*s' alone names no function (write "
+						 "a name, '=name' or a pattern such as 'rt_*')",
 						 source, line, (int)(len < 40 ? len : 40), w);
 					ret = -EINVAL;
 				} else if (leaf && star) {
@@ -239,6 +240,18 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 		errno = -ret;
 		return NULL;
 	}
+	for (size_t i = 0; i < r->npattern; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(r->pattern[i].name, r->pattern[j].name))
+				continue;
+			snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u; keep one)",
+				 source, r->pattern[i].line, r->pattern[i].name,
+				 r->pattern[j].line);
+			an_rules_free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	if (r->nexact) /* qsort's base may not be NULL, even for no elements */
 		qsort(r->exact, r->nexact, sizeof(*r->exact), rule_cmp);
 	for (size_t i = 1; i < r->nexact; i++) {
@@ -246,7 +259,7 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 
 		if (strcmp(a->name, b->name))
 			continue;
-		snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u)", source,
+		snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u; keep one)", source,
 			 a->line > b->line ? a->line : b->line, a->name,
 			 a->line > b->line ? b->line : a->line);
 		an_rules_free(r);

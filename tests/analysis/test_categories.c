@@ -137,8 +137,10 @@ Test(rules, category_without_a_name_is_refused)
 
 Test(rules, lone_star_or_equals_is_refused)
 {
-	expect_refused("work a\nwork b *\n", "t.rules:2: '*' alone names no function");
-	expect_refused("# c\n\nscheduling = x\n", "t.rules:3: '=' alone names no function");
+	expect_refused("work a\nwork b *\n", "t.rules:2: '*' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
+	expect_refused("# c\n\nscheduling = x\n", "t.rules:3: '=' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
 	expect_refused_at("work *\n", 1);
 	expect_refused_at("work =\n", 1);
 }
@@ -146,13 +148,16 @@ Test(rules, lone_star_or_equals_is_refused)
 Test(rules, duplicate_name_is_refused_with_both_lines)
 {
 	expect_refused("work foo\nscheduling bar\nparking foo\n",
-		       "t.rules:3: 'foo' already has a rule (line 1)");
+		       "t.rules:3: 'foo' already has a rule (line 1; keep one)");
 	/* on one line, and reported at the later line whatever the sort did */
 	expect_refused_at("work a b c d e a\n", 1);
 	expect_refused_at("work zz\nwork aa\n\n\nwork mm zz\n", 5);
 	/* a leaf-only rule and a plain one for the same function: one name, two rules */
 	expect_refused("work foo\n# between\nscheduling =foo\n",
-		       "t.rules:3: 'foo' already has a rule (line 1)");
+		       "t.rules:3: 'foo' already has a rule (line 1; keep one)");
+	/* a pattern too, in whichever section */
+	expect_refused("kernel futex_*_[k]\n[other threads]\nparking futex_*_[k]\n",
+		       "t.rules:3: 'futex_*_[k]' already has a rule (line 1; keep one)");
 }
 
 Test(rules, refusals_need_no_message_buffer)
@@ -272,7 +277,8 @@ Test(rules, star_anywhere_is_a_pattern)
 		     "java/util/concurrent/ForkJoinPool.runWorker");
 	an_rules_free(r);
 
-	expect_refused("work a\nwork **\n", "t.rules:2: '**' alone names no function");
+	expect_refused("work a\nwork **\n", "t.rules:2: '**' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
 	expect_refused("work =a*b\n",
 		       "t.rules:1: '=a*b': a leaf rule ('=') names one function, not a pattern "
 		       "('*')");
