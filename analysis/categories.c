@@ -5,14 +5,19 @@
  * On the runtime's threads the phase word says the category exactly (runtime/phase.h);
  * the rules are the second, independent method, checked against it on every run, and
  * the only one for threads that are not the runtime's. A rules file is plain text: one
- * rule a line, "CATEGORY NAME...", where a NAME is a function's name, a prefix ending in
- * '*', or a name after '=', which counts only as the user stack's leaf (for a
- * trampoline whose own few instructions are the runtime's but whose callees are not);
- * '#' starts a comment. A sample's frames are read from the leaf toward the root,
- * kernel frames first, and the first frame some rule names decides; so a rule for a
- * function covers everything it calls that no rule names, which is exactly how the
- * phase functions nest. The built-in rules are analysis/categories.rules, compiled in
- * (rules_builtin.S), so that the binary needs no file beside it.
+ * rule a line, "CATEGORY NAME...", where a NAME is a function's name, a pattern in which
+ * '*' stands for any run of characters ("rt_*", "*ForkJoinPool*"), or a name after '=',
+ * which counts only as the user stack's leaf (for a trampoline whose own few
+ * instructions are the runtime's but whose callees are not); '#' starts a comment. A
+ * line "[all threads]" or "[other threads]" says where the rules after it apply: on
+ * every thread (the default), or only on threads that are not the runtime's (libc, the
+ * kernel, a JVM: code that on the runtime's threads runs inside some phase function,
+ * which is what the phase word reports there). A sample's frames are read from the leaf
+ * toward the root, kernel frames first, and the first frame some rule names decides; an
+ * exact name before any pattern, patterns in file order. So a rule for a function covers
+ * everything it calls that no rule names, which is exactly how the phase functions nest.
+ * The built-in rules are analysis/categories.rules, compiled in (rules_builtin.S), so
+ * that the binary needs no file beside it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,18 +64,19 @@ unsigned an_phase_category(unsigned phase)
 }
 
 struct rule {
-	char *name; /* without the '*' of a prefix or the '=' of a leaf rule */
+	char *name; /* without the '=' of a leaf rule; a pattern keeps its '*' */
 	size_t len;
 	unsigned cat;
 	unsigned line;
-	bool leaf;  /* applies to the user stack's leaf frame only */
+	bool leaf;   /* applies to the user stack's leaf frame only */
+	bool others; /* applies only on threads that are not the runtime's */
 };
 
 struct an_rules {
 	struct rule *exact; /* sorted by name, for bsearch */
 	size_t nexact;
-	struct rule *prefix; /* in file order: the first that matches wins */
-	size_t nprefix;
+	struct rule *pattern; /* in file order: the first that matches wins */
+	size_t npattern;
 };
 
 static int rule_cmp(const void *pa, const void *pb)
@@ -86,28 +92,50 @@ void an_rules_free(struct an_rules *r)
 		return;
 	for (size_t i = 0; i < r->nexact; i++)
 		free(r->exact[i].name);
-	for (size_t i = 0; i < r->nprefix; i++)
-		free(r->prefix[i].name);
+	for (size_t i = 0; i < r->npattern; i++)
+		free(r->pattern[i].name);
 	free(r->exact);
-	free(r->prefix);
+	free(r->pattern);
 	free(r);
 }
 
-static int add_rule(struct rule **v, size_t *n, const char *name, size_t len, unsigned cat,
-		    unsigned line, bool leaf)
+static int add_rule(struct rule **v, size_t *n, const struct rule *proto, const char *name,
+		    size_t len)
 {
 	struct rule *p = realloc(*v, (*n + 1) * sizeof(**v));
 
 	if (!p)
 		return -ENOMEM;
 	*v = p;
-	p[*n] = (struct rule){
-		.name = strndup(name, len), .len = len, .cat = cat, .line = line, .leaf = leaf
-	};
+	p[*n] = *proto;
+	p[*n].name = strndup(name, len);
+	p[*n].len = len;
 	if (!p[*n].name)
 		return -ENOMEM;
 	(*n)++;
 	return 0;
+}
+
+/* A "[...]" line in p[0..len) (comment and trailing blanks already cut): which threads
+ * the rules after it apply to. 0, or -EINVAL with the reason in err. */
+static int parse_section(const char *p, size_t len, const char *source, unsigned line,
+			 bool *others, char *err, size_t errlen)
+{
+	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\r'))
+		len--;
+	if (len == 13 && !memcmp(p, "[all threads]", 13)) {
+		*others = false;
+		return 0;
+	}
+	if (len == 15 && !memcmp(p, "[other threads]", 15)) {
+		*others = true;
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "%s:%u: unknown section '%.*s' (write [all threads] or [other threads] alone "
+		 "on the line)",
+		 source, line, (int)(len < 40 ? len : 40), p);
+	return -EINVAL;
 }
 
 struct an_rules *an_rules_parse(const char *text, size_t size, const char *source, char *err,
@@ -116,6 +144,7 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 	struct an_rules *r = calloc(1, sizeof(*r));
 	const char *p = text, *end = text + size;
 	unsigned line = 0;
+	bool others = false;
 	int ret = 0;
 
 	if (!r) {
@@ -124,7 +153,7 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 		return NULL;
 	}
 	while (p < end && !ret) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *q;
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *q, *w;
 		char cat[32];
 		size_t len;
 		int c = -1;
@@ -136,7 +165,14 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 		q = memchr(p, '#', (size_t)(eol - p));
 		if (!q)
 			q = eol;
-		for (const char *w = p; w < q && !ret;) {
+		for (w = p; w < q && (*w == ' ' || *w == '\t'); w++)
+			;
+		if (w < q && *w == '[') {
+			ret = parse_section(w, (size_t)(q - w), source, line, &others, err, errlen);
+			p = eol + 1;
+			continue;
+		}
+		for (; w < q && !ret;) {
 			while (w < q && (*w == ' ' || *w == '\t' || *w == '\r'))
 				w++;
 			len = 0;
@@ -158,27 +194,34 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 						 source, line, (int)(len < 40 ? len : 40), w);
 					ret = -EINVAL;
 				}
-			} else if ((w[0] == '=' || w[len - 1] == '*') && len == 1) {
-				snprintf(err, errlen, "%s:%u: '%c' alone names no function", source,
-					 line, w[0]);
-				ret = -EINVAL;
-			} else if (w[0] == '=' && w[len - 1] == '*') {
-				snprintf(err, errlen,
-					 "%s:%u: '%.*s': a leaf rule ('=') names one function, not a "
-					 "prefix ('*')",
-					 source, line, (int)(len < 40 ? len : 40), w);
-				ret = -EINVAL;
-			} else if (w[len - 1] == '*') {
-				ret = add_rule(&r->prefix, &r->nprefix, w, len - 1, (unsigned)c, line,
-					       false);
-				any = true;
-			} else if (w[0] == '=') {
-				ret = add_rule(&r->exact, &r->nexact, w + 1, len - 1, (unsigned)c, line,
-					       true);
-				any = true;
 			} else {
-				ret = add_rule(&r->exact, &r->nexact, w, len, (unsigned)c, line,
-					       false);
+				struct rule proto = { .cat = (unsigned)c, .line = line,
+						      .others = others };
+				bool leaf = w[0] == '=';
+				const char *star = memchr(w, '*', len);
+				size_t stars = 0;
+
+				for (size_t i = 0; i < len; i++)
+					stars += w[i] == '*';
+				if ((leaf && len == 1) || stars == len) {
+					snprintf(err, errlen,
+						 "%s:%u: '%.*s' alone names no function (write "
+						 "a name, '=name' or a pattern such as 'rt_*')",
+						 source, line, (int)(len < 40 ? len : 40), w);
+					ret = -EINVAL;
+				} else if (leaf && star) {
+					snprintf(err, errlen,
+						 "%s:%u: '%.*s': a leaf rule ('=') names one "
+						 "function, not a pattern ('*')",
+						 source, line, (int)(len < 40 ? len : 40), w);
+					ret = -EINVAL;
+				} else if (star) {
+					ret = add_rule(&r->pattern, &r->npattern, &proto, w, len);
+				} else {
+					proto.leaf = leaf;
+					ret = add_rule(&r->exact, &r->nexact, &proto, w + leaf,
+						       len - leaf);
+				}
 				any = true;
 			}
 			w += len;
@@ -197,6 +240,18 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 		errno = -ret;
 		return NULL;
 	}
+	for (size_t i = 0; i < r->npattern; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(r->pattern[i].name, r->pattern[j].name))
+				continue;
+			snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u; keep one)",
+				 source, r->pattern[i].line, r->pattern[i].name,
+				 r->pattern[j].line);
+			an_rules_free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	if (r->nexact) /* qsort's base may not be NULL, even for no elements */
 		qsort(r->exact, r->nexact, sizeof(*r->exact), rule_cmp);
 	for (size_t i = 1; i < r->nexact; i++) {
@@ -204,7 +259,7 @@ struct an_rules *an_rules_parse(const char *text, size_t size, const char *sourc
 
 		if (strcmp(a->name, b->name))
 			continue;
-		snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u)", source,
+		snprintf(err, errlen, "%s:%u: '%s' already has a rule (line %u; keep one)", source,
 			 a->line > b->line ? a->line : b->line, a->name,
 			 a->line > b->line ? b->line : a->line);
 		an_rules_free(r);
@@ -288,22 +343,96 @@ struct an_rules *an_rules_load(const char *path, char *err, size_t errlen)
 
 size_t an_rules_count(const struct an_rules *r)
 {
-	return r ? r->nexact + r->nprefix : 0;
+	return r ? r->nexact + r->npattern : 0;
 }
 
-static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf)
+/* Whether s matches pat[0..plen), where '*' stands for any run of characters: the
+ * classic greedy walk that backs up to the last '*' on a mismatch, linear in practice. */
+static bool glob_match(const char *pat, size_t plen, const char *s)
 {
-	struct rule key = { .name = (char *)frame };
-	/* bsearch's base may not be NULL, even for no elements */
-	const struct rule *hit = r->nexact ? bsearch(&key, r->exact, r->nexact, sizeof(*r->exact),
-						     rule_cmp)
-					   : NULL;
+	size_t p = 0, star = SIZE_MAX;
+	const char *resume = NULL;
 
-	if (hit && (!hit->leaf || user_leaf))
+	while (*s) {
+		if (p < plen && pat[p] == '*') {
+			star = p++;
+			resume = s;
+		} else if (p < plen && pat[p] == *s) {
+			p++;
+			s++;
+		} else if (star != SIZE_MAX) {
+			p = star + 1;
+			s = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (p < plen && pat[p] == '*')
+		p++;
+	return p == plen;
+}
+
+/* The compiler's clones of a function carry its name and a suffix ("_int_free.part.0",
+ * "finish_task_switch.isra.0_[k]"): the name of the function they were cloned from,
+ * into buf, or NULL when frame is no such clone. */
+static const char *clone_of(const char *frame, char *buf, size_t len)
+{
+	static const char *const parts[] = { "isra", "constprop", "part", "cold", "lto_priv",
+					     "llvm", NULL };
+	size_t n = strlen(frame), end = n;
+	const char *dot = strchr(frame, '.'), *p;
+	bool kernel = n >= 4 && !strcmp(frame + n - 4, "_[k]");
+
+	if (kernel)
+		end -= 4;
+	if (!dot || dot == frame || (size_t)(dot - frame) + 6 > len)
+		return NULL;
+	for (p = dot; p < frame + end;) {
+		const char *q = p + 1, *e = memchr(q, '.', (size_t)(frame + end - q));
+		size_t w, k;
+
+		if (!e)
+			e = frame + end;
+		w = (size_t)(e - q);
+		if (!w)
+			return NULL;
+		if (strspn(q, "0123456789") < w) {
+			for (k = 0; parts[k]; k++)
+				if (strlen(parts[k]) == w && !memcmp(q, parts[k], w))
+					break;
+			if (!parts[k])
+				return NULL;
+		}
+		p = e;
+	}
+	snprintf(buf, len, "%.*s%s", (int)(dot - frame), frame, kernel ? "_[k]" : "");
+	return buf;
+}
+
+static const struct rule *exact_rule(const struct an_rules *r, const char *name)
+{
+	struct rule key = { .name = (char *)name };
+
+	/* bsearch's base may not be NULL, even for no elements */
+	return r->nexact ? bsearch(&key, r->exact, r->nexact, sizeof(*r->exact), rule_cmp) : NULL;
+}
+
+static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf, bool runtime)
+{
+	char base[256];
+	const char *cloned;
+	const struct rule *hit = exact_rule(r, frame);
+
+	if (!hit && (cloned = clone_of(frame, base, sizeof(base))))
+		hit = exact_rule(r, cloned);
+	if (hit && (!hit->leaf || user_leaf) && !(hit->others && runtime))
 		return (int)hit->cat;
-	for (size_t i = 0; i < r->nprefix; i++)
-		if (!strncmp(frame, r->prefix[i].name, r->prefix[i].len))
-			return (int)r->prefix[i].cat;
+	for (size_t i = 0; i < r->npattern; i++) {
+		const struct rule *pr = &r->pattern[i];
+
+		if (!(pr->others && runtime) && glob_match(pr->name, pr->len, frame))
+			return (int)pr->cat;
+	}
 	return -1;
 }
 
@@ -314,13 +443,14 @@ static bool kernel_frame(const char *name)
 	return len >= 4 && !strcmp(name + len - 4, "_[k]");
 }
 
-int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n)
+int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n,
+		      bool runtime)
 {
 	bool seen_user = false;
 
 	for (size_t i = 0; r && i < n; i++) {
 		bool user = !kernel_frame(leaf_first[i]);
-		int c = rule_of(r, leaf_first[i], user && !seen_user);
+		int c = rule_of(r, leaf_first[i], user && !seen_user, runtime);
 
 		seen_user |= user;
 		if (c >= 0)

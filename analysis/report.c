@@ -145,6 +145,17 @@ static void json_agreement(FILE *out, const struct an_agreement *a, size_t nrule
 	json_num(out, a->samples ? gap : NAN);
 	fputs(", \"largest_gap_category\": ", out);
 	json_str(out, a->samples && gap > 0 ? an_category_name(worst) : NULL);
+	fputs(", \"disagreement\": ", out);
+	if (a->samples && gap > AN_AGREEMENT_MAX_GAP) {
+		fputs("{\"category\": ", out);
+		json_str(out, an_category_name(worst));
+		fputs(", \"points\": ", out);
+		json_num(out, gap);
+		fputc('}', out);
+	} else {
+		fputs("null", out);
+	}
+	fprintf(out, ", \"threshold_points\": %.1f", AN_AGREEMENT_MAX_GAP);
 	fputs(", \"by_phase_word\": {", out);
 	for (unsigned c = 0; c < AN_CAT_COUNT; c++)
 		fprintf(out, "%s\"%s\": %llu", c ? ", " : "", an_category_name(c),
@@ -179,6 +190,23 @@ bool an_sampling_shortfall(uint64_t expected, uint64_t taken, char *buf, size_t 
 		 "(perf_event_max_sample_rate, perf_cpu_time_max_percent)",
 		 e, t, short_pct);
 	return true;
+}
+
+/* The category table: every sample by its category where the attribution was kept,
+ * else the samples by their phase (a summary made without one). */
+static unsigned ncats(const struct an_probe_summary *p)
+{
+	return p->attribution ? AN_CAT_COUNT : RT_PHASE_COUNT;
+}
+
+static unsigned cat_of(const struct an_probe_summary *p, unsigned i)
+{
+	return p->attribution ? i : an_phase_category(i);
+}
+
+static uint64_t cat_samples(const struct an_probe_summary *p, unsigned i)
+{
+	return p->attribution ? p->attribution->by_category[i] : p->phase_samples[i];
 }
 
 static void json_probe(FILE *out, const struct an_probe_summary *p)
@@ -218,10 +246,18 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
 	fprintf(out, "}, \"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
 		(unsigned long long)p->prog_runs, (unsigned long long)p->prog_ns);
-	for (unsigned i = 0; i < RT_PHASE_COUNT; i++)
-		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", an_category_name(an_phase_category(i)),
-			(unsigned long long)p->phase_samples[i]);
-	fputs("}, \"stacks\": ", out);
+	for (unsigned i = 0; i < ncats(p); i++)
+		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", an_category_name(cat_of(p, i)),
+			(unsigned long long)cat_samples(p, i));
+	fputs("}, \"attribution\": ", out);
+	if (p->attribution)
+		fprintf(out, "{\"phase_word\": %llu, \"stack_rules\": %llu, \"no_rule\": %llu}",
+			(unsigned long long)p->attribution->by_phase,
+			(unsigned long long)p->attribution->by_rules,
+			(unsigned long long)p->attribution->no_rule);
+	else
+		fputs("null", out);
+	fputs(", \"stacks\": ", out);
 	if (p->quality)
 		json_quality(out, p->quality);
 	else
@@ -440,6 +476,21 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 	fputs(".\n", out);
 }
 
+/* Which method gave the table its categories. */
+static void md_attribution(FILE *out, const struct an_attribution *a)
+{
+	char ph[64], ru[64], no[64];
+
+	an_format_number((double)a->by_phase, 0, ph, sizeof(ph));
+	an_format_number((double)a->by_rules, 0, ru, sizeof(ru));
+	an_format_number((double)a->no_rule, 0, no, sizeof(no));
+	fprintf(out,
+		"  Attributed by the phase word: %s samples (the runtime's threads); by the stack "
+		"rules: %s samples (threads without a phase word, such as the harness thread), "
+		"%s of them named by no rule and counted as other.\n\n",
+		ph, ru, no);
+}
+
 /* The phase word against the stack rules, on the runtime's threads. */
 static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
 {
@@ -463,6 +514,14 @@ static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
 	if (a->samples < 1000)
 		fprintf(out, " (few samples: one is %.1f points)", 100.0 / (double)a->samples);
 	fputs(".\n\n", out);
+	if (gap > AN_AGREEMENT_MAX_GAP)
+		fprintf(out,
+			"  **Disagreement: %s is %.1f%% by the phase word but %.1f%% by the "
+			"stacks, %.1f points apart (more than %.0f)**: a phase function without a "
+			"rule, or a rule for a function that is not one (analysis/categories.rules "
+			"against runtime/phase.h).\n\n",
+			an_category_name(worst), pct(a->by_phase[worst], a->samples),
+			pct(a->by_stack[worst], a->samples), gap, AN_AGREEMENT_MAX_GAP);
 	fputs("  | category | phase word | stacks | gap (points) |\n  | --- | ---: | ---: | ---: |\n",
 	      out);
 	for (unsigned c = 0; c < AN_CAT_COUNT; c++) {
@@ -511,15 +570,16 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		md_stacks(out, p);
 	if (p->samples) {
 		fputs("\n  | category | samples | share |\n  | --- | ---: | ---: |\n", out);
-		for (unsigned i = 0; i < RT_PHASE_COUNT; i++) {
-			if (!p->phase_samples[i])
+		for (unsigned i = 0; i < ncats(p); i++) {
+			if (!cat_samples(p, i))
 				continue;
-			an_format_number((double)p->phase_samples[i], 0, n, sizeof(n));
-			fprintf(out, "  | %s | %s | %.1f%% |\n",
-				an_category_name(an_phase_category(i)), n,
-				100.0 * (double)p->phase_samples[i] / (double)p->samples);
+			an_format_number((double)cat_samples(p, i), 0, n, sizeof(n));
+			fprintf(out, "  | %s | %s | %.1f%% |\n", an_category_name(cat_of(p, i)), n,
+				100.0 * (double)cat_samples(p, i) / (double)p->samples);
 		}
 		fputs("\n", out);
+		if (p->attribution)
+			md_attribution(out, p->attribution);
 	}
 	if (p->agreement)
 		md_agreement(out, p->agreement, p->nrules);

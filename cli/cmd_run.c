@@ -40,12 +40,13 @@ static const char doc[] =
 	"they measure, and each run gets result.json, report.md, oncpu.folded and an "
 	"interactive oncpu.svg in results/<run-id>/ (results/latest is the newest).\n\n"
 	"Every sample's category (the root frame of oncpu.folded) comes from the runtime's "
-	"phase word; report.md checks it against each sample's own stack. User stacks are "
-	"walked by frame pointers, and in the default --call-graph auto a sample whose walk "
-	"met code built without them (Debian's glibc) or did not reach its thread's root is "
-	"unwound from DWARF instead, as 'perf record --call-graph dwarf' does; report.md says "
-	"how many stacks reached their thread's root, where the others broke, and what the "
-	"unwinding cost.\v"
+	"phase word on its threads, and from the stack rules (analysis/categories.rules) on "
+	"any other thread; report.md checks the phase word against each sample's own stack. "
+	"User stacks are walked by frame pointers, and in the default --call-graph auto a "
+	"sample whose walk met code built without them (Debian's glibc) or did not reach its "
+	"thread's root is unwound from DWARF instead, as 'perf record --call-graph dwarf' "
+	"does; report.md says how many stacks reached their thread's root, where the others "
+	"broke, and what the unwinding cost.\v"
 	"Examples:\n"
 	"  schedlab run tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2\n"
 	"                                            the default job ('make run')\n"
@@ -691,6 +692,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.prog_ns = prof->prog_ns;
 		probe.quality = &prof->quality;
 		probe.agreement = &prof->agreement;
+		probe.attribution = &prof->attribution;
 		probe.nrules = an_rules_count(prof->rules);
 	}
 

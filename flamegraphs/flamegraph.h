@@ -5,6 +5,8 @@
  * frame with <title>, <rect> and <text>, and embedded script gives click-to-zoom,
  * reset and search with the matched percentage. Output is deterministic: frames in a
  * fixed order (depth, then x), colours from a hash of the name, so golden files work.
+ * Under a "[category]" root a frame takes a shade of that category's fixed colour, and
+ * a legend above the frames gives each category's colour and share.
  */
 #ifndef SCHEDLAB_FLAMEGRAPH_H
 #define SCHEDLAB_FLAMEGRAPH_H

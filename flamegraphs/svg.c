@@ -7,8 +7,11 @@
  * samples sit left of its children. Geometry is rounded once, to tenths of a pixel
  * from each frame's start and end sample, so a child never pokes out of its parent.
  * Frames are written by depth, then x; colours come from the name alone (a hash, or a
- * fixed colour for kinds and categories). Nothing depends on time or on memory
- * addresses, so the same profile always gives the same bytes.
+ * fixed colour for kinds and categories) and, in a profile whose roots are categories
+ * ("[work]", as the on-CPU probe writes them), from the root a frame sits under: a shade
+ * of that category's colour, so each category reads as one hue, named in a legend with
+ * its share. Nothing depends on time or on memory addresses, so the same profile always
+ * gives the same bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,6 +32,8 @@
 #define BOTTOM_PAD  34   /* below the frames: the details line */
 #define FRAME_PAD   1    /* gap between rows */
 #define MATCH_COLOR "rgb(230,0,230)" /* search hits; no palette below makes it */
+#define LEGEND_ROW  18   /* one row of the category legend, under the title */
+#define LEGEND_BOX  11   /* its colour swatches, px */
 
 void fg_options_default(struct fg_options *o)
 {
@@ -53,6 +58,7 @@ struct frame {
 	size_t parent;       /* its index while in creation order; the root's is 0 */
 	double base, delta;  /* differential: its share of the baseline, and its share of
 			      * this profile less that (0 exactly when they are equal) */
+	int cat;             /* the category of the root it sits under; -1: none */
 };
 
 struct frames {
@@ -61,7 +67,7 @@ struct frames {
 };
 
 static int frames_push(struct frames *fr, const char *name, size_t len, size_t depth,
-		       uint64_t start)
+		       uint64_t start, int cat)
 {
 	if (fr->n == fr->cap) {
 		size_t cap = fr->cap ? fr->cap * 2 : 256;
@@ -72,13 +78,16 @@ static int frames_push(struct frames *fr, const char *name, size_t len, size_t d
 		fr->v = v;
 		fr->cap = cap;
 	}
-	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n, 0, 0, 0 };
+	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n, 0, 0, 0, cat };
 	fr->n++;
 	return 0;
 }
 
+static int category_of(const char *name, size_t len);
+
 /* Merge the sorted lines into frames. Lines sharing a prefix of frames are adjacent in
- * byte order, so one pass with the path of open frames is enough. */
+ * byte order, so one pass with the path of open frames is enough. A frame's category is
+ * its root's (the open frame at depth 1). */
 static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t total,
 			struct frames *fr)
 {
@@ -86,7 +95,7 @@ static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t t
 	uint64_t t = 0;
 	int err;
 
-	err = frames_push(fr, "all", 3, 0, 0);
+	err = frames_push(fr, "all", 3, 0, 0, -1);
 	if (err)
 		return err;
 	fr->v[0].end = total;
@@ -119,7 +128,8 @@ static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t t
 				open = v;
 				open_cap = cap;
 			}
-			err = frames_push(fr, p, len, depth + 1, t);
+			err = frames_push(fr, p, len, depth + 1, t,
+					  depth ? fr->v[open[0]].cat : category_of(p, len));
 			if (err)
 				goto out_free_open;
 			fr->v[fr->n - 1].parent = depth ? open[depth - 1] : 0;
@@ -299,20 +309,23 @@ static void put_label(FILE *out, const char *name, size_t len, double w)
 
 /* ---- colours ---------------------------------------------------------------------------- */
 
+/* One fixed colour per category, whatever the profile holds, in the legend's order. */
 static const struct {
 	const char *name;
-	const char *rgb;
+	unsigned r, g, b;
 } category_colors[] = {
-	{ "[scheduling]", "rgb(97,146,235)" },    /* blue */
-	{ "[submission]", "rgb(170,110,225)" },   /* purple */
-	{ "[work]", "rgb(100,190,100)" },         /* green */
-	{ "[allocation]", "rgb(60,190,190)" },    /* teal */
-	{ "[stack-capture]", "rgb(230,200,60)" }, /* yellow */
-	{ "[parking]", "rgb(150,170,195)" },      /* slate */
-	{ "[blocking]", "rgb(225,100,150)" },     /* pink */
-	{ "[kernel]", "rgb(225,120,90)" },        /* coral, beside the kernel frames' orange */
-	{ "[other]", "rgb(190,170,140)" },        /* sand: attributed, to none of the above */
+	{ "[scheduling]", 97, 146, 235 },    /* blue */
+	{ "[submission]", 170, 110, 225 },   /* purple */
+	{ "[work]", 100, 190, 100 },         /* green */
+	{ "[allocation]", 60, 190, 190 },    /* teal */
+	{ "[stack-capture]", 230, 200, 60 }, /* yellow */
+	{ "[parking]", 150, 170, 195 },      /* slate */
+	{ "[blocking]", 225, 100, 150 },     /* pink */
+	{ "[kernel]", 225, 120, 90 },        /* coral, beside the kernel frames' orange */
+	{ "[other]", 190, 170, 140 },        /* sand: attributed, to none of the above */
 };
+
+#define NCATEGORIES (sizeof(category_colors) / sizeof(category_colors[0]))
 
 static bool has_prefix(const char *s, size_t len, const char *prefix)
 {
@@ -332,15 +345,48 @@ static unsigned scale16(uint64_t h, unsigned shift, unsigned base, unsigned span
 	return base + (unsigned)((((h >> shift) & 0xffff) * span) >> 16);
 }
 
-static void put_color(FILE *out, const char *name, size_t len)
+/* The index of a category root's name in category_colors; -1: not one. */
+static int category_of(const char *name, size_t len)
 {
+	for (size_t i = 0; i < NCATEGORIES; i++)
+		if (is_named(name, len, category_colors[i].name))
+			return (int)i;
+	return -1;
+}
+
+static void put_category_rgb(FILE *out, int cat)
+{
+	fprintf(out, "rgb(%u,%u,%u)", category_colors[cat].r, category_colors[cat].g,
+		category_colors[cat].b);
+}
+
+/* A shade of category cat's colour for a frame under its root: each channel moved by up
+ * to ±20 from the name's hash, so that neighbours differ, and a kernel frame's a third
+ * darker, so that the user and kernel halves of a stack stay apart. */
+static void put_category_shade(FILE *out, int cat, uint64_t h, bool kernel)
+{
+	unsigned rgb[3] = { category_colors[cat].r, category_colors[cat].g,
+			    category_colors[cat].b };
+
+	for (int i = 0; i < 3; i++) {
+		int v = (int)rgb[i] + (int)scale16(h, 16 * (unsigned)i, 0, 41) - 20;
+
+		if (kernel)
+			v = v * 2 / 3;
+		rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
+	}
+	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
+}
+
+static void put_color(FILE *out, const char *name, size_t len, int cat)
+{
+	int own = category_of(name, len);
+	bool kernel = len >= 4 && !memcmp(name + len - 4, "_[k]", 4);
 	uint64_t h;
 
-	for (size_t i = 0; i < sizeof(category_colors) / sizeof(category_colors[0]); i++) {
-		if (is_named(name, len, category_colors[i].name)) {
-			fputs(category_colors[i].rgb, out);
-			return;
-		}
+	if (own >= 0) {
+		put_category_rgb(out, own);
+		return;
 	}
 	/* samples we could not attribute: grey, so they never pass for real work */
 	if (has_prefix(name, len, "[lost") || has_prefix(name, len, "[truncated") ||
@@ -353,7 +399,9 @@ static void put_color(FILE *out, const char *name, size_t len)
 		return;
 	}
 	h = an_hash(name, len);
-	if (len >= 4 && !memcmp(name + len - 4, "_[k]", 4)) /* kernel: orange */
+	if (cat >= 0) /* under a category's root: its hue */
+		put_category_shade(out, cat, h, kernel);
+	else if (kernel) /* kernel: orange */
 		fprintf(out, "rgb(%u,%u,%u)", scale16(h, 0, 230, 26), scale16(h, 16, 130, 60),
 			scale16(h, 32, 30, 40));
 	else /* hot: reds through yellows */
@@ -430,6 +478,48 @@ static void put_head(FILE *out, const struct fg_options *o, const char *count_na
 		height - BOTTOM_PAD / 2 + 4);
 }
 
+/* The legend: each category the profile has, its colour and its share, in
+ * category_colors' order, laid out in rows of the image's width from y (the top of the
+ * first row). Draws nothing when out is NULL; returns the rows it takes either way. */
+static unsigned put_legend(FILE *out, const uint64_t *counts, uint64_t total, unsigned width,
+			   unsigned y, const char *count_name)
+{
+	double x = XPAD;
+	unsigned rows = 0;
+
+	for (size_t i = 0; i < NCATEGORIES; i++) {
+		const char *name = category_colors[i].name;
+		size_t nlen = strlen(name) - 2; /* without the brackets */
+		double pct = (double)counts[i] * 100.0 / (double)total, w;
+		char label[64];
+
+		if (!counts[i])
+			continue;
+		snprintf(label, sizeof(label), "%.*s %.1f%%", (int)nlen, name + 1, pct);
+		w = LEGEND_BOX + 4 + (double)strlen(label) * FONT_SIZE * FONT_WIDTH + 14;
+		if (!rows || (x > XPAD && x + w > width - XPAD)) {
+			rows++;
+			x = XPAD;
+		}
+		if (out) {
+			unsigned top = y + (rows - 1) * LEGEND_ROW + 3;
+
+			fprintf(out, "<g class=\"category\"><title>%.*s: %" PRIu64 " ", (int)nlen,
+				name + 1, counts[i]);
+			put_str(out, count_name);
+			fprintf(out, ", %.2f%%</title><rect x=\"%.1f\" y=\"%u\" width=\"%d\" "
+				     "height=\"%d\" fill=\"",
+				pct, x, top, LEGEND_BOX, LEGEND_BOX);
+			put_category_rgb(out, (int)i);
+			fprintf(out,
+				"\" rx=\"2\" ry=\"2\"/><text x=\"%.1f\" y=\"%u\">%s</text></g>\n",
+				x + LEGEND_BOX + 4, top + LEGEND_BOX - 1, label);
+		}
+		x += w;
+	}
+	return rows;
+}
+
 /* maxdelta > 0: a differential flame graph, coloured by fr->delta on that scale. */
 static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const char *count_name,
 		      unsigned width, unsigned fh, unsigned height, double maxdelta)
@@ -456,7 +546,7 @@ static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const c
 	if (maxdelta > 0 && !is_named(fr->name, fr->len, "-"))
 		fg__diff_color(out, fr->delta, maxdelta);
 	else
-		put_color(out, fr->name, fr->len);
+		put_color(out, fr->name, fr->len, fr->cat);
 	fputs("\" rx=\"2\" ry=\"2\"/><text x=\"", out);
 	put_tenths(out, x1 + 30);
 	fprintf(out, "\" y=\"%.1f\">", y + (fh - FRAME_PAD) / 2.0 + 3);
@@ -470,7 +560,8 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	struct frames fr = { 0 };
 	struct fg_options o;
 	const char *count_name;
-	unsigned top, height, fh;
+	unsigned top, height, fh, legend_rows;
+	uint64_t by_category[NCATEGORIES] = { 0 };
 	size_t n, kept = 0, max_depth = 0;
 	uint64_t total;
 	double per_sample, maxdelta = 0;
@@ -507,6 +598,12 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 		err = diff_frames(&fr, o.baseline, total);
 	if (err)
 		goto out_free;
+	/* the categories' shares, from their roots, before narrow frames are left out */
+	for (size_t i = 0; i < fr.n; i++)
+		if (fr.v[i].depth == 1 && fr.v[i].cat >= 0)
+			by_category[fr.v[i].cat] += fr.v[i].end - fr.v[i].start;
+	/* a differential graph is coloured by change, not by category: no legend */
+	legend_rows = o.baseline ? 0 : put_legend(NULL, by_category, total, o.width, 0, count_name);
 
 	/* Leave out frames narrower than min_width px; a child is never wider than its
 	 * parent, so no frame loses its parent this way. */
@@ -530,9 +627,14 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 		err = -E2BIG;
 		goto out_free;
 	}
-	height = top + (unsigned)(max_depth + 1) * fh + BOTTOM_PAD;
+	height = top + legend_rows * LEGEND_ROW + (unsigned)(max_depth + 1) * fh + BOTTOM_PAD;
 
 	put_head(out, &o, count_name, height, total);
+	if (legend_rows) {
+		fputs("<g id=\"legend\">\n", out);
+		put_legend(out, by_category, total, o.width, top, count_name);
+		fputs("</g>\n", out);
+	}
 	fputs("<g id=\"frames\">\n", out);
 	for (size_t i = 0; i < kept; i++)
 		put_frame(out, &fr.v[i], total, count_name, o.width, fh, height, maxdelta);

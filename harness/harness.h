@@ -128,9 +128,10 @@ double hx_latency_quantile(const struct rt_worker_stats *st, double q);
  * benchmark runs anyway, and status says why there is no profile.
  *
  * Each sample is classified twice: by the phase word it was taken with, and by the
- * stack rules over its own frames; the first gives it its category (the folded root
- * frame), the comparison is kept in agreement. Stacks are cut at their thread's root
- * and judged: whether they reached it, and where they broke. */
+ * stack rules over its own frames; on the runtime's threads the first gives it its
+ * category (the folded root frame) and the comparison is kept in agreement, on other
+ * threads (phase NONE) the rules do, "other" where no rule names a frame. Stacks are
+ * cut at their thread's root and judged: whether they reached it, and where they broke. */
 struct hx__live;
 
 struct hx_profile {
@@ -146,6 +147,7 @@ struct hx_profile {
 	uint64_t phase_samples[RT_PHASE_COUNT];
 	struct an_stack_quality quality;
 	struct an_agreement agreement;
+	struct an_attribution attribution; /* which method gave each sample its category */
 	uint64_t unwind_ns;          /* time spent unwinding DWARF samples */
 	uint64_t prog_runs, prog_ns; /* the sampling program's cost in the kernel */
 	char unwind_error[160];      /* why a fork had no DWARF unwinder; "" if none */

@@ -12,7 +12,9 @@
  * sample has a kernel stack. Nothing is dropped: a part of a sample that was lost is
  * kept as a "[lost: ...]" frame, so the folded total equals the samples the probe
  * counted. Every sample is classified twice, by its phase word and by the stack rules
- * over its own frames; the two are compared, not merged.
+ * over its own frames; the two are compared, not merged. A thread that is not the
+ * runtime's (phase NONE: the harness thread, a server, the blocking pool) has no phase:
+ * its category is the rules', all of them, and "other" where none names a frame.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -257,11 +259,18 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 		f->leaf[nleaf++] = f->names[ubase + i];
 
 	/* the stack's own category: the first frame from the leaf that a rule names; no
-	 * rule on a runtime thread means the task's own code */
-	by_stack = an_rules_classify(p->rules, f->leaf, nleaf);
+	 * rule on a runtime thread means the task's own code, elsewhere "other" */
+	by_stack = an_rules_classify(p->rules, f->leaf, nleaf, runtime);
+	if (by_stack < 0 && !runtime)
+		p->attribution.no_rule += s->count;
 	if (by_stack < 0)
 		by_stack = runtime ? AN_CAT_WORK : AN_CAT_OTHER;
 	cat = runtime ? an_phase_category(kind) : (unsigned)by_stack;
+	p->attribution.by_category[cat] += s->count;
+	if (runtime)
+		p->attribution.by_phase += s->count;
+	else
+		p->attribution.by_rules += s->count;
 
 	if (!(s->lost & PROBE_LOST_COUNTS_FULL)) {
 		struct an_stack_quality *q = &p->quality;
@@ -566,6 +575,7 @@ int hx_profile_reset(struct hx_profile *p)
 	memset(p->phase_samples, 0, sizeof(p->phase_samples));
 	memset(&p->quality, 0, sizeof(p->quality));
 	memset(&p->agreement, 0, sizeof(p->agreement));
+	memset(&p->attribution, 0, sizeof(p->attribution));
 	p->unwind_ns = p->prog_runs = p->prog_ns = 0;
 	p->unwind_error[0] = '\0';
 	p->nall_breaks = 0;

@@ -56,14 +56,18 @@ static void expect_refused_at(const char *text, unsigned line)
 	cr_expect_null(strchr(err, '\n'), "not one line: %s", err);
 }
 
-#define expect_class(r, want, ...)                                                               \
+/* The frames' category (leaf first) on a runtime thread (rt true) or another. */
+#define expect_class_on(r, rt, want, ...)                                                        \
 	do {                                                                                     \
 		const char *const f_[] = { __VA_ARGS__ };                                        \
-		int got_ = an_rules_classify((r), f_, NFRAMES(f_));                              \
-		cr_expect_eq(got_, (int)(want), "%s... (leaf first): %d (%s), want %d (%s)",     \
-			     f_[0], got_, got_ < 0 ? "none" : an_category_name(got_), (int)(want), \
+		int got_ = an_rules_classify((r), f_, NFRAMES(f_), (rt));                        \
+		cr_expect_eq(got_, (int)(want), "%s... (leaf first, %s): %d (%s), want %d (%s)", \
+			     f_[0], (rt) ? "runtime thread" : "other thread", got_,              \
+			     got_ < 0 ? "none" : an_category_name(got_), (int)(want),            \
 			     (int)(want) < 0 ? "none" : an_category_name(want));                 \
 	} while (0)
+#define expect_class(r, want, ...)    expect_class_on(r, false, want, __VA_ARGS__)
+#define expect_class_rt(r, want, ...) expect_class_on(r, true, want, __VA_ARGS__)
 
 /* ---- names -------------------------------------------------------------------------- */
 
@@ -133,8 +137,10 @@ Test(rules, category_without_a_name_is_refused)
 
 Test(rules, lone_star_or_equals_is_refused)
 {
-	expect_refused("work a\nwork b *\n", "t.rules:2: '*' alone names no function");
-	expect_refused("# c\n\nscheduling = x\n", "t.rules:3: '=' alone names no function");
+	expect_refused("work a\nwork b *\n", "t.rules:2: '*' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
+	expect_refused("# c\n\nscheduling = x\n", "t.rules:3: '=' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
 	expect_refused_at("work *\n", 1);
 	expect_refused_at("work =\n", 1);
 }
@@ -142,13 +148,16 @@ Test(rules, lone_star_or_equals_is_refused)
 Test(rules, duplicate_name_is_refused_with_both_lines)
 {
 	expect_refused("work foo\nscheduling bar\nparking foo\n",
-		       "t.rules:3: 'foo' already has a rule (line 1)");
+		       "t.rules:3: 'foo' already has a rule (line 1; keep one)");
 	/* on one line, and reported at the later line whatever the sort did */
 	expect_refused_at("work a b c d e a\n", 1);
 	expect_refused_at("work zz\nwork aa\n\n\nwork mm zz\n", 5);
 	/* a leaf-only rule and a plain one for the same function: one name, two rules */
 	expect_refused("work foo\n# between\nscheduling =foo\n",
-		       "t.rules:3: 'foo' already has a rule (line 1)");
+		       "t.rules:3: 'foo' already has a rule (line 1; keep one)");
+	/* a pattern too, in whichever section */
+	expect_refused("kernel futex_*_[k]\n[other threads]\nparking futex_*_[k]\n",
+		       "t.rules:3: 'futex_*_[k]' already has a rule (line 1; keep one)");
 }
 
 Test(rules, refusals_need_no_message_buffer)
@@ -237,6 +246,94 @@ Test(rules, prefix_rules)
 	an_rules_free(r);
 }
 
+Test(rules, star_anywhere_is_a_pattern)
+{
+	struct an_rules *r = rules_ok("stack-capture *fillInStackTrace*\n"
+				      "work *ForkJoinTask*doExec*\n"
+				      "scheduling *ForkJoinPool*\n"
+				      "kernel futex_*_[k]\n"
+				      "allocation *_alloc\n");
+
+	cr_expect_eq(an_rules_count(r), 5);
+	/* infix: anywhere in the name, at its start or its end too */
+	expect_class(r, AN_CAT_STACKCAP, "Ljava/lang/Throwable;::fillInStackTrace");
+	expect_class(r, AN_CAT_STACKCAP, "fillInStackTrace");
+	expect_class(r, AN_CAT_STACKCAP, "java.lang.Throwable.fillInStackTrace(int)");
+	expect_class(r, -1, "fillInStack");
+	expect_class(r, -1, "FillInStackTrace"); /* case counts */
+	/* two stars: both parts, in that order */
+	expect_class(r, AN_CAT_WORK, "java/util/concurrent/ForkJoinTask.doExec");
+	expect_class(r, -1, "doExec.ForkJoinTask");
+	/* the first pattern in the file that matches wins */
+	expect_class(r, AN_CAT_WORK, "ForkJoinPool.ForkJoinTask.doExec");
+	expect_class(r, AN_CAT_SCHED, "java/util/concurrent/ForkJoinPool.awaitWork");
+	/* a suffix after the star, as kernel names have */
+	expect_class(r, AN_CAT_KERNEL, "futex_wait_queue_[k]");
+	expect_class(r, -1, "futex_wait_queue");
+	expect_class(r, AN_CAT_ALLOC, "rt_alloc");
+	expect_class(r, -1, "rt_alloc2");
+	/* a task's frames leafward of doExec are its own, and the pool's below them lose */
+	expect_class(r, AN_CAT_WORK, "Main.compute", "java/util/concurrent/ForkJoinTask.doExec",
+		     "java/util/concurrent/ForkJoinPool.runWorker");
+	an_rules_free(r);
+
+	expect_refused("work a\nwork **\n", "t.rules:2: '**' alone names no function"
+		       " (write a name, '=name' or a pattern such as 'rt_*')");
+	expect_refused("work =a*b\n",
+		       "t.rules:1: '=a*b': a leaf rule ('=') names one function, not a pattern "
+		       "('*')");
+}
+
+Test(rules, compiler_clones_take_their_function_s_rule)
+{
+	struct an_rules *r = rules_ok("allocation _int_free sysmalloc_mmap\n"
+				      "kernel finish_task_switch_[k]\n");
+
+	expect_class(r, AN_CAT_ALLOC, "_int_free.part.0");
+	expect_class(r, AN_CAT_ALLOC, "sysmalloc_mmap.constprop.0");
+	expect_class(r, AN_CAT_ALLOC, "_int_free.cold");
+	expect_class(r, AN_CAT_ALLOC, "_int_free.isra.0.cold");
+	expect_class(r, AN_CAT_KERNEL, "finish_task_switch.isra.0_[k]");
+	/* only the compiler's suffixes: a dotted name is not a clone */
+	expect_class(r, -1, "_int_free.java");
+	expect_class(r, -1, "_int_free.");
+	expect_class(r, -1, "_int_free..0");
+	expect_class(r, -1, "finish_task_switch.isra.0");
+	expect_class(r, -1, ".part.0");
+	an_rules_free(r);
+}
+
+Test(rules, sections_scope_rules_to_other_threads)
+{
+	struct an_rules *r = rules_ok("parking rt__park\n"
+				      "[other threads]   # libc and the kernel\n"
+				      "allocation malloc\n"
+				      "kernel futex_*_[k]\n"
+				      "  [all threads]\n"
+				      "submission rt_spawn\n");
+
+	cr_expect_eq(an_rules_count(r), 4);
+	/* on other threads every rule applies */
+	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_spawn");
+	expect_class(r, AN_CAT_KERNEL, "futex_wait_[k]", "syscall", "rt__park");
+	/* on the runtime's threads the other threads' rules are passed over, and the phase
+	 * function under them decides */
+	expect_class_rt(r, AN_CAT_SUBMIT, "malloc", "rt_spawn");
+	expect_class_rt(r, AN_CAT_PARK, "futex_wait_[k]", "syscall", "rt__park");
+	expect_class_rt(r, -1, "malloc", "task_fn");
+	/* rules before any section, and after [all threads], apply everywhere */
+	expect_class_rt(r, AN_CAT_PARK, "rt__park");
+	expect_class_rt(r, AN_CAT_SUBMIT, "rt_spawn");
+	an_rules_free(r);
+
+	expect_refused("work a\n[other thread]\n",
+		       "t.rules:2: unknown section '[other thread]' (write [all threads] or "
+		       "[other threads] alone on the line)");
+	expect_refused_at("[other threads] malloc\n", 1);
+	expect_refused_at("work a\n\n[all threads\n", 3);
+	expect_refused_at("[]\n", 1);
+}
+
 Test(rules, leaf_only_rules_count_as_the_user_leaf_only)
 {
 	struct an_rules *r = rules_ok("scheduling =tramp\n"
@@ -289,8 +386,8 @@ Test(rules, nothing_named_is_minus_one)
 	expect_class(r, -1, "b_[k]", "c", "d");
 	expect_class(r, -1, "A");
 	expect_class(r, -1, "aa");
-	cr_expect_eq(an_rules_classify(r, NULL, 0), -1);
-	cr_expect_eq(an_rules_classify(NULL, (const char *const[]){ "a" }, 1), -1);
+	cr_expect_eq(an_rules_classify(r, NULL, 0, false), -1);
+	cr_expect_eq(an_rules_classify(NULL, (const char *const[]){ "a" }, 1, false), -1);
 	cr_expect_eq(an_rules_count(NULL), 0);
 	an_rules_free(r);
 	an_rules_free(NULL);
@@ -407,12 +504,19 @@ Test(rules_file, larger_than_16_mib_is_refused)
 
 /* ---- the built-in rules ------------------------------------------------------------- */
 
-Test(rules_builtin, parse_and_name_the_phase_functions)
+static struct an_rules *builtin_rules(void)
 {
 	char err[256] = "";
 	struct an_rules *r = an_rules_builtin(err, sizeof(err));
 
 	cr_assert_not_null(r, "the built-in rules are refused: %s", err);
+	return r;
+}
+
+Test(rules_builtin, parse_and_name_the_phase_functions)
+{
+	struct an_rules *r = builtin_rules();
+
 	cr_expect_geq(an_rules_count(r), 40, "%zu rules", an_rules_count(r));
 
 	expect_class(r, AN_CAT_SUBMIT, "rt_spawn");
@@ -428,8 +532,8 @@ Test(rules_builtin, parse_and_name_the_phase_functions)
 	/* a phase function covers what it calls that no rule names */
 	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_alloc", "loop");
 	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_alloc", "rt__drive", "worker_thread_main");
-	expect_class(r, AN_CAT_PARK, "schedule_[k]", "futex_wait_[k]", "syscall", "rt__park",
-		     "rt__drive", "worker_thread_main", "start_thread");
+	expect_class_rt(r, AN_CAT_PARK, "schedule_[k]", "futex_wait_[k]", "syscall", "rt__park",
+			"rt__drive", "worker_thread_main", "start_thread");
 	/* the nearest phase function to the leaf decides */
 	expect_class(r, AN_CAT_SUBMIT, "rt_spawn", "task_fn", "rt__fiber_start");
 	expect_class(r, -1, "loop");
@@ -440,5 +544,124 @@ Test(rules_builtin, parse_and_name_the_phase_functions)
 	expect_class(r, -1, "rt__fiber_start");
 	expect_class(r, -1, "rt__task_main", "rt__fiber_start");
 	expect_class(r, -1, "asm_sysvec_apic_timer_interrupt_[k]", "rt__fiber_start");
+	an_rules_free(r);
+}
+
+/* Each family of rules for threads that are not the runtime's, on a stack as the probe
+ * folds it, and what the same frames give on a runtime thread. */
+Test(rules_builtin, libc_allocation)
+{
+	struct an_rules *r = builtin_rules();
+
+	expect_class(r, AN_CAT_ALLOC, "malloc", "send_workers", "hx_fork_main", "main");
+	expect_class(r, AN_CAT_ALLOC, "_int_malloc", "malloc", "main");
+	expect_class(r, AN_CAT_ALLOC, "native_set_pte_[k]", "do_anonymous_page_[k]",
+		     "asm_exc_page_fault_[k]", "sysmalloc_mmap.constprop.0", "sysmalloc",
+		     "_int_malloc", "malloc", "send_workers", "main");
+	expect_class(r, AN_CAT_ALLOC, "_int_free", "free", "main");
+	expect_class(r, AN_CAT_ALLOC, "malloc_consolidate", "_int_malloc", "malloc");
+	expect_class(r, AN_CAT_ALLOC, "_int_free.part.0", "main");
+	expect_class(r, AN_CAT_ALLOC, "memset", "calloc", "main");
+	expect_class(r, AN_CAT_ALLOC, "_int_realloc", "realloc", "main");
+	expect_class(r, AN_CAT_ALLOC, "cfree", "main");
+	expect_class(r, AN_CAT_ALLOC, "tcache_init", "malloc", "main");
+	expect_class(r, AN_CAT_ALLOC, "_Znwm", "main");
+	/* the runtime's own calls: the phase function around them decides */
+	expect_class_rt(r, AN_CAT_SUBMIT, "_int_malloc", "calloc", "rt__task_new", "rt_spawn",
+			"task_fn", "rt__fiber_start");
+	expect_class_rt(r, AN_CAT_ALLOC, "_int_malloc", "malloc", "rt_alloc", "task_fn",
+			"rt__fiber_start");
+	expect_class_rt(r, -1, "_int_malloc", "malloc", "task_fn", "rt__fiber_start");
+	/* names that only look like the allocator's */
+	expect_class(r, -1, "mallocx", "main");
+	expect_class(r, -1, "free_list_push", "main");
+	an_rules_free(r);
+}
+
+Test(rules_builtin, stack_capture)
+{
+	struct an_rules *r = builtin_rules();
+
+	expect_class(r, AN_CAT_STACKCAP, "_Unwind_Find_FDE", "_Unwind_Backtrace", "backtrace",
+		     "main");
+	/* a frame-pointer walk through libgcc lost backtrace: the unwinder still names it */
+	expect_class_rt(r, AN_CAT_STACKCAP, "uw_frame_state_for", "_Unwind_Backtrace");
+	expect_class_rt(r, AN_CAT_STACKCAP, "_Unwind_Backtrace", "backtrace", "rt_error_new",
+			"task_fn", "rt__fiber_start");
+	expect_class(r, AN_CAT_STACKCAP, "_ULx86_64_step", "unw_backtrace", "main");
+	expect_class(r, AN_CAT_STACKCAP, "unw_step", "main");
+	expect_class(r, AN_CAT_STACKCAP, "backtrace_symbols", "main");
+	/* a JVM's Throwable, as its perf map, async-profiler and HotSpot name it */
+	expect_class(r, AN_CAT_STACKCAP, "Ljava/lang/Throwable;::fillInStackTrace", "Main.run");
+	expect_class(r, AN_CAT_STACKCAP, "java/lang/Throwable.fillInStackTrace", "Main.run");
+	expect_class(r, AN_CAT_STACKCAP, "JVM_FillInStackTrace", "Main.run");
+	expect_class(r, AN_CAT_STACKCAP,
+		     "java_lang_Throwable::fill_in_stack_trace(Handle, methodHandle const&)",
+		     "JVM_FillInStackTrace");
+	an_rules_free(r);
+}
+
+Test(rules_builtin, kernel_scheduling_and_futexes)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* a thread that is not ours, in the kernel's scheduler or futex paths */
+	expect_class(r, AN_CAT_KERNEL, "finish_task_switch.isra.0_[k]", "__schedule_[k]",
+		     "schedule_[k]", "futex_wait_queue_[k]", "__futex_wait_[k]",
+		     "futex_wait_[k]", "do_futex_[k]", "__x64_sys_futex_[k]",
+		     "do_syscall_64_[k]", "entry_SYSCALL_64_after_hwframe_[k]", "syscall",
+		     "server_loop_main");
+	expect_class(r, AN_CAT_KERNEL, "_raw_spin_unlock_irqrestore_[k]", "try_to_wake_up_[k]",
+		     "wake_up_q_[k]", "futex_wake_[k]", "do_futex_[k]", "__x64_sys_futex_[k]",
+		     "syscall", "main");
+	expect_class(r, AN_CAT_KERNEL, "hrtimer_start_range_ns_[k]", "do_nanosleep_[k]",
+		     "hrtimer_nanosleep_[k]", "__x64_sys_clock_nanosleep_[k]",
+		     "clock_nanosleep", "server_loop_main");
+	expect_class(r, AN_CAT_KERNEL, "schedule_hrtimeout_range_[k]", "ep_poll_[k]",
+		     "do_epoll_wait_[k]", "epoll_wait", "server_loop_main");
+	expect_class(r, AN_CAT_KERNEL, "preempt_schedule_irq_[k]",
+		     "asm_sysvec_apic_timer_interrupt_[k]", "compute", "main");
+	/* the kernel's other paths are not these: the user frames decide */
+	expect_class(r, -1, "copy_user_generic_[k]", "tcp_recvmsg_[k]", "recv", "main");
+	expect_class(r, -1, "__napi_schedule_[k]", "main");
+	/* on the runtime's threads the same kernel frames are the phase function's */
+	expect_class_rt(r, AN_CAT_PARK, "__schedule_[k]", "schedule_[k]", "futex_wait_[k]",
+			"do_futex_[k]", "syscall", "rt__park", "rt__drive",
+			"worker_thread_main", "start_thread");
+	expect_class_rt(r, AN_CAT_SUBMIT, "try_to_wake_up_[k]", "futex_wake_[k]", "syscall",
+			"rt__unpark_worker", "rt__wake", "rt_spawn", "task_fn",
+			"rt__fiber_start");
+	expect_class_rt(r, -1, "__schedule_[k]", "preempt_schedule_irq_[k]", "task_fn",
+			"rt__fiber_start");
+	an_rules_free(r);
+}
+
+Test(rules_builtin, managed_runtime_frames)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* a fork-join pool: its run loop is scheduling, a task under doExec its own work,
+	 * fork() submission */
+	expect_class(r, AN_CAT_SCHED, "java/util/concurrent/ForkJoinPool.awaitWork",
+		     "java/util/concurrent/ForkJoinPool.runWorker",
+		     "java/util/concurrent/ForkJoinWorkerThread.run");
+	expect_class(r, AN_CAT_SCHED, "Ljava/util/concurrent/ForkJoinPool;::scan",
+		     "Ljava/util/concurrent/ForkJoinPool;::runWorker");
+	expect_class(r, AN_CAT_WORK, "Main$Fib.compute", "java/util/concurrent/RecursiveTask.exec",
+		     "java/util/concurrent/ForkJoinTask.doExec",
+		     "java/util/concurrent/ForkJoinPool$WorkQueue.topLevelExec",
+		     "java/util/concurrent/ForkJoinPool.scan",
+		     "java/util/concurrent/ForkJoinPool.runWorker");
+	expect_class(r, AN_CAT_SUBMIT, "java/util/concurrent/ForkJoinPool.signalWork",
+		     "java/util/concurrent/ForkJoinTask.fork", "Main$Fib.compute",
+		     "java/util/concurrent/ForkJoinTask.doExec");
+	/* TLAB allocation */
+	expect_class(r, AN_CAT_ALLOC, "ThreadLocalAllocBuffer::fill(HeapWordImpl**, unsigned long)",
+		     "MemAllocator::allocate_inside_tlab_slow(MemAllocator::Allocation&) const",
+		     "Main.run");
+	expect_class(r, AN_CAT_ALLOC, "G1CollectedHeap::allocate_new_tlab(unsigned long)",
+		     "Main.run");
+	expect_class(r, AN_CAT_ALLOC, "TLAB_refill", "Main.run");
+	expect_class(r, -1, "Main.run", "java/lang/Thread.run");
 	an_rules_free(r);
 }

@@ -236,3 +236,105 @@ Test(report, a_throttled_run_never_says_nothing_lost)
 	cr_expect_null(strstr(md, "throttled"), "%s", md);
 	free(md);
 }
+
+/* A category whose share by the stacks is off its share by the phase word by more than
+ * AN_AGREEMENT_MAX_GAP points is named, in report.md and result.json; at the threshold or
+ * under it nothing is. */
+static void render_gap(struct an_agreement *a, uint64_t sched_by_stack, char **md, char **js)
+{
+	struct an_stack_quality q = quality();
+	struct an_probe_summary p = probe(&q, a);
+	struct an_run r = run_with(&p);
+
+	/* what the stacks do not give scheduling goes half to work, half to submission, so
+	 * that scheduling has the largest gap; the total stays 2,000 */
+	a->by_phase[AN_CAT_WORK] = 1000;
+	a->by_phase[AN_CAT_SCHED] = 600;
+	a->by_phase[AN_CAT_SUBMIT] = 400;
+	a->by_stack[AN_CAT_SCHED] = sched_by_stack;
+	a->by_stack[AN_CAT_WORK] = 1000 + (600 - sched_by_stack) / 2;
+	a->by_stack[AN_CAT_SUBMIT] = 400 + (600 - sched_by_stack) / 2;
+	*md = render(an_report_markdown, &r);
+	*js = render(an_report_json, &r);
+}
+
+Test(report, a_disagreement_above_five_points_is_named)
+{
+	struct an_agreement a = agreement();
+	char *md, *js;
+
+	/* 600 against 480 of 2,000: 6.0 points */
+	render_gap(&a, 480, &md, &js);
+	cr_expect_not_null(strstr(md, "**Disagreement: scheduling is 30.0% by the phase word but "
+				      "24.0% by the stacks, 6.0 points apart (more than 5)**"),
+			   "%s", md);
+	cr_expect_not_null(strstr(js, "\"disagreement\": {\"category\": \"scheduling\", "
+				      "\"points\": 6}, \"threshold_points\": 5.0"),
+			   "%s", js);
+	free(md);
+	free(js);
+
+	/* 4.0 points, and exactly 5.0: within the threshold */
+	render_gap(&a, 520, &md, &js);
+	cr_expect_null(strstr(md, "Disagreement"), "%s", md);
+	cr_expect_not_null(strstr(md, "every category within 4.0 points (the largest gap: "
+				      "scheduling)"),
+			   "%s", md);
+	cr_expect_not_null(strstr(js, "\"disagreement\": null"), "%s", js);
+	free(md);
+	free(js);
+	render_gap(&a, 500, &md, &js);
+	cr_expect_null(strstr(md, "Disagreement"), "%s", md);
+	cr_expect_not_null(strstr(js, "\"disagreement\": null"), "%s", js);
+	free(md);
+	free(js);
+}
+
+/* Every sample in the category table, by the method that gave it its category: the
+ * phase word on the runtime's threads, the rules (kernel included) on the others. */
+Test(report, the_category_table_counts_every_thread_and_names_the_method)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_attribution at = { .by_phase = 1500, .by_rules = 500, .no_rule = 120 };
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md, *js;
+
+	at.by_category[AN_CAT_WORK] = 1000;
+	at.by_category[AN_CAT_SCHED] = 500;
+	at.by_category[AN_CAT_KERNEL] = 250;
+	at.by_category[AN_CAT_ALLOC] = 130;
+	at.by_category[AN_CAT_OTHER] = 120;
+	p.attribution = &at;
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "| other | 120 | 6.0% |\n  | work | 1,000 | 50.0% |\n"
+				      "  | scheduling | 500 | 25.0% |\n"
+				      "  | allocation | 130 | 6.5% |\n"
+				      "  | kernel | 250 | 12.5% |\n"),
+			   "%s", md);
+	cr_expect_not_null(strstr(md, "Attributed by the phase word: 1,500 samples (the "
+				      "runtime's threads); by the stack rules: 500 samples "
+				      "(threads without a phase word, such as the harness "
+				      "thread), 120 of them named by no rule and counted as "
+				      "other."),
+			   "%s", md);
+	js = render(an_report_json, &r);
+	cr_expect_not_null(strstr(js, "\"categories\": {\"other\": 120, \"work\": 1000, "
+				      "\"scheduling\": 500, \"submission\": 0, \"parking\": 0, "
+				      "\"blocking\": 0, \"allocation\": 130, \"stack-capture\": 0, "
+				      "\"kernel\": 250}, \"attribution\": {\"phase_word\": 1500, "
+				      "\"stack_rules\": 500, \"no_rule\": 120}"),
+			   "%s", js);
+	free(md);
+	free(js);
+
+	/* a summary without the attribution keeps the phases' table */
+	p.attribution = NULL;
+	js = render(an_report_json, &r);
+	cr_expect_not_null(strstr(js, "\"categories\": {\"other\": 0, \"work\": 1000, "
+				      "\"scheduling\": 600"),
+			   "%s", js);
+	cr_expect_not_null(strstr(js, "\"attribution\": null"), "%s", js);
+	free(js);
+}

@@ -508,40 +508,197 @@ Test(svg, colours_follow_the_kind_of_frame)
 					"[blocking];recv",
 					"[kernel];-;ksoftirqd_[k]",
 					"[other];main",
+					"main;compute;-;do_syscall_64_[k]",
 					"[lost:collision]",
 					"[truncated];x",
 					"[unknown]" };
-	static const uint64_t counts[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10 };
-	struct an_folded *f = folded_of(stacks, counts, 12);
+	static const uint64_t counts[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10 };
+	struct an_folded *f = folded_of(stacks, counts, 13);
 	char *svg = render(f, NULL, NULL);
 	size_t n;
 	struct pframe *v = parse_frames(svg, &n);
 	static const char *cats[] = { "[scheduling]", "[work]", "[submission]", "[allocation]",
 				      "[stack-capture]", "[parking]", "[blocking]", "[kernel]",
 				      "[other]" };
+	/* the frames under no category's root: their kind decides */
+	static const char *plain[] = { "main", "compute", "do_syscall_64_[k]", "x", "-",
+				       "[lost:collision]", "[truncated]", "[unknown]" };
 
 	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
 		for (size_t j = 0; j < i; j++)
 			cr_expect_str_neq(find(v, n, cats[i])->fill, find(v, n, cats[j])->fill,
 					  "%s and %s share a colour", cats[i], cats[j]);
-	for (size_t i = 0; i < n; i++) {
-		const char *fill = v[i].fill, *name = v[i].name;
-		unsigned r = rgb_part(fill, 0), g = rgb_part(fill, 1), b = rgb_part(fill, 2);
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		const struct pframe *pf = NULL;
+		const char *name = plain[i], *fill;
+		unsigned r, g, b;
 		size_t len = strlen(name);
 
+		/* "main" is also [other]'s child: take the root's own */
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(v[k].name, name) && (!pf || v[k].y > pf->y))
+				pf = &v[k];
+		cr_assert_not_null(pf, "%s not drawn", name);
+		fill = pf->fill;
+		r = rgb_part(fill, 0), g = rgb_part(fill, 1), b = rgb_part(fill, 2);
 		if (!strcmp(name, "-") || !strncmp(name, "[lost", 5) ||
 		    !strncmp(name, "[truncated", 10) || !strcmp(name, "[unknown]")) {
 			cr_expect(r == g && g == b, "%s is not grey: %s", name, fill);
 		} else if (len > 4 && !strcmp(name + len - 4, "_[k]")) {
 			cr_expect(r >= 230 && g >= 130 && g < 190 && b < 70, "%s is not orange: %s",
 				  name, fill);
-		} else if (name[0] != '[') {
+		} else {
 			cr_expect(r >= 205 && g < 230 && b < 55, "%s is not hot: %s", name, fill);
 		}
 	}
 	free(v);
 	free(svg);
 	an_folded_free(f);
+}
+
+/* Where the on-CPU probe's roots are categories, every frame is a shade of its root's
+ * colour (within 20 of it on each channel; a kernel frame two thirds of that), the
+ * user/kernel separator and lost parts stay grey, and a legend above the frames names
+ * each category with its colour and share. */
+Test(svg, frames_take_their_category_s_colour_and_a_legend_names_it)
+{
+	static const char *stacks[] = { "[scheduling];s_thread;s_drive;-;s_schedule_[k]",
+					"[work];w_thread;w_task;w_compute",
+					"[work];w_thread;w_task;-;w_fault_[k]",
+					"[allocation];a_thread;a_malloc",
+					"[kernel];k_thread;-;k_softirq_[k]",
+					"[other];o_thread;[lost: user stack error]" };
+	static const uint64_t counts[] = { 300, 500, 100, 50, 40, 10 };
+	static const struct {
+		char prefix;
+		const char *root;
+		unsigned rgb[3];
+		const char *legend;
+	} want[] = {
+		{ 's', "[scheduling]", { 97, 146, 235 }, "scheduling 30.0%" },
+		{ 'w', "[work]", { 100, 190, 100 }, "work 60.0%" },
+		{ 'a', "[allocation]", { 60, 190, 190 }, "allocation 5.0%" },
+		{ 'k', "[kernel]", { 225, 120, 90 }, "kernel 4.0%" },
+		{ 'o', "[other]", { 190, 170, 140 }, "other 1.0%" },
+	};
+	struct an_folded *f = folded_of(stacks, counts, 6);
+	char *svg = render(f, NULL, NULL), *legend, *frames, item[256], fill[32];
+	size_t n, shaded = 0;
+	struct pframe *v = parse_frames(svg, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = v[i].name;
+		size_t len = strlen(name), c;
+		bool kernel = len > 4 && !strcmp(name + len - 4, "_[k]");
+
+		if (!strcmp(name, "all"))
+			continue;
+		if (!strcmp(name, "-") || !strncmp(name, "[lost", 5)) {
+			cr_expect(rgb_part(v[i].fill, 0) == rgb_part(v[i].fill, 1) &&
+					  rgb_part(v[i].fill, 1) == rgb_part(v[i].fill, 2),
+				  "%s is not grey: %s", name, v[i].fill);
+			continue;
+		}
+		for (c = 0; c < sizeof(want) / sizeof(want[0]); c++)
+			if (name[0] == want[c].prefix || !strcmp(name, want[c].root))
+				break;
+		cr_assert_lt(c, sizeof(want) / sizeof(want[0]), "unexpected frame %s", name);
+		for (int k = 0; k < 3; k++) {
+			int got = (int)rgb_part(v[i].fill, k), base = (int)want[c].rgb[k];
+			int lo = base - 20 < 0 ? 0 : base - 20, hi = base + 20 > 255 ? 255 : base + 20;
+
+			if (!strcmp(name, want[c].root))
+				lo = hi = base; /* the root itself: exactly the category's */
+			if (kernel)
+				lo = lo * 2 / 3, hi = hi * 2 / 3;
+			cr_expect(got >= lo && got <= hi, "%s under %s: %s, channel %d not in "
+				  "[%d, %d]", name, want[c].root, v[i].fill, k, lo, hi);
+		}
+		shaded += strcmp(name, want[c].root) != 0;
+	}
+	cr_expect_eq(shaded, 12, "frames under a category root: %zu", shaded);
+
+	/* the legend: before the frames and outside them (search and zoom see frames only),
+	 * one entry per category present, in the fixed order, with its root's colour */
+	legend = strstr(svg, "<g id=\"legend\">\n");
+	frames = strstr(svg, "<g id=\"frames\">\n");
+	cr_assert_not_null(legend, "no legend");
+	cr_assert_not_null(frames);
+	cr_expect_lt(legend, frames);
+	cr_expect_not_null(strstr(legend, "</g>\n</g>\n<g id=\"frames\">"));
+	cr_expect_eq(count_substr(svg, "<g class=\"category\">"), 5);
+	for (size_t c = 0; c < sizeof(want) / sizeof(want[0]); c++) {
+		char *at;
+
+		snprintf(fill, sizeof(fill), "rgb(%u,%u,%u)", want[c].rgb[0], want[c].rgb[1],
+			 want[c].rgb[2]);
+		cr_expect_str_eq(find(v, n, want[c].root)->fill, fill);
+		/* its entry: title with the root's count, the swatch, the share */
+		snprintf(item, sizeof(item), "<g class=\"category\"><title>%.*s: %" PRIu64
+			 " samples, ", (int)strlen(want[c].root) - 2, want[c].root + 1,
+			 find(v, n, want[c].root)->count);
+		at = strstr(legend, item);
+		cr_assert(at && at < frames, "legend has no entry '%s'", item);
+		at = strstr(at, "</g>");
+		snprintf(item, sizeof(item), "fill=\"%s\"", fill);
+		cr_expect(strstr(legend, item) && strstr(strstr(legend, item), "</g>") == at,
+			  "%s's swatch is not %s", want[c].root, fill);
+		snprintf(item, sizeof(item), ">%s</text></g>", want[c].legend);
+		cr_expect(strstr(legend, item) && strstr(legend, item) + strlen(item) - 4 == at,
+			  "legend has no '%s'", want[c].legend);
+	}
+	/* fixed order: scheduling before work before allocation before kernel before other */
+	cr_expect_lt(strstr(legend, ">scheduling 30.0%"), strstr(legend, ">work 60.0%"));
+	cr_expect_lt(strstr(legend, ">work 60.0%"), strstr(legend, ">allocation 5.0%"));
+	cr_expect_lt(strstr(legend, ">allocation 5.0%"), strstr(legend, ">kernel 4.0%"));
+	cr_expect_lt(strstr(legend, ">kernel 4.0%"), strstr(legend, ">other 1.0%"));
+	free(v);
+	free(svg);
+	an_folded_free(f);
+}
+
+/* A profile without category roots has no legend and no shades; a narrow window wraps
+ * the legend into rows, and the frames move down to make room. */
+Test(svg, the_legend_is_only_for_categories_and_wraps)
+{
+	static const char *plain[] = { "main;a", "main;b" };
+	static const char *cats[] = { "[scheduling];x", "[submission];x", "[work];x",
+				      "[allocation];x", "[stack-capture];x", "[parking];x",
+				      "[blocking];x", "[kernel];x", "[other];x" };
+	static const uint64_t counts[] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+	struct an_folded *f = folded_of(plain, counts, 2), *g = folded_of(cats, counts, 9);
+	struct fg_options o;
+	char *svg = render(f, NULL, NULL), *wide, *narrow;
+	size_t nw, nn;
+	struct pframe *vw, *vn;
+	unsigned hw, hn;
+
+	cr_expect_null(strstr(svg, "id=\"legend\""), "%s", svg);
+	free(svg);
+	wide = render(g, NULL, NULL);
+	fg_options_default(&o);
+	o.width = 400;
+	narrow = render(g, &o, NULL);
+	cr_expect_eq(count_substr(wide, "<g class=\"category\">"), 9);
+	cr_expect_eq(count_substr(narrow, "<g class=\"category\">"), 9);
+	cr_assert_eq(sscanf(strstr(wide, "<svg "), "<svg version=\"1.1\" width=\"%*u\" "
+			    "height=\"%u\"", &hw), 1);
+	cr_assert_eq(sscanf(strstr(narrow, "<svg "), "<svg version=\"1.1\" width=\"%*u\" "
+			    "height=\"%u\"", &hn), 1);
+	/* nine entries take one row at 1,200 px and several at 400 */
+	cr_expect_gt(hn, hw, "narrow %u, wide %u", hn, hw);
+	cr_expect_eq((hn - hw) % 18, 0, "whole rows: %u and %u", hn, hw);
+	vw = parse_frames(wide, &nw);
+	vn = parse_frames(narrow, &nn);
+	cr_assert_eq(nw, nn);
+	/* a frame's distance from the bottom does not change: the legend sits on top */
+	cr_expect_eq(hw - (unsigned)find(vw, nw, "all")->y, hn - (unsigned)find(vn, nn, "all")->y);
+	free(vw);
+	free(vn);
+	free(wide);
+	free(narrow);
+	an_folded_free(f);
+	an_folded_free(g);
 }
 
 Test(svg, a_name_keeps_its_colour_across_graphs)

@@ -160,6 +160,30 @@ static void need_bpf(void)
 		cr_skip_test("BPF cannot load here: %s", why);
 }
 
+/* The product's own agreement line, from its rules file: within the same 2 points, and
+ * no disagreement named. Its rules for other threads (libc, the kernel's scheduler and
+ * futexes) must not apply on the runtime's threads, where the phase function under them
+ * decides: a futex wait in rt__park is parking, not kernel. */
+static void check_product_rules(const char *workload)
+{
+	char path[700], *json, *at, *end;
+	size_t len;
+	double gap;
+
+	snprintf(path, sizeof(path), "%s/latest/result.json", dir);
+	json = slurp(path, &len);
+	cr_assert_not_null(json, "%s was not written", path);
+	at = strstr(json, "\"largest_gap_points\": ");
+	cr_assert_not_null(at, "%s: no agreement", path);
+	gap = strtod(at + strlen("\"largest_gap_points\": "), &end);
+	cr_assert_neq(end, at + strlen("\"largest_gap_points\": "), "%s: no gap", path);
+	cr_expect_leq(gap, 2.0, "%s: the product's rules are %.1f points off the phase word",
+		      workload, gap);
+	cr_expect_not_null(strstr(json, "\"disagreement\": null"), "%s: a disagreement: %s",
+			   workload, strstr(json, "\"disagreement\": "));
+	free(json);
+}
+
 /* Run one workload under oncpu in the default call-graph mode and check it. */
 static void check_workload(const char *workload, const char *param)
 {
@@ -180,6 +204,7 @@ static void check_workload(const char *workload, const char *param)
 	cr_assert_eq(rc, 0, "schedlab run %s failed: %s", workload, err_text);
 	snprintf(path, sizeof(path), "%s/latest/oncpu.folded", dir);
 	tally_folded(path, &t);
+	check_product_rules(workload);
 	/* 1.5 s of two CPUs at 999 Hz: a few thousand; fewer would make 2 points noise */
 	cr_assert_geq(t.runtime, 800, "%s: only %llu runtime-thread samples", workload,
 		      (unsigned long long)t.runtime);

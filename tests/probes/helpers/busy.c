@@ -12,7 +12,10 @@
  * limit), deep (recursion 200 deep: past the limit), sys (64 KiB reads of /dev/zero:
  * most samples land in the kernel), qsort (glibc's qsort of 4096 ints with busy_cmp:
  * most samples in glibc, which has no frame pointers, or in the comparator, whose walk
- * returns into glibc before it reaches the thread's root). NAME sets the threads' comm.
+ * returns into glibc before it reaches the thread's root), alloc (a thread that is not a
+ * runtime's: no phase word, every thread's stays NONE, and glibc's malloc and free of
+ * blocks up to 192 KiB, the larger ones mmap'd, between spins of busy_hot_spin). NAME
+ * sets the threads' comm.
  */
 #include "runtime/phase.h"
 
@@ -92,6 +95,28 @@ NOINLINE void busy_qsort_loop(uint64_t *seed)
 	sink += v[0];
 }
 
+/* Blocks of 16 B to 192 KiB through glibc's allocator, each touched, then spin. */
+NOINLINE void busy_alloc_loop(uint64_t *seed)
+{
+	static __thread char *blocks[16];
+
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		size_t size;
+
+		*seed = *seed * 6364136223846793005ull + 1;
+		size = 16 + (size_t)(*seed >> 33) % (192u << 10);
+		blocks[i] = malloc(size);
+		if (blocks[i])
+			blocks[i][size - 1] = (char)i;
+	}
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		if (blocks[i])
+			sink += (unsigned char)blocks[i][0];
+		free(blocks[i]);
+	}
+	sink += busy_hot_spin(2000000);
+}
+
 /* Not a tail call (the store after it), so each level keeps its frame. */
 NOINLINE void busy_rec(int depth, uint64_t spin)
 {
@@ -107,7 +132,8 @@ static void *worker(void *arg)
 	uint64_t seed = (uintptr_t)arg * 2654435761u + 1;
 	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 
-	rt_phase_word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
+	if (strcmp(mode, "alloc"))
+		rt_phase_word = RT_PHASE_WORD(RT_PHASE_RUN, 3, 42);
 	pthread_barrier_wait(&ready);
 	while (now() < stop_at) {
 		if (!strcmp(mode, "many")) {
@@ -119,6 +145,8 @@ static void *worker(void *arg)
 			busy_rec(200, 200000);
 		} else if (!strcmp(mode, "qsort")) {
 			busy_qsort_loop(&seed);
+		} else if (!strcmp(mode, "alloc")) {
+			busy_alloc_loop(&seed);
 		} else {
 			busy_hot_loop();
 		}
@@ -142,7 +170,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "busy: THREADS must be 1..16\n");
 		return 2;
 	}
-	rt_phase_word = RT_PHASE_WORD(RT_PHASE_PARK, 3, 0);
+	if (strcmp(mode, "alloc"))
+		rt_phase_word = RT_PHASE_WORD(RT_PHASE_PARK, 3, 0);
 	stop_at = now() + secs;
 	pthread_barrier_init(&ready, NULL, nthreads + 1);
 	for (int i = 0; i < nthreads; i++)
