@@ -417,8 +417,13 @@ static void put_tenths(FILE *out, long long v)
 	fprintf(out, "%lld.%lld", v / 10, v % 10);
 }
 
+/* Frames too narrow to draw, and the samples under the widest of them. */
+struct pruned {
+	uint64_t frames, samples;
+};
+
 static void put_head(FILE *out, const struct fg_options *o, const char *count_name,
-		     unsigned height, uint64_t total)
+		     unsigned height, uint64_t total, const struct pruned *pruned)
 {
 	unsigned w = o->width;
 
@@ -467,6 +472,13 @@ static void put_head(FILE *out, const struct fg_options *o, const char *count_na
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\">Total: %" PRIu64 " ", XPAD,
 		height - BOTTOM_PAD / 2 + 4, total);
 	put_str(out, count_name);
+	if (pruned->frames) {
+		fprintf(out, "; %" PRIu64 " frames narrower than %g px left out (%" PRIu64 " ",
+			pruned->frames, o->min_width, pruned->samples);
+		put_str(out, count_name);
+		fprintf(out, ", %.2f%%, drawn only as their callers)",
+			(double)pruned->samples * 100.0 / (double)total);
+	}
 	fputs("</text>\n", out);
 	fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"%d\">Reset Zoom</text>\n",
 		XPAD, TITLE_Y);
@@ -562,6 +574,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	const char *count_name;
 	unsigned top, height, fh, legend_rows;
 	uint64_t by_category[NCATEGORIES] = { 0 };
+	struct pruned pruned = { 0 };
 	size_t n, kept = 0, max_depth = 0;
 	uint64_t total;
 	double per_sample, maxdelta = 0;
@@ -583,7 +596,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	total = an_folded_total(f);
 	if (total == 0) {
 		height = top + 2 * fh + BOTTOM_PAD;
-		put_head(out, &o, count_name, height, 0);
+		put_head(out, &o, count_name, height, 0, &pruned);
 		fprintf(out, "<text id=\"nosamples\" x=\"%.1f\" y=\"%u\">No samples</text>\n",
 			o.width / 2.0, top + fh + 4);
 		fputs("<g id=\"frames\">\n</g>\n</svg>\n", out);
@@ -606,8 +619,19 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	legend_rows = o.baseline ? 0 : put_legend(NULL, by_category, total, o.width, 0, count_name);
 
 	/* Leave out frames narrower than min_width px; a child is never wider than its
-	 * parent, so no frame loses its parent this way. */
+	 * parent, so no frame loses its parent this way. What is left out is counted: the
+	 * frames, and the samples under the widest of them (those whose parent is drawn),
+	 * whose detail the image does not show. */
 	per_sample = (double)(o.width - 2 * XPAD) / (double)total;
+	for (size_t i = 1; i < fr.n; i++) {
+		const struct frame *f = &fr.v[i], *up = &fr.v[f->parent];
+
+		if ((double)(f->end - f->start) * per_sample >= o.min_width)
+			continue;
+		pruned.frames++;
+		if ((double)(up->end - up->start) * per_sample >= o.min_width)
+			pruned.samples += f->end - f->start;
+	}
 	for (size_t i = 0; i < fr.n; i++) {
 		uint64_t count = fr.v[i].end - fr.v[i].start;
 
@@ -629,7 +653,7 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	}
 	height = top + legend_rows * LEGEND_ROW + (unsigned)(max_depth + 1) * fh + BOTTOM_PAD;
 
-	put_head(out, &o, count_name, height, total);
+	put_head(out, &o, count_name, height, total, &pruned);
 	if (legend_rows) {
 		fputs("<g id=\"legend\">\n", out);
 		put_legend(out, by_category, total, o.width, top, count_name);

@@ -374,6 +374,31 @@ Test(svg, one_frame_per_merged_node_wide_enough)
 	an_folded_free(f);
 }
 
+/* What is too narrow to draw is counted on the details line: the frames, and the
+ * samples under the widest of them (whose callers are drawn). */
+Test(svg, frames_left_out_are_counted_with_their_samples)
+{
+	/* at 1200 px, 1 sample of 100,000 is 0.0118 px: c and d (1 sample each, under b,
+	 * which is 2) and b are left out at min_width 0.1; e (3 samples under a) too */
+	static const char *const stacks[] = { "a", "a;b;c", "a;b;d", "a;e", "z" };
+	static const uint64_t counts[] = { 49995, 1, 1, 3, 50000 };
+	struct an_folded *f = folded_of(stacks, counts, 5);
+	struct fg_options o;
+	char *svg;
+
+	fg_options_default(&o);
+	svg = render(f, &o, NULL);
+	cr_expect_not_null(strstr(svg, "Total: 100000 samples; 4 frames narrower than 0.1 px "
+				       "left out (5 samples, 0.01%, drawn only as their callers)"),
+			   "%.400s", strstr(svg, "id=\"details\""));
+	free(svg);
+	o.min_width = 0;
+	svg = render(f, &o, NULL);
+	cr_expect_not_null(strstr(svg, ">Total: 100000 samples</text>"), "nothing left out");
+	free(svg);
+	an_folded_free(f);
+}
+
 /* Frames come by depth, then x; every frame but the root sits inside exactly one frame
  * of the row below, and is no wider than it. */
 Test(svg, children_lie_within_their_parents)
