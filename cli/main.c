@@ -29,6 +29,7 @@ static const struct {
 	{ "run", cmd_run, "run workloads under the probes; throughput, folded stacks, flame graphs" },
 	{ "list", cmd_list, "list workloads, presets, knobs and probes" },
 	{ "flame", cmd_flame, "render a folded-stack file as an interactive SVG flame graph" },
+	{ "diagnose", cmd_diagnose, "why a run was slow: its findings, ranked, with evidence" },
 	{ "__fork", cmd_fork, NULL }, /* the benchmark process `run` re-executes */
 	{ "__tcp-server", cmd_tcp_server, NULL }, /* the tcp workloads' server process */
 };
@@ -46,7 +47,8 @@ static void usage(FILE *out)
 		     "  schedlab list\n"
 		     "  schedlab run spawn-join workers\n"
 		     "  schedlab run spawn-join --quick --probes none\n"
-		     "  schedlab flame results/latest/oncpu.folded -o /tmp/oncpu.svg\n\n"
+		     "  schedlab flame results/latest/oncpu.folded -o /tmp/oncpu.svg\n"
+		     "  schedlab diagnose results/latest\n\n"
 		     "'schedlab help COMMAND' (or 'schedlab COMMAND --help') shows a command's\n"
 		     "options and examples; 'schedlab --version' its version.\n");
 }
