@@ -568,7 +568,7 @@ static void md_findings(FILE *out, const struct an_run *r)
 
 		fprintf(out, "%zu. **%s**", i + 1, f->claim);
 		if (!isnan(f->share))
-			fprintf(out, " (%.0f%% of the measured time)", 100 * f->share);
+			fprintf(out, " (share %.0f%%)", 100 * f->share);
 		fprintf(out, " `%s`  \n   Evidence: %s.  \n   Try: %s.\n", f->id, f->evidence,
 			f->action);
 	}
