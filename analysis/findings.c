@@ -387,9 +387,14 @@ static void missed_idle(struct ctx *c)
 		EVIDENCE(f, "; spawn=%s, wake=%s, notify=%s, scan_stride=%s, idle_steal=%s (knobs)",
 			 knob(c, "spawn"), knob(c, "wake"), knob(c, "notify"), knob(c, "scan_stride"),
 			 knob(c, "idle_steal"));
-		ACTION(f, "let idle workers find the work: -c idle_steal=true, -c "
-			  "notify=if-no-searchers (wake a parked worker on a local spawn), or a wider "
-			  "scan (-c scan_stride=N); --preset ce does all three");
+		ACTION(f, "let idle workers find the work:");
+		if (strcmp(knob(c, "idle_steal"), "true"))
+			ACTION(f, " -c idle_steal=true,");
+		if (!strcmp(knob(c, "notify"), "never"))
+			ACTION(f, " -c notify=if-no-searchers (wake a parked worker on a local "
+				  "spawn),");
+		ACTION(f, " or a wider scan (-c scan_stride=N, now %s); compare with --preset ce",
+		       knob(c, "scan_stride"));
 		return;
 	}
 	if (isnan(share) || share < TH(TH_IDLE_QUEUED_SHARE))
@@ -929,9 +934,12 @@ int an_findings(const struct an_result *r, struct an_finding *out, size_t max)
 			   "task more work, or try --preset tokio (a LIFO slot runs a woken task "
 			   "next)");
 	category_dominates(c, "submission", "submission-dominates", "Submission",
-			   "spawning and waking cost more than the work: spawn fewer, larger tasks, "
-			   "or -c notify=never with -c spawn=local (no wake-up on a local spawn, as "
-			   "kyo)");
+			   strcmp(knob(c, "notify"), "never") ?
+				   "spawning and waking cost more than the work: spawn fewer, larger "
+				   "tasks, or -c notify=never with -c spawn=local (no wake-up on a "
+				   "local spawn, as kyo)" :
+				   "spawning costs more than the work, with no wake-ups to spare "
+				   "(notify=never): spawn fewer, larger tasks");
 	stack_capture(c);
 	allocation(c);
 	probe_distortion(c);

@@ -141,6 +141,18 @@ Test(findings, missed_idle_crosses_and_not)
 	expect_found("missed-idle");
 	if (get("missed-idle"))
 		cr_expect_float_eq(get("missed-idle")->share, 2e8 / WORKER_NS, 1e-9);
+	/* what to try leaves out the knobs already set that way */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f}, \"knobs\": "
+		 "{\"idle_steal\": \"true\", \"notify\": \"never\"}",
+		 placed, placed * th("missed_idle_rate") * 2);
+	diagnose(m);
+	expect_found("missed-idle");
+	if (get("missed-idle")) {
+		cr_expect_null(strstr(get("missed-idle")->action, "idle_steal=true"), "%s",
+			       get("missed-idle")->action);
+		cr_expect_not_null(strstr(get("missed-idle")->action, "notify=if-no-searchers"));
+	}
 	snprintf(m, sizeof(m), "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f}",
 		 placed, placed * th("missed_idle_rate") / 2);
 	diagnose(m);
