@@ -828,7 +828,7 @@ static void noisy_score(struct ctx *c, const struct spread *s)
 	if (s->n >= 2)
 		EVIDENCE(f, "; Student's t(0.9995, %zu) = %.2f multiplies the standard error", s->n - 1,
 			 an_t_quantile(0.9995, (unsigned)(s->n - 1)));
-	if (s->forks >= 2 && s->sst > 0 && s->ssb / s->sst >= 0.5)
+	if (s->forks >= 2 && s->sst > 0 && s->ssb / s->sst >= TH(TH_FORKS_BETWEEN))
 		ACTION(f, "the forks differ more than iterations do: more forks (--forks 5) shrink "
 			  "the error, more iterations will not");
 	else
