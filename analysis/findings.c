@@ -585,6 +585,7 @@ static void category_dominates(struct ctx *c, const char *cat, const char *id, c
 			       const char *action)
 {
 	double s = cat_samples(c, cat), work = cat_samples(c, "work"), share;
+	char a[64], t[64], w[64];
 	struct an_finding *f;
 
 	if (c->samples < TH(TH_MIN_SAMPLES))
@@ -597,8 +598,11 @@ static void category_dominates(struct ctx *c, const char *cat, const char *id, c
 		 "work", why, 100 * share, 100 * work / c->samples);
 	if (!f)
 		return;
-	EVIDENCE(f, "%s %.0f of %.0f on-CPU samples (%.1f%%), work %.0f (%.1f%%) (oncpu probe, "
-		    "phase word)", cat, s, c->samples, 100 * share, work, 100 * work / c->samples);
+	fmt_count(s, a, sizeof(a));
+	fmt_count(c->samples, t, sizeof(t));
+	fmt_count(work, w, sizeof(w));
+	EVIDENCE(f, "%s %s of %s on-CPU samples (%.1f%%), work %s (%.1f%%) (oncpu probe, phase "
+		    "word)", cat, a, t, 100 * share, w, 100 * work / c->samples);
 	if (c->ops > 0)
 		EVIDENCE(f, "; per op: tasks_run %.1f, spawned %.1f, steal_attempts %.2f (runtime "
 			    "counters)", rt_num(c, "tasks_run") / c->ops,
@@ -832,8 +836,9 @@ static void noisy_score(struct ctx *c, const struct spread *s)
 		ACTION(f, "the forks differ more than iterations do: more forks (--forks 5) shrink "
 			  "the error, more iterations will not");
 	else
-		ACTION(f, "more measured iterations and forks (--forks 3 --iterations 5, not "
-			  "--quick), or longer ones (--time 2)");
+		ACTION(f, "more than the %zu fork%s × %zu iterations measured (--forks, "
+			  "--iterations; not --quick), or longer ones (--time)",
+		       s->forks, s->forks == 1 ? "" : "s", s->per);
 }
 
 /* The slope of throughput over iteration index within forks (pooled, each fork about
