@@ -128,39 +128,38 @@ Test(findings, stranded_work_of_inline_blocking_says_hand_off)
 		cr_expect_not_null(strstr(get("stranded-work")->action, "run inline"));
 }
 
-Test(findings, missed_idle_crosses_and_not)
+/* placed placements from worker queues, missed of them past a parked worker; then more
+ * members (a comma first) */
+static void diagnose_placements(double placed, double missed, const char *more)
 {
 	char m[512];
-	double placed = 10000;
 
-	snprintf(m, sizeof(m),
-		 "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f, "
-		 "\"idle_while_queued_ns\": 2e8}",
-		 placed, placed * th("missed_idle_rate") * 2);
+	snprintf(m, sizeof(m), "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f, "
+			       "\"idle_while_queued_ns\": 2e8}%s", placed, missed, more);
 	diagnose(m);
+}
+
+Test(findings, missed_idle_crosses_and_not)
+{
+	double placed = 10000, rate = th("missed_idle_rate");
+
+	diagnose_placements(placed, placed * rate * 2, "");
 	expect_found("missed-idle");
 	if (get("missed-idle"))
 		cr_expect_float_eq(get("missed-idle")->share, 2e8 / WORKER_NS, 1e-9);
 	/* what to try leaves out the knobs already set that way */
-	snprintf(m, sizeof(m),
-		 "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f}, \"knobs\": "
-		 "{\"idle_steal\": \"true\", \"notify\": \"never\"}",
-		 placed, placed * th("missed_idle_rate") * 2);
-	diagnose(m);
+	diagnose_placements(placed, placed * rate * 2,
+			    ", \"knobs\": {\"idle_steal\": \"true\", \"notify\": \"never\"}");
 	expect_found("missed-idle");
 	if (get("missed-idle")) {
 		cr_expect_null(strstr(get("missed-idle")->action, "idle_steal=true"), "%s",
 			       get("missed-idle")->action);
 		cr_expect_not_null(strstr(get("missed-idle")->action, "notify=if-no-searchers"));
 	}
-	snprintf(m, sizeof(m), "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f}",
-		 placed, placed * th("missed_idle_rate") / 2);
-	diagnose(m);
+	diagnose_placements(placed, placed * rate / 2, "");
 	expect_absent("missed-idle");
 	/* a high rate over a handful of placements is no finding */
-	snprintf(m, sizeof(m), "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f}",
-		 th("missed_idle_min") - 1, th("missed_idle_min") - 1);
-	diagnose(m);
+	diagnose_placements(th("missed_idle_min") - 1, th("missed_idle_min") - 1, "");
 	expect_absent("missed-idle");
 }
 
