@@ -352,12 +352,24 @@ static double placements(const struct ctx *c)
 	return n;
 }
 
-/* Placements that passed over an idle worker; else, idle workers beside queued tasks. */
+static bool found(const struct ctx *c, const char *id)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->found[i].id, id))
+			return true;
+	return false;
+}
+
+/* Placements that passed over an idle worker; else, idle workers beside queued tasks.
+ * While a worker is stranded, the others idle beside its queue: that idle time is the
+ * stranded work's, so with stranded work found it is no share of these. */
 static void missed_idle(struct ctx *c)
 {
 	double missed = rt_num(c, "missed_idle"), placed = placements(c);
 	double iwq = rt_num(c, "idle_while_queued_ns"), scans = rt_num(c, "place_scan");
-	double share = isnan(c->worker_ns) ? NAN : iwq / c->worker_ns;
+	double time_share = isnan(c->worker_ns) ? NAN : iwq / c->worker_ns;
+	bool stranded = found(c, "stranded-work");
+	double share = stranded ? NAN : time_share;
 	char a[64], b[64];
 	struct an_finding *f;
 
@@ -380,9 +392,11 @@ static void missed_idle(struct ctx *c)
 				    "exceeded the least by %.2f tasks on average (runtime counters)",
 				 rt_num(c, "regret_sum"), a, rt_num(c, "regret_sum") / scans);
 		}
-		if (!isnan(share)) {
+		if (!isnan(time_share)) {
 			fmt_time(iwq, a, sizeof(a));
-			EVIDENCE(f, "; idle_while_queued_ns %s of %s (runtime counter)", a, c->base);
+			EVIDENCE(f, "; idle_while_queued_ns %s of %s (runtime counter)%s", a, c->base,
+				 stranded ? ", idle time beside stranded work and counted there, "
+					    "so no share here" : "");
 		}
 		EVIDENCE(f, "; spawn=%s, wake=%s, notify=%s, scan_stride=%s, idle_steal=%s (knobs)",
 			 knob(c, "spawn"), knob(c, "wake"), knob(c, "notify"), knob(c, "scan_stride"),
@@ -397,7 +411,7 @@ static void missed_idle(struct ctx *c)
 		       knob(c, "scan_stride"));
 		return;
 	}
-	if (isnan(share) || share < TH(TH_IDLE_QUEUED_SHARE))
+	if (stranded || isnan(share) || share < TH(TH_IDLE_QUEUED_SHARE))
 		return;
 	f = emit(c, "idle-while-queued", share, share / TH(TH_IDLE_QUEUED_SHARE),
 		 "Workers idled while tasks waited in other workers' queues: %.0f%% of worker time",

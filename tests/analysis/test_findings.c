@@ -163,6 +163,30 @@ Test(findings, missed_idle_crosses_and_not)
 	expect_absent("missed-idle");
 }
 
+Test(findings, idle_time_beside_stranded_work_is_stranded_works_share)
+{
+	char m[512];
+
+	/* the blocking-TCP collapse under kyo: idle time as large as the stranded time */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": %.0f, "
+		 "\"place_local\": 200, \"missed_idle\": 200}",
+		 WORKER_NS * 0.78, WORKER_NS * 0.79);
+	diagnose(m);
+	cr_assert_gt(nfound, 0);
+	cr_expect_str_eq(found[0].id, "stranded-work");
+	expect_found("missed-idle");
+	expect_absent("idle-while-queued");
+	if (get("missed-idle")) {
+		cr_expect(isnan(get("missed-idle")->share));
+		cr_expect_not_null(strstr(get("missed-idle")->evidence, "counted there"));
+	}
+	snprintf(m, sizeof(m), "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": "
+			       "%.0f}", WORKER_NS * 0.5, WORKER_NS * 0.5);
+	diagnose(m);
+	expect_absent("idle-while-queued");
+}
+
 Test(findings, idle_while_queued_crosses_and_not)
 {
 	char m[256];
@@ -394,27 +418,26 @@ static void diagnose_samples(unsigned forks, unsigned iters, const double *x, do
 	diagnose(m);
 }
 
+/* the fresh clone's spawn-join: one fork near 8,800 ops/s, two near 3,700 */
+static const double apart[] = { 8800, 8750, 8850, 3700, 3650, 3720, 3690, 3710, 3680 };
+
 Test(findings, forks_that_disagree_and_forks_that_agree)
 {
-	/* the fresh clone's spawn-join: one fork near 8,800 ops/s, two near 3,700 */
-	static const double apart[] = { 8800, 8750, 8850, 3700, 3650, 3720, 3690, 3710, 3680 };
 	static const double together[] = { 3700, 3900, 3500, 3800, 3600, 3750, 3550, 3850, 3650 };
+	/* 80% of the variance between two forks of two iterations: F(1, 2) = 8, p = 0.11,
+	 * which four iterations cannot tell from chance */
+	static const double few[] = { 100, 110, 120, 130 };
+	/* two forks of 50 iterations, ±1 about means 0.6 apart: F(1, 98) = 8.8, p = 0.004,
+	 * yet only 8% of the variance lies between them */
+	double many[100];
 
 	diagnose_samples(3, 3, apart, 1);
 	expect_found("forks-disagree");
 	if (get("forks-disagree"))
 		cr_expect_not_null(strstr(get("forks-disagree")->evidence, "F(2, 6)"), "%s",
 				   get("forks-disagree")->evidence);
-	/* 80% of the variance between two forks of two iterations: F(1, 2) = 8, p = 0.11,
-	 * which four iterations cannot tell from chance */
-	static const double few[] = { 100, 110, 120, 130 };
-
 	diagnose_samples(3, 3, together, 1);
 	expect_absent("forks-disagree");
-	/* two forks of 50 iterations, ±1 about means 0.6 apart: F(1, 98) = 8.8, p = 0.004,
-	 * yet only 8% of the variance lies between them */
-	double many[100];
-
 	diagnose_samples(2, 2, few, 1);
 	expect_absent("forks-disagree");
 	for (size_t i = 0; i < 100; i++)
@@ -425,7 +448,6 @@ Test(findings, forks_that_disagree_and_forks_that_agree)
 
 Test(findings, noisy_score_says_where_the_spread_is)
 {
-	static const double apart[] = { 8800, 8750, 8850, 3700, 3650, 3720, 3690, 3710, 3680 };
 	static const double x[] = { 100, 101, 99 };
 	const struct an_finding *f;
 
@@ -448,15 +470,14 @@ Test(findings, drift_crosses_and_not)
 	/* falling by about 40% over each of two forks, with a little noise */
 	static const double falling[] = { 100, 91, 79, 70, 61, 101, 90, 80, 69, 60 };
 	static const double steady[] = { 100, 97, 103, 99, 101, 98, 102, 100, 99, 101 };
+	/* noise ±35 around a slope of -5 per iteration: -21% over a fork, but no trend a
+	 * t test can tell from the noise */
+	static const double noisy[] = { 130, 60, 120, 50, 110, 120, 70, 110, 60, 100 };
 
 	diagnose_samples(2, 5, falling, 1);
 	expect_found("drift");
 	if (get("drift"))
 		cr_expect_not_null(strstr(get("drift")->claim, "falls"));
-	/* noise ±35 around a slope of -5 per iteration: -21% over a fork, but no trend a
-	 * t test can tell from the noise */
-	static const double noisy[] = { 130, 60, 120, 50, 110, 120, 70, 110, 60, 100 };
-
 	diagnose_samples(2, 5, steady, 1);
 	expect_absent("drift");
 	diagnose_samples(2, 5, noisy, 1);
@@ -467,27 +488,28 @@ Test(findings, ranked_by_share_then_by_severity)
 {
 	char m[1024];
 
-	/* stranded 50%, idle-while-queued 20%, and two without a share */
+	/* stranded 50%, scheduling 30%, and two without a share */
 	snprintf(m, sizeof(m),
-		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": %.0f}, "
+		 "\"runtime\": {\"stranded_ns\": %.0f}, \"probes\": [{\"attached\": true, "
+		 "\"samples\": 1000, \"categories\": {\"work\": 100, \"scheduling\": 300}}], "
 		 "\"score\": 100, \"error\": 90, \"per_worker\": {\"columns\": [\"tasks_run\"], "
 		 "\"rows\": [[100000], [1000]]}",
-		 WORKER_NS * 0.5, WORKER_NS * 0.2);
+		 WORKER_NS * 0.5);
 	cr_assert_eq(diagnose(m), 4);
 	cr_expect_str_eq(found[0].id, "stranded-work");
-	cr_expect_str_eq(found[1].id, "idle-while-queued");
+	cr_expect_str_eq(found[1].id, "scheduling-dominates");
 	/* noisy-score is 9× over its threshold, the imbalance (cv 0.98) 2× over its own */
 	cr_expect_str_eq(found[2].id, "noisy-score");
 	cr_expect_str_eq(found[3].id, "worker-imbalance");
-	/* share first, however far over its threshold: missed-idle (share 10%, its rate 9×
-	 * its threshold) ranks after stranded work (share 20%, 4× its threshold) */
+	/* share first, however far over its threshold: stranded work (share 20%, 4× its
+	 * threshold) ranks after scheduling (share 30%, 1.2× its threshold) */
 	snprintf(m, sizeof(m),
-		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": %.0f, "
-		 "\"place_local\": 1000, \"missed_idle\": 900}",
-		 WORKER_NS * 0.2, WORKER_NS * 0.1);
+		 "\"runtime\": {\"stranded_ns\": %.0f}, \"probes\": [{\"attached\": true, "
+		 "\"samples\": 1000, \"categories\": {\"work\": 100, \"scheduling\": 300}}]",
+		 WORKER_NS * 0.2);
 	cr_assert_eq(diagnose(m), 2);
-	cr_expect_str_eq(found[0].id, "stranded-work");
-	cr_expect_str_eq(found[1].id, "missed-idle");
+	cr_expect_str_eq(found[0].id, "scheduling-dominates");
+	cr_expect_str_eq(found[1].id, "stranded-work");
 	snprintf(m, sizeof(m),
 		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": 0}, "
 		 "\"score\": 100, \"error\": 90, \"per_worker\": {\"columns\": [\"tasks_run\"], "
