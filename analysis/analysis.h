@@ -22,6 +22,9 @@
 /* The p-quantile of Student's t with df degrees of freedom: P(T <= t) = p.
  * NAN when df == 0 or p is outside (0, 1). an_t_quantile(0.9995, 8) = 5.041. */
 double an_t_quantile(double p, unsigned df);
+/* P(F > f) for Fisher's F with d1 and d2 degrees of freedom (one-way ANOVA's test):
+ * 1 for f <= 0, 0 for f = inf; NAN when d1 or d2 is 0 or f is NAN. */
+double an_f_upper_tail(double f, unsigned d1, unsigned d2);
 
 struct an_summary {
 	size_t n;
@@ -280,6 +283,27 @@ void an_compare_set_flame(struct an_compare *c, const char *name);
 /* compare.md (also what 'schedlab compare' prints) and compare.json. 0 or -errno. */
 int an_compare_markdown(const struct an_compare *c, FILE *out);
 int an_compare_json(const struct an_compare *c, FILE *out);
+/* ---- findings ------------------------------------------------------------------------ */
+
+/* Why a run was slow, from what its result.json holds (and the run folder's
+ * oncpu.folded, where there is one): each finding a cause with the numbers that show it,
+ * emitted only when its evidence crosses a threshold of findings.c's one table. */
+struct an_finding {
+	char id[32];        /* stable name, for compare: "stranded-work", "missed-idle", ... */
+	double share;       /* share of the measured time it explains, 0..1; NAN where it is not a time */
+	char claim[256];    /* one line */
+	char evidence[768]; /* the numbers, each with its source: "stranded_ns 869 ms of 0.8 s worker time (runtime counter)" */
+	char action[256];   /* what to try: a knob, a preset, a code change */
+};
+
+/* More than every kind of finding there is: an array this long holds them all. */
+#define AN_FINDINGS_MAX 32
+
+/* The findings of a run, ranked by share (most first; NAN shares after, by severity): at most max written;
+ * returns how many there are, or -errno. */
+int an_findings(const struct an_result *r, struct an_finding *out, size_t max);
+/* A threshold of the table by name ("stranded_share"); NAN for a name it lacks. */
+double an_findings_threshold(const char *name);
 
 /* ---- reports ------------------------------------------------------------------------ */
 
@@ -474,11 +498,23 @@ struct an_run {
 	size_t nprobes;
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
+	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */
+	size_t nfindings;
 };
 
 /* Write result.json / report.md for r. 0 or -errno. */
 int an_report_json(const struct an_run *r, FILE *out);
 int an_report_markdown(const struct an_run *r, FILE *out);
+/* s as a JSON string, escaped; null for NULL. */
+void an_json_string(FILE *out, const char *s);
+/* Findings as a JSON array of {id, share, claim, evidence, action} (share null when NAN). */
+int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
+/* The findings of r as an_findings() gives them for the result.json r renders to (read
+ * back from memory, so that a report and 'schedlab diagnose' reason over the same data);
+ * source is where that result.json goes: its folder's oncpu.folded is read. At most max
+ * written; how many there are, or -errno with one line in err. */
+int an_run_findings(const struct an_run *r, const char *source, struct an_finding *out,
+		    size_t max, char *err, size_t errlen);
 /* Format v with thousands grouped and `decimals` digits after the point: 12,345.67. */
 void an_format_number(double v, int decimals, char *buf, size_t len);
 /* The decimals a score and its error are shown with, as the studies print them:

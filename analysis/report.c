@@ -385,7 +385,37 @@ int an_report_json(const struct an_run *r, FILE *out)
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
 	json_str(out, r->partial);
+	fputs(",\n  \"findings\": ", out);
+	if (r->findings)
+		an_findings_json(r->findings, r->nfindings, out);
+	else
+		fputs("null", out);
 	fputs("\n}\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+void an_json_string(FILE *out, const char *s)
+{
+	json_str(out, s);
+}
+
+int an_findings_json(const struct an_finding *f, size_t n, FILE *out)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ",\n    {\"id\": " : "\n    {\"id\": ", out);
+		json_str(out, f[i].id);
+		fputs(", \"share\": ", out);
+		json_num(out, f[i].share);
+		fputs(", \"claim\": ", out);
+		json_str(out, f[i].claim);
+		fputs(", \"evidence\": ", out);
+		json_str(out, f[i].evidence);
+		fputs(", \"action\": ", out);
+		json_str(out, f[i].action);
+		fputc('}', out);
+	}
+	fputs(n ? "\n  ]" : "]", out);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -588,6 +618,25 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			p->folded, p->folded);
 }
 
+/* The findings, ranked: a claim with its share, the evidence and what to try. */
+static void md_findings(FILE *out, const struct an_run *r)
+{
+	fputs("## Findings\n\n", out);
+	if (!r->nfindings)
+		fputs("No finding crossed its threshold.\n\n", out);
+	for (size_t i = 0; i < r->nfindings; i++) {
+		const struct an_finding *f = &r->findings[i];
+
+		fprintf(out, "%zu. **%s**", i + 1, f->claim);
+		if (!isnan(f->share))
+			fprintf(out, " (share %.0f%%)", 100 * f->share);
+		fprintf(out, " `%s`  \n   Evidence: %s.  \n   Try: %s.\n", f->id, f->evidence,
+			f->action);
+	}
+	if (r->nfindings)
+		fputs("\n", out);
+}
+
 /* The per-worker counters that show placement, and the steal matrix when anyone stole. */
 static void md_workers(FILE *out, const struct an_run *r)
 {
@@ -676,6 +725,8 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fprintf(out, " %s\n\n", r->unit);
 	}
+	if (r->findings)
+		md_findings(out, r);
 	if (r->nworkload_metrics) {
 		fputs("| measured by the workload (median over forks) | value | unit |\n"
 		      "| --- | ---: | --- |\n",

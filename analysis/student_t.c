@@ -239,3 +239,19 @@ int an_summarize(const double *x, size_t n, double confidence, struct an_summary
 	out->ci_half = an_t_quantile((1 + confidence) / 2, df) * out->sd / sqrt((double)n);
 	return 0;
 }
+
+/* P(F > f) = I_x(d2/2, d1/2), x = d2 / (d2 + d1 f): the same incomplete beta function. */
+double an_f_upper_tail(double f, unsigned d1, unsigned d2)
+{
+	double a, b;
+
+	if (!d1 || !d2 || isnan(f))
+		return NAN;
+	if (f <= 0)
+		return 1;
+	if (isinf(f))
+		return 0;
+	a = (double)d2;
+	b = (double)d1 * f;
+	return inc_beta(a / 2, (double)d1 / 2, a / (a + b), b / (a + b));
+}

@@ -605,6 +605,24 @@ static void report_parts_free(struct report_parts *p)
 
 #define METRIC(field) { #field, (double)res->rt.field }
 
+/* The findings of run, computed from the result.json it renders to, so that report.md
+ * and result.json carry what 'schedlab diagnose' would say of the folder. Without them
+ * the run is still written, and the reason is said. */
+static void attach_findings(struct an_run *run, const char *dir, struct an_finding *buf)
+{
+	char path[PATH_MAX + 16], err[512];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/result.json", dir);
+	n = an_run_findings(run, path, buf, AN_FINDINGS_MAX, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "schedlab: %s; the report goes without findings\n", err);
+		return;
+	}
+	run->findings = buf;
+	run->nfindings = (size_t)n < AN_FINDINGS_MAX ? (size_t)n : AN_FINDINGS_MAX;
+}
+
 /* --json: several workloads make one array; the separator goes before each document. */
 static void print_json(const struct an_run *run, const struct run_args *a, size_t *printed)
 {
@@ -620,6 +638,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 {
 	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
 	struct an_probe_summary probe = { .name = "oncpu" };
+	struct an_finding findings[AN_FINDINGS_MAX];
 	struct hx_result res_store, *res = &res_store;
 	struct report_parts *parts;
 	const char *const *cols;
@@ -773,6 +792,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.nprobes = 1;
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
+	attach_findings(&run, row->dir, findings);
 
 	err2 = write_report(row->dir, "result.json", write_json, &run);
 	if (!err2) {

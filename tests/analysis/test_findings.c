@@ -1,0 +1,649 @@
+/*
+ * Tests of analysis/findings.c: for each finding, a synthetic result.json that crosses
+ * its threshold and one that does not; the ranking (shares first, most first; NAN
+ * shares after, by how far they crossed); the F tail the fork test uses; and the
+ * Findings section and "findings" array a report gains from an_run_findings().
+ *
+ * Inputs are built at a multiple of the threshold that findings.c states, so that the
+ * tests follow the table rather than copying its numbers.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+
+/* 2 workers × 1 fork × 3 iterations × 0.5 s: 3 s of worker time. */
+#define WORKER_NS 3e9
+
+static struct an_finding found[AN_FINDINGS_MAX];
+static int nfound;
+
+static double th(const char *name)
+{
+	double v = an_findings_threshold(name);
+
+	cr_assert(!isnan(v), "no threshold %s", name);
+	return v;
+}
+
+/* Findings of a document: the fixed header, then `members` (a JSON object's members). */
+static int diagnose(const char *members)
+{
+	char text[16384], err[256] = "";
+	struct an_result *r;
+	int n;
+
+	snprintf(text, sizeof(text),
+		 "{\"schema\": \"schedlab-result/1\", \"workload\": \"w\", \"preset\": \"p\", "
+		 "\"workers\": 2, \"forks\": 1, \"iterations\": 3, \"iteration_seconds\": 0.5, "
+		 "\"unit\": \"ops/s\"%s%s}", *members ? ", " : "", members);
+	r = an_result_parse(text, strlen(text), "test.json", err, sizeof(err));
+	cr_assert_not_null(r, "%s\n%s", err, text);
+	n = an_findings(r, found, AN_FINDINGS_MAX);
+	cr_assert_geq(n, 0);
+	an_result_free(r);
+	nfound = n;
+	return n;
+}
+
+static const struct an_finding *get(const char *id)
+{
+	for (int i = 0; i < nfound && i < AN_FINDINGS_MAX; i++)
+		if (!strcmp(found[i].id, id))
+			return &found[i];
+	return NULL;
+}
+
+static void expect_found(const char *id)
+{
+	cr_expect_not_null(get(id), "%s not found (%d findings%s%s)", id, nfound,
+			   nfound ? ", first " : "", nfound ? found[0].id : "");
+}
+
+static void expect_absent(const char *id)
+{
+	const struct an_finding *f = get(id);
+
+	cr_expect_null(f, "%s found: %s / %s", id, f ? f->claim : "", f ? f->evidence : "");
+}
+
+Test(findings, thresholds_are_named)
+{
+	cr_expect_eq(an_findings_threshold("stranded_share"), 0.05);
+	cr_expect(isnan(an_findings_threshold("no-such-threshold")));
+}
+
+Test(findings, an_empty_result_has_none)
+{
+	cr_expect_eq(diagnose(""), 0);
+	cr_expect_eq(diagnose("\"runtime\": {}, \"samples\": []"), 0);
+}
+
+Test(findings, stranded_work_crosses_its_threshold)
+{
+	char m[1024];
+	const struct an_finding *f;
+
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f, \"stranded_task_ns\": 4e9, "
+		 "\"blocking_episodes\": 1280, \"detector_misses\": 1280}, "
+		 "\"knobs\": {\"blocking\": \"detect\", \"detect_us\": \"2000\", "
+		 "\"detect_samples\": \"2\"}, "
+		 "\"per_worker\": {\"columns\": [\"stranded_ns\"], \"rows\": [[1], [2]]}",
+		 WORKER_NS * th("stranded_share") * 4);
+	diagnose(m);
+	expect_found("stranded-work");
+	f = get("stranded-work");
+	if (!f)
+		return;
+	cr_expect_float_eq(f->share, th("stranded_share") * 4, 1e-9);
+	cr_expect_not_null(strstr(f->evidence, "detector_misses 1,280 of 1,280"), "%s", f->evidence);
+	cr_expect_not_null(strstr(f->evidence, "3.00 s worker time (2 workers × 1 fork × 3 "
+					       "iterations × 0.5 s)"), "%s", f->evidence);
+	cr_expect_not_null(strstr(f->evidence, "most on worker 1"), "%s", f->evidence);
+	cr_expect_not_null(strstr(f->action, "-c blocking=handoff"), "%s", f->action);
+	cr_expect_not_null(strstr(f->action, "kyo-tuned"), "%s", f->action);
+}
+
+Test(findings, stranded_work_below_its_threshold)
+{
+	char m[256];
+
+	snprintf(m, sizeof(m), "\"runtime\": {\"stranded_ns\": %.0f}",
+		 WORKER_NS * th("stranded_share") / 2);
+	diagnose(m);
+	expect_absent("stranded-work");
+}
+
+Test(findings, stranded_work_of_inline_blocking_says_hand_off)
+{
+	diagnose("\"runtime\": {\"stranded_ns\": 2e9}, \"knobs\": {\"blocking\": \"none\"}");
+	expect_found("stranded-work");
+	if (get("stranded-work"))
+		cr_expect_not_null(strstr(get("stranded-work")->action, "run inline"));
+}
+
+/* placed placements from worker queues, missed of them past a parked worker; then more
+ * members (a comma first) */
+static void diagnose_placements(double placed, double missed, const char *more)
+{
+	char m[512];
+
+	snprintf(m, sizeof(m), "\"runtime\": {\"place_local\": %.0f, \"missed_idle\": %.0f, "
+			       "\"idle_while_queued_ns\": 2e8}%s", placed, missed, more);
+	diagnose(m);
+}
+
+Test(findings, missed_idle_crosses_and_not)
+{
+	double placed = 10000, rate = th("missed_idle_rate");
+
+	diagnose_placements(placed, placed * rate * 2, "");
+	expect_found("missed-idle");
+	if (get("missed-idle"))
+		cr_expect_float_eq(get("missed-idle")->share, 2e8 / WORKER_NS, 1e-9);
+	/* what to try leaves out the knobs already set that way */
+	diagnose_placements(placed, placed * rate * 2,
+			    ", \"knobs\": {\"idle_steal\": \"true\", \"notify\": \"never\"}");
+	expect_found("missed-idle");
+	if (get("missed-idle")) {
+		cr_expect_null(strstr(get("missed-idle")->action, "idle_steal=true"), "%s",
+			       get("missed-idle")->action);
+		cr_expect_not_null(strstr(get("missed-idle")->action, "notify=if-no-searchers"));
+	}
+	diagnose_placements(placed, placed * rate / 2, "");
+	expect_absent("missed-idle");
+	/* a high rate over a handful of placements is no finding */
+	diagnose_placements(th("missed_idle_min") - 1, th("missed_idle_min") - 1, "");
+	expect_absent("missed-idle");
+}
+
+Test(findings, idle_time_beside_stranded_work_is_stranded_works_share)
+{
+	char m[512];
+
+	/* the blocking-TCP collapse under kyo: idle time as large as the stranded time */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": %.0f, "
+		 "\"place_local\": 200, \"missed_idle\": 200}",
+		 WORKER_NS * 0.78, WORKER_NS * 0.79);
+	diagnose(m);
+	cr_assert_gt(nfound, 0);
+	cr_expect_str_eq(found[0].id, "stranded-work");
+	expect_found("missed-idle");
+	expect_absent("idle-while-queued");
+	if (get("missed-idle")) {
+		cr_expect(isnan(get("missed-idle")->share));
+		cr_expect_not_null(strstr(get("missed-idle")->evidence, "counted there"));
+	}
+	snprintf(m, sizeof(m), "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": "
+			       "%.0f}", WORKER_NS * 0.5, WORKER_NS * 0.5);
+	diagnose(m);
+	expect_absent("idle-while-queued");
+}
+
+Test(findings, idle_while_queued_crosses_and_not)
+{
+	char m[256];
+
+	snprintf(m, sizeof(m), "\"runtime\": {\"idle_while_queued_ns\": %.0f}",
+		 WORKER_NS * th("idle_while_queued_share") * 2);
+	diagnose(m);
+	expect_found("idle-while-queued");
+	snprintf(m, sizeof(m), "\"runtime\": {\"idle_while_queued_ns\": %.0f}",
+		 WORKER_NS * th("idle_while_queued_share") / 2);
+	diagnose(m);
+	expect_absent("idle-while-queued");
+}
+
+Test(findings, imbalance_crosses_and_not)
+{
+	char m[512];
+	double base = th("imbalance_min_tasks") * 10;
+	/* two workers a and b: cv = |a - b| / (a + b) */
+	double cv = th("imbalance_cv") * 1.5, a = base * (1 + cv), b = base * (1 - cv);
+
+	snprintf(m, sizeof(m),
+		 "\"per_worker\": {\"columns\": [\"parks\", \"tasks_run\"], "
+		 "\"rows\": [[0, %.0f], [0, %.0f]]}", a, b);
+	diagnose(m);
+	expect_found("worker-imbalance");
+	if (get("worker-imbalance")) {
+		cr_expect(isnan(get("worker-imbalance")->share));
+		cr_expect_not_null(strstr(get("worker-imbalance")->evidence,
+					  "no on-CPU time per worker"));
+	}
+	cv = th("imbalance_cv") / 2;
+	snprintf(m, sizeof(m),
+		 "\"per_worker\": {\"columns\": [\"tasks_run\"], \"rows\": [[%.0f], [%.0f]]}",
+		 base * (1 + cv), base * (1 - cv));
+	diagnose(m);
+	expect_absent("worker-imbalance");
+	/* few tasks: counting noise, not imbalance */
+	snprintf(m, sizeof(m),
+		 "\"per_worker\": {\"columns\": [\"tasks_run\"], \"rows\": [[%.0f], [0]]}",
+		 th("imbalance_min_tasks"));
+	diagnose(m);
+	expect_absent("worker-imbalance");
+}
+
+Test(findings, wakeups_from_counters_cross_and_not)
+{
+	char m[512];
+	double tasks = 10000;
+
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"ops\": 10, \"tasks_run\": %.0f, \"parks\": %.0f, "
+		 "\"notifies\": %.0f}", tasks, tasks * th("wakeups_per_task"),
+		 tasks * th("wakeups_per_task"));
+	diagnose(m);
+	expect_found("wakeup-cost");
+	if (get("wakeup-cost")) {
+		cr_expect(isnan(get("wakeup-cost")->share), "no profile: no share of time");
+		cr_expect_not_null(strstr(get("wakeup-cost")->evidence, "counters only"));
+	}
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"ops\": 10, \"tasks_run\": %.0f, \"parks\": %.0f}", tasks,
+		 tasks * th("wakeups_per_task") / 2);
+	diagnose(m);
+	expect_absent("wakeup-cost");
+}
+
+/* A run folder with result.json and an oncpu.folded of `futex` futex samples in
+ * `total`; the findings of the folder as diagnose reads it. */
+static void diagnose_folder(unsigned futex, unsigned total)
+{
+	char dir[] = "/tmp/schedlab-findings-XXXXXX", path[128], err[256] = "";
+	struct an_result *r;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/result.json", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("{\"schema\": \"schedlab-result/1\", \"runtime\": {\"ops\": 10, \"tasks_run\": 1e6,"
+	      " \"parks\": 1}, \"probes\": [{\"attached\": true, \"samples\": 1, "
+	      "\"folded\": \"oncpu.folded\"}]}", f);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(path, sizeof(path), "%s/oncpu.folded", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[parking];rt-worker;park;rt__futex_wait %u\n", futex);
+	fprintf(f, "[work];rt-worker;task;spin %u\n", total - futex);
+	cr_assert_eq(fclose(f), 0);
+	r = an_result_load(dir, err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	nfound = an_findings(r, found, AN_FINDINGS_MAX);
+	cr_assert_geq(nfound, 0);
+	an_result_free(r);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/result.json", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(findings, wakeups_from_the_profile_cross_and_not)
+{
+	unsigned total = 1000;
+
+	diagnose_folder((unsigned)(total * th("futex_share") * 2), total);
+	expect_found("wakeup-cost");
+	if (get("wakeup-cost")) {
+		cr_expect_float_eq(get("wakeup-cost")->share, th("futex_share") * 2, 1e-9);
+		cr_expect_not_null(strstr(get("wakeup-cost")->evidence, "by category: parking"),
+				   "%s", get("wakeup-cost")->evidence);
+	}
+	diagnose_folder((unsigned)(total * th("futex_share") / 2), total);
+	expect_absent("wakeup-cost");
+}
+
+/* A probe with `samples` samples, `cat` holding `n` of them and work `work`. */
+static void diagnose_categories(const char *cat, double n, double work, double samples)
+{
+	char m[1024];
+
+	snprintf(m, sizeof(m),
+		 "\"probes\": [{\"attached\": true, \"samples\": %.0f, \"categories\": "
+		 "{\"work\": %.0f, \"%s\": %.0f}}]",
+		 samples, work, cat, n);
+	diagnose(m);
+}
+
+Test(findings, scheduling_and_submission_dominate_or_not)
+{
+	double total = 1000, share = th("category_share");
+
+	diagnose_categories("scheduling", total * share * 2, total * share, total);
+	expect_found("scheduling-dominates");
+	expect_absent("submission-dominates");
+	diagnose_categories("submission", total * share * 2, total * share, total);
+	expect_found("submission-dominates");
+	if (get("submission-dominates"))
+		cr_expect_float_eq(get("submission-dominates")->share, share * 2, 1e-9);
+	/* a large share, but the work is larger */
+	diagnose_categories("scheduling", total * share * 1.5, total * share * 2, total);
+	expect_absent("scheduling-dominates");
+	diagnose_categories("scheduling", total * share / 2, 0, total);
+	expect_absent("scheduling-dominates");
+	/* too few samples to say */
+	diagnose_categories("scheduling", th("min_samples") / 2, 0, th("min_samples") / 2);
+	expect_absent("scheduling-dominates");
+}
+
+Test(findings, stack_capture_crosses_and_not)
+{
+	double total = 1000;
+
+	diagnose_categories("stack-capture", total * th("stack_capture_share") * 2, total, total);
+	expect_found("stack-capture");
+	diagnose_categories("stack-capture", total * th("stack_capture_share") / 2, total, total);
+	expect_absent("stack-capture");
+}
+
+Test(findings, allocation_crosses_and_not)
+{
+	char m[256];
+	double total = 1000;
+
+	diagnose_categories("allocation", total * th("allocation_share") * 2, total, total);
+	expect_found("allocation");
+	diagnose_categories("allocation", total * th("allocation_share") / 2, total, total);
+	expect_absent("allocation");
+	snprintf(m, sizeof(m), "\"runtime\": {\"ops\": 100, \"alloc_calls\": 100, "
+			       "\"alloc_bytes\": %.0f}", 100 * th("alloc_bytes_per_op") * 2);
+	diagnose(m);
+	expect_found("allocation");
+	if (get("allocation"))
+		cr_expect(isnan(get("allocation")->share), "bytes per op are no share of time");
+	snprintf(m, sizeof(m), "\"runtime\": {\"ops\": 100, \"alloc_calls\": 100, "
+			       "\"alloc_bytes\": %.0f}", 100 * th("alloc_bytes_per_op") / 2);
+	diagnose(m);
+	expect_absent("allocation");
+}
+
+/* A probe that took `taken` of 10,000 expected samples at 1000 Hz (10 CPU-seconds),
+ * lost `lost` of 1000 kept, and ran `prog_ns` in the kernel. */
+static void diagnose_probe(double taken, double lost, double prog_ns)
+{
+	char m[1024];
+
+	snprintf(m, sizeof(m),
+		 "\"probes\": [{\"attached\": true, \"samples\": 1000, \"frequency_hz\": 1000, "
+		 "\"sampling\": {\"expected\": 10000, \"taken\": %.0f}, \"lost\": "
+		 "{\"ring_buffer_full\": %.0f}, \"program\": {\"runs\": 10000, \"ns\": %.0f}}]",
+		 taken, lost, prog_ns);
+	diagnose(m);
+}
+
+Test(findings, probe_distortion_crosses_and_not)
+{
+	double pct = th("probe_short_pct"), loss = th("probe_loss_share");
+	double kernel = th("probe_kernel_share");
+
+	diagnose_probe(10000 * (1 - pct / 100 * 2), 0, 0);
+	expect_found("probe-distortion");
+	if (get("probe-distortion"))
+		cr_expect_not_null(strstr(get("probe-distortion")->claim, "throttled"));
+	diagnose_probe(10000, 1000 * loss * 2, 0);
+	expect_found("probe-distortion");
+	diagnose_probe(10000, 0, 10e9 * kernel * 2);
+	expect_found("probe-distortion");
+	if (get("probe-distortion"))
+		cr_expect_not_null(strstr(get("probe-distortion")->claim, "kernel time"));
+	diagnose_probe(10000 * (1 - pct / 100 / 2), 1000 * loss / 2, 10e9 * kernel / 2);
+	expect_absent("probe-distortion");
+}
+
+/* forks × iterations samples, fork-major, and the score's error. */
+static void diagnose_samples(unsigned forks, unsigned iters, const double *x, double error)
+{
+	char m[4096];
+	size_t off, n = (size_t)forks * iters;
+	double mean = 0;
+
+	for (size_t i = 0; i < n; i++)
+		mean += x[i] / (double)n;
+	off = (size_t)snprintf(m, sizeof(m),
+			       "\"forks\": %u, \"iterations\": %u, \"score\": %.17g, "
+			       "\"error\": %.17g, \"samples\": [",
+			       forks, iters, mean, error);
+	for (size_t i = 0; i < n; i++)
+		off += (size_t)snprintf(m + off, sizeof(m) - off, "%s%.17g", i ? ", " : "", x[i]);
+	snprintf(m + off, sizeof(m) - off, "]");
+	diagnose(m);
+}
+
+/* the fresh clone's spawn-join: one fork near 8,800 ops/s, two near 3,700 */
+static const double apart[] = { 8800, 8750, 8850, 3700, 3650, 3720, 3690, 3710, 3680 };
+
+Test(findings, forks_that_disagree_and_forks_that_agree)
+{
+	static const double together[] = { 3700, 3900, 3500, 3800, 3600, 3750, 3550, 3850, 3650 };
+	/* 80% of the variance between two forks of two iterations: F(1, 2) = 8, p = 0.11,
+	 * which four iterations cannot tell from chance */
+	static const double few[] = { 100, 110, 120, 130 };
+	/* two forks of 50 iterations, ±1 about means 0.6 apart: F(1, 98) = 8.8, p = 0.004,
+	 * yet only 8% of the variance lies between them */
+	double many[100];
+
+	diagnose_samples(3, 3, apart, 1);
+	expect_found("forks-disagree");
+	if (get("forks-disagree"))
+		cr_expect_not_null(strstr(get("forks-disagree")->evidence, "F(2, 6)"), "%s",
+				   get("forks-disagree")->evidence);
+	diagnose_samples(3, 3, together, 1);
+	expect_absent("forks-disagree");
+	diagnose_samples(2, 2, few, 1);
+	expect_absent("forks-disagree");
+	for (size_t i = 0; i < 100; i++)
+		many[i] = (i < 50 ? 100 : 100.6) + (i % 2 ? 1 : -1);
+	diagnose_samples(2, 50, many, 1);
+	expect_absent("forks-disagree");
+}
+
+Test(findings, noisy_score_says_where_the_spread_is)
+{
+	static const double x[] = { 100, 101, 99 };
+	const struct an_finding *f;
+
+	diagnose_samples(3, 3, apart, 3749);
+	expect_found("noisy-score");
+	f = get("noisy-score");
+	if (f)
+		cr_expect_not_null(strstr(f->evidence, "between forks"), "%s", f->evidence);
+	diagnose_samples(1, 3, x, 100 * th("error_share") * 2);
+	expect_found("noisy-score");
+	f = get("noisy-score");
+	if (f)
+		cr_expect_not_null(strstr(f->evidence, "one fork"), "%s", f->evidence);
+	diagnose_samples(1, 3, x, 100 * th("error_share") / 2);
+	expect_absent("noisy-score");
+}
+
+Test(findings, drift_crosses_and_not)
+{
+	/* falling by about 40% over each of two forks, with a little noise */
+	static const double falling[] = { 100, 91, 79, 70, 61, 101, 90, 80, 69, 60 };
+	static const double steady[] = { 100, 97, 103, 99, 101, 98, 102, 100, 99, 101 };
+	/* noise ±35 around a slope of -5 per iteration: -21% over a fork, but no trend a
+	 * t test can tell from the noise */
+	static const double noisy[] = { 130, 60, 120, 50, 110, 120, 70, 110, 60, 100 };
+
+	diagnose_samples(2, 5, falling, 1);
+	expect_found("drift");
+	if (get("drift"))
+		cr_expect_not_null(strstr(get("drift")->claim, "falls"));
+	diagnose_samples(2, 5, steady, 1);
+	expect_absent("drift");
+	diagnose_samples(2, 5, noisy, 1);
+	expect_absent("drift");
+}
+
+Test(findings, ranked_by_share_then_by_severity)
+{
+	char m[1024];
+
+	/* stranded 50%, scheduling 30%, and two without a share */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f}, \"probes\": [{\"attached\": true, "
+		 "\"samples\": 1000, \"categories\": {\"work\": 100, \"scheduling\": 300}}], "
+		 "\"score\": 100, \"error\": 90, \"per_worker\": {\"columns\": [\"tasks_run\"], "
+		 "\"rows\": [[100000], [1000]]}",
+		 WORKER_NS * 0.5);
+	cr_assert_eq(diagnose(m), 4);
+	cr_expect_str_eq(found[0].id, "stranded-work");
+	cr_expect_str_eq(found[1].id, "scheduling-dominates");
+	/* noisy-score is 9× over its threshold, the imbalance (cv 0.98) 2× over its own */
+	cr_expect_str_eq(found[2].id, "noisy-score");
+	cr_expect_str_eq(found[3].id, "worker-imbalance");
+	/* share first, however far over its threshold: stranded work (share 20%, 4× its
+	 * threshold) ranks after scheduling (share 30%, 1.2× its threshold) */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f}, \"probes\": [{\"attached\": true, "
+		 "\"samples\": 1000, \"categories\": {\"work\": 100, \"scheduling\": 300}}]",
+		 WORKER_NS * 0.2);
+	cr_assert_eq(diagnose(m), 2);
+	cr_expect_str_eq(found[0].id, "scheduling-dominates");
+	cr_expect_str_eq(found[1].id, "stranded-work");
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": %.0f, \"idle_while_queued_ns\": 0}, "
+		 "\"score\": 100, \"error\": 90, \"per_worker\": {\"columns\": [\"tasks_run\"], "
+		 "\"rows\": [[100000], [1000]]}",
+		 WORKER_NS * 0.5);
+	/* at most max are written, and all are counted */
+	{
+		char text[2048], err[256];
+		struct an_finding one[1];
+		struct an_result *r;
+
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"schedlab-result/1\", \"workers\": 2, \"forks\": 1, "
+			 "\"iterations\": 3, \"iteration_seconds\": 0.5, %s}", m);
+		r = an_result_parse(text, strlen(text), "t", err, sizeof(err));
+		cr_assert_not_null(r, "%s", err);
+		cr_expect_eq(an_findings(r, one, 1), 3);
+		cr_expect_str_eq(one[0].id, "stranded-work");
+		cr_expect_eq(an_findings(r, NULL, 0), 3);
+		an_result_free(r);
+	}
+}
+
+Test(findings, f_tail_matches_the_tables)
+{
+	/* F tables: the 0.05 and 0.01 points */
+	cr_expect_float_eq(an_f_upper_tail(5.143, 2, 6), 0.05, 1e-4);
+	cr_expect_float_eq(an_f_upper_tail(4.965, 1, 10), 0.05, 1e-4);
+	cr_expect_float_eq(an_f_upper_tail(10.92, 2, 6), 0.01, 1e-4);
+	cr_expect_eq(an_f_upper_tail(0, 2, 6), 1.0);
+	cr_expect_eq(an_f_upper_tail(INFINITY, 2, 6), 0.0);
+	cr_expect(isnan(an_f_upper_tail(1, 0, 6)));
+}
+
+/* ---- in the report ---------------------------------------------------------------------- */
+
+/* report.md and result.json of r, as the run folder would get them. */
+struct rendered {
+	char *md, *json;
+	size_t md_len, json_len;
+};
+
+static struct rendered render_both(const struct an_run *r)
+{
+	struct rendered out = { 0 };
+	FILE *md = open_memstream(&out.md, &out.md_len);
+	FILE *json = open_memstream(&out.json, &out.json_len);
+
+	cr_assert(md && json);
+	cr_assert_eq(an_report_markdown(r, md) | an_report_json(r, json), 0);
+	cr_assert_eq(fclose(md) | fclose(json), 0);
+	return out;
+}
+
+static const double run_samples[] = { 5.2, 5.4, 5.0 };
+static const struct an_kv run_metrics[] = { { "ops", 5 }, { "stranded_ns", 9e8 } };
+
+static struct an_run blocked_run(void)
+{
+	return (struct an_run){
+		.id = "id", .workload = "tcp-blocking", .op = "op", .preset = "kyo",
+		.unit = "ops/s", .params = "conns=8", .command = "schedlab run tcp-blocking",
+		.started = "now", .host = "host", .forks = 1, .warmup = 1, .iterations = 3,
+		.time_s = 0.2, .workers = 2, .samples = run_samples, .nsamples = 3,
+		.score = { .n = 3, .mean = 5.2, .ci_half = 0.3 },
+		.metrics = run_metrics, .nmetrics = 2,
+	};
+}
+
+Test(findings, a_report_leads_with_its_findings)
+{
+	struct an_run run = blocked_run();
+	struct an_finding f[AN_FINDINGS_MAX];
+	char err[256] = "", *table, *section, *after;
+	struct an_result *r;
+	struct rendered out;
+	int n = an_run_findings(&run, "/nonexistent/result.json", f, AN_FINDINGS_MAX, err,
+				sizeof(err));
+
+	cr_assert_geq(n, 1, "%s", err);
+	cr_expect_str_eq(f[0].id, "stranded-work");
+	cr_expect_float_eq(f[0].share, 9e8 / (2 * 3 * 0.2e9), 1e-9);
+	run.findings = f;
+	run.nfindings = (size_t)n;
+	out = render_both(&run);
+	table = strstr(out.md, "| tcp-blocking | kyo |");
+	section = strstr(out.md, "## Findings");
+	cr_assert_not_null(table);
+	cr_assert_not_null(section, "%s", out.md);
+	cr_expect_gt(section, table, "after the score table");
+	after = strstr(out.md, "## Runtime");
+	cr_expect(!after || section < after, "before the other sections");
+	cr_expect_not_null(strstr(section, "1. **Blocked workers held queued tasks"), "%s", section);
+	cr_expect_not_null(strstr(section, "Evidence: stranded_ns 900 ms"), "%s", section);
+
+	r = an_result_parse(out.json, out.json_len, "rendered", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	cr_expect_eq(an_result_len(r, "findings"), (size_t)n);
+	cr_expect_str_eq(an_result_str(r, "findings.0.id"), "stranded-work");
+	cr_expect_float_eq(an_result_num(r, "findings.0.share"), f[0].share, 1e-12);
+	cr_expect_str_eq(an_result_str(r, "findings.0.evidence"), f[0].evidence);
+	an_result_free(r);
+	free(out.md);
+	free(out.json);
+}
+
+Test(findings, a_report_says_when_none_crossed)
+{
+	static const struct an_kv quiet[] = { { "ops", 5 } };
+	static const double steady[] = { 5.2, 5.2, 5.2 };
+	struct an_run run = blocked_run();
+	struct an_finding f[AN_FINDINGS_MAX];
+	char err[256] = "";
+	struct rendered out;
+	int n;
+
+	run.metrics = quiet;
+	run.nmetrics = 1;
+	run.samples = steady;
+	run.score.ci_half = 0;
+	n = an_run_findings(&run, "r.json", f, AN_FINDINGS_MAX, err, sizeof(err));
+	cr_assert_eq(n, 0, "%d findings, first %s", n, n > 0 ? f[0].id : err);
+	run.findings = f;
+	out = render_both(&run);
+	cr_expect_not_null(strstr(out.md, "## Findings\n\nNo finding crossed its threshold.\n"),
+			   "%s", out.md);
+	cr_expect_not_null(strstr(out.json, "\"findings\": []"), "%s", out.json);
+	free(out.md);
+	free(out.json);
+	/* not computed: no section, and null */
+	run.findings = NULL;
+	out = render_both(&run);
+	cr_expect_null(strstr(out.md, "## Findings"));
+	cr_expect_not_null(strstr(out.json, "\"findings\": null"));
+	free(out.md);
+	free(out.json);
+}
