@@ -148,12 +148,9 @@ struct an_compare {
 	struct func_row *funcs;
 	size_t nfuncs;
 	const char *flame; /* the differential flame graph written, or NULL */
-	/*
-	 * FINDINGS (not yet wired): the findings that appear in B and those that vanish
-	 * from A belong here, from an_findings() run on each side, with a section in
-	 * compare.md after the counters and "findings" in compare.json. Nothing is
-	 * computed or written for them until an_findings() exists.
-	 */
+	/* each run's findings (an_findings), for those that appear, vanish or stay */
+	struct an_finding fa[AN_FINDINGS_MAX], fb[AN_FINDINGS_MAX];
+	size_t nfa, nfb;
 };
 
 static const char *run_id(const struct an_result *r)
@@ -437,6 +434,27 @@ static int make_functions(struct an_compare *c)
 	return 0;
 }
 
+static int make_findings(struct an_compare *c)
+{
+	int na = an_findings(c->a.r, c->fa, AN_FINDINGS_MAX);
+	int nb = na < 0 ? na : an_findings(c->b.r, c->fb, AN_FINDINGS_MAX);
+
+	if (na < 0 || nb < 0)
+		return na < 0 ? na : nb;
+	c->nfa = (size_t)na < AN_FINDINGS_MAX ? (size_t)na : AN_FINDINGS_MAX;
+	c->nfb = (size_t)nb < AN_FINDINGS_MAX ? (size_t)nb : AN_FINDINGS_MAX;
+	return 0;
+}
+
+/* The finding called id among n, or NULL. */
+static const struct an_finding *finding(const struct an_finding *v, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].id, id))
+			return &v[i];
+	return NULL;
+}
+
 struct an_compare *an_compare_new(const struct an_result *a, const struct an_result *b,
 				  char *err, size_t errlen)
 {
@@ -472,6 +490,8 @@ struct an_compare *an_compare_new(const struct an_result *a, const struct an_res
 		e = make_counters(c);
 	if (!e)
 		e = make_functions(c);
+	if (!e)
+		e = make_findings(c);
 	if (e)
 		goto out_free;
 	c->higher_better = an_unit_higher_is_better(c->a.unit) == 1;
@@ -776,6 +796,49 @@ static void md_functions(FILE *out, const struct an_compare *c)
 		c->nfuncs == 1 ? "" : "s", c->nfuncs > TOP_FUNCTIONS ? ", the largest shown" : "");
 }
 
+static void md_share(FILE *out, double share)
+{
+	if (isnan(share))
+		fputs("—", out);
+	else
+		fprintf(out, "%.0f%%", 100 * share);
+}
+
+/* Findings that appear in B, vanish from A, and stay, with the share each explains. */
+static void md_findings(FILE *out, const struct an_compare *c)
+{
+	fputs("## Findings\n\n", out);
+	if (!c->nfa && !c->nfb) {
+		fputs("Neither run has a finding that crossed its threshold.\n\n", out);
+		return;
+	}
+	fputs("| finding | A | B | |\n|---|---:|---:|---|\n", out);
+	for (int side = 0; side < 2; side++) {
+		/* B's findings in its ranking, then those only A had */
+		const struct an_finding *v = side ? c->fa : c->fb;
+		size_t n = side ? c->nfa : c->nfb;
+
+		for (size_t i = 0; i < n; i++) {
+			const struct an_finding *fa = side ? &v[i] : finding(c->fa, c->nfa, v[i].id);
+			const struct an_finding *fb = side ? finding(c->fb, c->nfb, v[i].id) : &v[i];
+
+			if (side && fb)
+				continue;
+			fprintf(out, "| %s | ", v[i].id);
+			if (fa)
+				md_share(out, fa->share);
+			fputs(" | ", out);
+			if (fb)
+				md_share(out, fb->share);
+			fprintf(out, " | %s: %s |\n", !fa ? "appears" : !fb ? "vanishes" : "in both",
+				v[i].claim);
+		}
+	}
+	fprintf(out, "\nEach run's findings (`schedlab diagnose` gives their evidence), by the "
+		"share of its measured time each explains (— where it is not a share of time): "
+		"%zu in A, %zu in B.\n\n", c->nfa, c->nfb);
+}
+
 static void md_flame(FILE *out, const struct an_compare *c)
 {
 	fputs("## Differential flame graph\n\n", out);
@@ -799,7 +862,7 @@ int an_compare_markdown(const struct an_compare *c, FILE *out)
 	md_throughput(out, c);
 	md_categories(out, c);
 	md_counters(out, c);
-	/* FINDINGS: the section of findings that appear and vanish goes here. */
+	md_findings(out, c);
 	md_functions(out, c);
 	md_flame(out, c);
 	return ferror(out) ? -EIO : 0;
@@ -901,6 +964,27 @@ int an_compare_json(const struct an_compare *c, FILE *out)
 		jnum(out, ", ", "delta_points", f->delta);
 		jnum(out, ", ", "chance_points", f->half);
 		fputs("}", out);
+	}
+	fputs(k ? "\n  ]" : "]", out);
+	fputs(",\n  \"findings\": [", out);
+	k = 0;
+	for (int side = 0; side < 2; side++) {
+		const struct an_finding *v = side ? c->fa : c->fb;
+		size_t n = side ? c->nfa : c->nfb;
+
+		for (size_t i = 0; i < n; i++) {
+			const struct an_finding *fa = side ? &v[i] : finding(c->fa, c->nfa, v[i].id);
+			const struct an_finding *fb = side ? finding(c->fb, c->nfb, v[i].id) : &v[i];
+
+			if (side && fb)
+				continue;
+			jstr(out, next_elem(k++), "id", v[i].id);
+			jstr(out, ", ", "change", !fa ? "appears" : !fb ? "vanishes" : "in both");
+			jnum(out, ", ", "a_share", fa ? fa->share : NAN);
+			jnum(out, ", ", "b_share", fb ? fb->share : NAN);
+			jstr(out, ", ", "claim", v[i].claim);
+			fputs("}", out);
+		}
 	}
 	fputs(k ? "\n  ]" : "]", out);
 	jstr(out, ",\n  ", "flame", c->flame);

@@ -147,7 +147,7 @@ static struct an_result *doc(struct doc_opts o)
 
 	snprintf(text, sizeof(text),
 		 "{\"schema\": \"schedlab-result/1\", \"id\": \"%s\", \"workload\": \"%s\","
-		 " \"preset\": \"%s\", \"params\": \"%s\", \"unit\": \"%s\", \"forks\": 1,"
+		 " \"preset\": \"%s\", \"params\": \"%s\", \"unit\": \"%s\", \"workers\": 2, \"forks\": 1,"
 		 " \"warmup_iterations\": 1, \"iterations\": 3, \"iteration_seconds\": 0.2,"
 		 " \"samples\": [%s], \"failure\": %s%s%s,"
 		 " \"runtime\": {\"ops\": 1000%s%s},"
@@ -309,5 +309,26 @@ Test(compare, only_counters_that_differ_materially_are_listed)
 	cr_expect_null(strstr(md, "| steals |"), "%s", md);
 	cr_expect_null(strstr(md, "| spawned |"), "%s", md);
 	cr_expect_not_null(strstr(md, "the other 2 are within that"), "%s", md);
+	free(md);
+}
+
+/* Findings that one run has and the other not: stranded work (half of A's 1.2 s of worker
+ * time) vanishes in B, and appears when the runs are swapped. */
+Test(compare, findings_that_appear_and_vanish_are_named)
+{
+	struct doc_opts stranded = { .id = "runA", .runtime = "\"stranded_ns\": 6e8" };
+	struct doc_opts clean = { .id = "runB", .runtime = "\"stranded_ns\": 0" };
+	char *md = compare_md(stranded, clean, NULL, NULL);
+
+	cr_expect_not_null(strstr(md, "## Findings"), "%s", md);
+	cr_expect_not_null(strstr(md, "| stranded-work | 50% |  | vanishes: "), "%s", md);
+	free(md);
+	stranded.id = "runB";
+	clean.id = "runA";
+	md = compare_md(clean, stranded, NULL, NULL);
+	cr_expect_not_null(strstr(md, "| stranded-work |  | 50% | appears: "), "%s", md);
+	free(md);
+	md = compare_md(clean, clean, NULL, NULL);
+	cr_expect_null(strstr(md, "stranded-work"), "%s", md);
 	free(md);
 }
