@@ -9,11 +9,11 @@
  *
  * A folded line is: the sample's category as a "[category]" frame; the thread's name;
  * grouping by task, the running task's entry function as a "[task: NAME]" frame (none
- * for a sample that ran no task); the user frames, root first; a "-" frame and the kernel frames with "_[k]" when the
- * sample has a kernel stack. Nothing is dropped: a part of a sample that was lost is
- * kept as a "[lost: ...]" frame, so the folded total equals the samples the probe
- * counted. Every sample is classified twice, by its phase word and by the stack rules
- * over its own frames; the two are compared, not merged.
+ * for a sample that ran no task); the user frames, root first; a "-" frame and the
+ * kernel frames with "_[k]" when the sample has a kernel stack. Nothing is dropped: a
+ * part of a sample that was lost is kept as a "[lost: ...]" frame, so the folded total
+ * equals the samples the probe counted. Every sample is classified twice, by its phase
+ * word and by the stack rules over its own frames; the two are compared, not merged.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -438,7 +438,6 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 		return err;
 	}
 	p->callgraph = opts.callgraph;
-	p->group_task = opts.group_task;
 	if (!want_oncpu) {
 		snprintf(p->status, sizeof(p->status), "not attached: disabled (--probes none)");
 		return 0;

@@ -4,10 +4,10 @@
  *
  * Runs on every sample of every CPU (hardirq or NMI context), so it does the least
  * it can: filter by tgid, walk the kernel stack and (unless in dwarf mode) the user
- * stack by frame pointers into a per-CPU scratch buffer, read the runtime's phase
- * word (and, grouping by task, the entry word beside it), and add one to the count under
- * {tgid, stack hashes, phase, entry, comm}; only a key's
- * first sample stores its stacks in the stacks map. A sample whose user stack the
+ * stack by frame pointers into a per-CPU scratch buffer, read the runtime's phase word
+ * (and, grouping by task, the entry word beside it), and add one to the count under
+ * {tgid, stack hashes, phase, entry, comm}; only a key's first sample stores its
+ * stacks in the stacks map. A sample whose user stack the
  * frame-pointer walk cannot give (dwarf mode, or in auto mode a walk that met code
  * built without frame pointers or did not reach its thread's root) goes to user space
  * whole instead: its registers and

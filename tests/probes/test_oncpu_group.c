@@ -23,10 +23,10 @@
 
 #define NOINLINE __attribute__((noinline))
 
-#define SPIN_ROUNDS   2000000 /* a few milliseconds of one CPU per task */
+#define SPIN_ROUNDS    2000000 /* a few milliseconds of one CPU per task */
 #define TASKS_PER_KIND 4
-#define WANT_SAMPLES  50      /* per kind: enough that a frame under the wrong one shows */
-#define MAX_WINDOWS   400     /* a bound on the loop, not the condition it waits for */
+#define WANT_SAMPLES   50  /* per kind: enough that a frame under the wrong one shows */
+#define MAX_WINDOWS    400 /* a bound on the loop, not the condition it waits for */
 
 static volatile uint64_t sink;
 
@@ -111,6 +111,12 @@ static void tally(const struct an_folded *folded, struct tally *t)
 	}
 }
 
+/* Samples in one spin function, whatever task frame they have. */
+static uint64_t spin_samples(const struct tally *t, int spin)
+{
+	return t->spin[ALPHA][spin] + t->spin[BETA][spin] + t->spin[NONE][spin];
+}
+
 static void need_bpf(void)
 {
 	char why[256];
@@ -155,9 +161,7 @@ static void profile_both_kinds(enum probe_callgraph cg, bool group_task, struct 
 		cr_assert_eq(prof.error, 0, "profile: %s", strerror(-prof.error));
 		tally(prof.folded, t);
 	} while (++windows < MAX_WINDOWS &&
-		 (t->spin[ALPHA][ALPHA] + t->spin[BETA][ALPHA] + t->spin[NONE][ALPHA] <
-			  WANT_SAMPLES ||
-		  t->spin[ALPHA][BETA] + t->spin[BETA][BETA] + t->spin[NONE][BETA] < WANT_SAMPLES));
+		 (spin_samples(t, ALPHA) < WANT_SAMPLES || spin_samples(t, BETA) < WANT_SAMPLES));
 	rt_sched_free(s);
 	hx_profile_close(&prof);
 }
