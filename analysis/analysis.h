@@ -435,6 +435,8 @@ struct an_probe_summary {
 	uint64_t taken;         /* samples the kernel delivered in that window, of any task */
 	uint64_t phase_samples[8]; /* samples by the runtime's phase when sampled */
 	const char *callgraph;  /* "fp", "dwarf" or "auto" */
+	const char *group;      /* what a folded line keeps apart under its thread: "thread",
+				 * or "task" (a [task: ENTRY] frame); NULL: not attached */
 	unsigned stack_copy;    /* DWARF: user stack bytes copied per sample */
 	unsigned ring_bytes;
 	uint64_t stack_bytes;   /* user stack bytes the DWARF samples copied */

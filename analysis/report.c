@@ -225,6 +225,8 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->event_note);
 	fputs(", \"call_graph\": ", out);
 	json_str(out, p->callgraph);
+	fputs(", \"group\": ", out);
+	json_str(out, p->group);
 	fprintf(out,
 		", \"frequency_hz\": %u, \"samples\": %llu, \"sampling\": {\"expected\": %llu, "
 		"\"taken\": %llu, \"short_pct\": %.2f, \"tolerance_pct\": %.1f, "
@@ -598,6 +600,12 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 	fputs("\n", out);
 	if (p->callgraph)
 		md_stacks(out, p);
+	if (p->group && !strcmp(p->group, "task"))
+		fputs("- Grouping: by task (--group task): under its thread, each sample of a task "
+		      "has the task's entry function as a `[task: NAME]` frame.\n",
+		      out);
+	else if (p->group)
+		fputs("- Grouping: by thread (--group thread).\n", out);
 	if (p->samples) {
 		fputs("\n  | category | samples | share |\n  | --- | ---: | ---: |\n", out);
 		for (unsigned i = 0; i < ncats(p); i++) {

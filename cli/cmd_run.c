@@ -55,6 +55,7 @@ static const char doc[] =
 	"  schedlab run spawn-join --preset kyo -c workers=4\n"
 	"  schedlab run spawn-join --probes none --json\n"
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
+	"  schedlab run workers --group task         a frame per kind of task under its thread\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n"
 	"  schedlab run spawn-join --preset kyo --baseline results/latest\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
@@ -79,6 +80,7 @@ enum {
 	OPT_CALL_GRAPH,
 	OPT_STACK_COPY,
 	OPT_BASELINE,
+	OPT_GROUP,
 };
 
 static const struct argp_option options[] = {
@@ -106,6 +108,10 @@ static const struct argp_option options[] = {
 	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0,
 	  "user stack a DWARF sample copies, from its stack pointer up (default 16384; 64 to "
 	  "65536, a multiple of 8)",
+	  2 },
+	{ "group", OPT_GROUP, "BY", 0,
+	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
+	  "running task's entry function, what was passed to rt_spawn, as a [task: NAME] frame)",
 	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0,
@@ -135,6 +141,7 @@ struct run_args {
 	bool quick, json, oncpu;
 	long freq, stack_copy;
 	int callgraph;
+	bool group_task;                /* --group task */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -268,6 +275,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 						 arg, PROBE_STACK_COPY_MAX);
 			return EINVAL;
 		}
+		return 0;
+	case OPT_GROUP:
+		if (strcmp(arg, "thread") && strcmp(arg, "task")) {
+			a->bad = cli_usage_error("--group '%s': the groupings are thread and task",
+						 arg);
+			return EINVAL;
+		}
+		a->group_task = !strcmp(arg, "task");
 		return 0;
 	case OPT_PROBES:
 		if (!strcmp(arg, "oncpu")) {
@@ -521,6 +536,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 					hx_callgraph_name(a->callgraph));
 	if (a->oncpu && a->callgraph != PROBE_CG_FP && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --stack-copy %ld", a->stack_copy);
+	if (a->oncpu && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --group %s",
+					a->group_task ? "task" : "thread");
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -702,6 +720,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.taken = prof->stats.fired;
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
+		probe.group = probe_oncpu_group_task(prof->oncpu) ? "task" : "thread";
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
 		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
 		probe.stack_bytes = prof->stats.stack_bytes;
@@ -940,6 +959,7 @@ int cmd_run(int argc, char **argv)
 	po.freq = (unsigned)a.freq;
 	po.callgraph = (enum probe_callgraph)a.callgraph;
 	po.stack_copy = (unsigned)a.stack_copy;
+	po.group_task = a.group_task;
 	if (hx_profile_open(&prof, a.oncpu, &po)) {
 		status = CLI_EXIT_FAIL;
 		cli_usage_error("out of memory");

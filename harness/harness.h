@@ -142,7 +142,9 @@ struct hx_profile {
 	struct an_symcache *symcache;
 	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */
 	struct an_rules *rules;      /* the stack rules (analysis/categories.rules) */
-	struct an_folded *folded;    /* [category];comm;user frames;-;kernel frames_[k] */
+	struct an_folded *folded;    /* [category];comm;[task: ENTRY];user frames;-;kernel
+				      * frames_[k] (the task frame only when the probe groups
+				      * by task, probe_oncpu_group_task()) */
 	struct probe_oncpu_stats stats;
 	uint64_t phase_samples[RT_PHASE_COUNT];
 	struct an_stack_quality quality;

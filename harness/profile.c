@@ -8,13 +8,15 @@
  * against the mappings read when the fork began measuring.
  *
  * A folded line is: the sample's category as a "[category]" frame; the thread's name;
- * the user frames, root first; a "-" frame and the kernel frames with "_[k]" when the
- * sample has a kernel stack. Nothing is dropped: a part of a sample that was lost is
- * kept as a "[lost: ...]" frame, so the folded total equals the samples the probe
- * counted. Every sample is classified twice, by its phase word and by the stack rules
- * over its own frames; the two are compared, not merged. A thread that is not the
- * runtime's (phase NONE: the harness thread, a server, the blocking pool) has no phase:
- * its category is the rules', all of them, and "other" where none names a frame.
+ * when grouping by task, the running task's entry function as a "[task: NAME]" frame (none
+ * for a sample that ran no task); the user frames, root first; a "-" frame and the
+ * kernel frames with "_[k]" when the sample has a kernel stack. Nothing is dropped: a
+ * part of a sample that was lost is kept as a "[lost: ...]" frame, so the folded total
+ * equals the samples the probe counted. Every sample is classified twice, by its phase
+ * word and by the stack rules over its own frames; the two are compared, not merged. A
+ * thread that is not the runtime's (phase NONE: the harness thread, a server, the
+ * blocking pool) has no phase: its category is the rules', all of them, and "other"
+ * where none names a frame.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +27,7 @@
 
 #include "harness/harness.h"
 
-#define MAX_FRAMES 300 /* category, comm, markers, user and kernel stacks of 127 each */
+#define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
 #define NAME_LEN   256
 #define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
 
@@ -63,6 +65,7 @@ struct hx__live {
 /* One sample (or an aggregate of identical ones) on its way into the profile. */
 struct sample {
 	uint64_t phase;
+	uint64_t entry;		 /* the running task's entry function; 0: none, or not grouping */
 	const char *comm;
 	const uint64_t *ustack;	 /* leaf first, raw: ustack[0] the sampled pc */
 	unsigned nuser;
@@ -194,6 +197,16 @@ static unsigned name_user(struct fold_ctx *f, const struct sample *s, size_t bas
 	return n;
 }
 
+/* "[task: NAME]" for a task's entry function: an address the task was spawned with,
+ * the function's first instruction, named as the user frames are. */
+static void task_name(struct fold_ctx *f, uint64_t entry, char *buf, size_t len)
+{
+	char name[NAME_LEN - 16];
+
+	an_usyms_name(f->usyms, entry, name, sizeof(name));
+	snprintf(buf, len, "[task: %s]", name);
+}
+
 /* Where a stack that reached no root stopped, for the quality table: the object of its
  * last frame in code, the one the walk could not get past. */
 static void note_break(struct fold_ctx *f, const struct sample *s, unsigned nuser)
@@ -240,13 +253,15 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 	else if (s->lost & PROBE_LOST_USTACK_ERROR)
 		marker = "[lost: user stack error]";
 
-	/* names[0] category, [1] comm, then kernel frames leaf first, then user frames
-	 * leaf first; frames[] is put together root first at the end */
+	/* names[0] category, [1] comm, [2] task, then kernel frames leaf first, then user
+	 * frames leaf first; frames[] is put together root first at the end */
 	snprintf(f->names[1], NAME_LEN, "%.16s", s->comm && s->comm[0] ? s->comm : "[unknown]");
 	for (char *c = f->names[1]; *c; c++)
 		if (*c == ' ')
 			*c = '_';
-	kbase = 2;
+	if (s->entry)
+		task_name(f, s->entry, f->names[2], NAME_LEN);
+	kbase = 3;
 	for (unsigned i = 0; i < s->nkernel && i < PROBE_MAX_DEPTH; i++) {
 		/* every frame but the interrupted one holds a return address */
 		kernel_name(p, i ? s->kstack[i] - 1 : s->kstack[i], f->names[kbase + i], NAME_LEN);
@@ -306,6 +321,8 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 	f->frames[nroot++] = f->names[0];
 	if (!(s->lost & PROBE_LOST_COUNTS_FULL))
 		f->frames[nroot++] = f->names[1];
+	if (s->entry && !(s->lost & PROBE_LOST_COUNTS_FULL))
+		f->frames[nroot++] = f->names[2];
 	if (marker)
 		f->frames[nroot++] = marker;
 	if (!marker && (s->lost & PROBE_LOST_RING))
@@ -335,6 +352,7 @@ static int fold_aggregate(const struct probe_stack *ps, void *arg)
 	struct fold_ctx *f = arg;
 	struct sample s = {
 		.phase = ps->phase,
+		.entry = ps->entry,
 		.comm = ps->comm,
 		.ustack = ps->ustack,
 		.nuser = ps->nuser,
@@ -356,6 +374,7 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 	struct fold_ctx *f;
 	struct sample s = {
 		.phase = ds->phase,
+		.entry = ds->entry,
 		.comm = ds->comm,
 		.kstack = ds->kstack,
 		.nkernel = ds->nkernel,

@@ -50,6 +50,7 @@ struct probe_dwarf_sample {
 	uint32_t tgid, tid;
 	char comm[16];
 	uint64_t phase;          /* as in struct probe_stack */
+	uint64_t entry;          /* as in struct probe_stack */
 	const uint64_t *regs;    /* PROBE_NREGS, DWARF order: rax rdx rcx rbx rsi rdi rbp rsp
 				  * r8..r15 rip */
 	const void *stack;       /* the user stack from regs[7] (%rsp) up */
@@ -78,6 +79,9 @@ struct probe_oncpu_opts {
 				  * every CPU, at least 64 KiB; rounded up to a power of two */
 	probe_dwarf_fn dwarf_fn; /* required unless callgraph is PROBE_CG_FP */
 	void *dwarf_ctx;
+	bool group_task;         /* read each sample's entry word (the running task's entry
+				  * function, runtime/phase.h) and keep it apart: one aggregate
+				  * per kind of task, in probe_stack.entry */
 };
 
 /* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */
@@ -95,7 +99,8 @@ struct probe_range {
 struct probe_target {
 	pid_t tgid;              /* the process whose threads are sampled */
 	int64_t phase_tls_off;   /* offset of the phase word (rt_phase_word) from the thread
-				  * pointer; 0: none */
+				  * pointer, the entry word RT_PHASE_ENTRY_OFFSET past it; 0:
+				  * none */
 	const struct probe_range *ranges; /* may be NULL; at most PROBE_MAX_RANGES are used */
 	unsigned nranges;
 };
@@ -113,6 +118,8 @@ unsigned probe_oncpu_freq(const struct probe_oncpu *p);
 const char *probe_oncpu_event_note(const struct probe_oncpu *p);
 
 enum probe_callgraph probe_oncpu_callgraph(const struct probe_oncpu *p);
+/* Whether samples are kept apart by the running task's entry function (group_task). */
+bool probe_oncpu_group_task(const struct probe_oncpu *p);
 /* How often the sampling program has run on every CPU since the probe opened, and for
  * how long in all (the kernel's BPF run-time statistics, turned on while the probe is
  * open). 0, or -ENOTSUP where the kernel would not turn them on. */
@@ -145,6 +152,8 @@ struct probe_stack {
 	char comm[16];           /* the sampled thread's name */
 	uint64_t phase;          /* the runtime's phase word (runtime/phase.h) without the task
 				  * id, which would split every task's samples apart; 0: none */
+	uint64_t entry;          /* group_task: the running task's entry function, an address
+				  * in the target; 0: no task ran, or not grouping */
 	const uint64_t *ustack;  /* leaf first; ustack[0] is the sampled IP */
 	uint32_t nuser;
 	const uint64_t *kstack;  /* leaf first */

@@ -391,6 +391,19 @@ static inline RT_PHASE_INLINE void rt__phase_set_task(uint64_t id)
 	__asm__ volatile("movl %k0, %%fs:rt_phase_word@tpoff+4" : : "r"((uint32_t)id) : "memory");
 }
 
+/* The entry word (phase.h), beside the phase word; stored here only. */
+extern __thread uint64_t rt_entry_word __attribute__((tls_model("local-exec")));
+
+/* Set the entry word: the task's fn on its way in, next to its id, and 0 on the thread's
+ * side of a switch. One plain store. */
+static inline RT_PHASE_INLINE void rt__phase_set_entry(rt_fn fn)
+{
+	__asm__ volatile("movq %0, %%fs:rt_entry_word@tpoff"
+			 :
+			 : "er"((uint64_t)(uintptr_t)fn)
+			 : "memory");
+}
+
 /* Set the whole word: the base of rt__drive (SCHED on its worker, no task) and of a
  * thread main (SCHED, no worker, no task). Returns the word it replaced, for
  * rt__phase_unset() to put back whole. */
@@ -424,8 +437,9 @@ static inline RT_PHASE_INLINE void rt__phase_set_worker(unsigned index)
 /* From a thread's own context into task t, and from task t back to its thread. Both
  * sides switch in SCHED code, so the kind is SCHED throughout: the thread stays SCHED
  * through the switch (the task sets its own word when it resumes) and, back, clears
- * the task id; the task, resumed on whichever thread, puts its id back, and the SCHED
- * operation that switched it out then restores its caller's kind (rt__phase_pop). */
+ * the entry word and the task id; the task, resumed on whichever thread, puts its entry
+ * and id back, and the SCHED operation that switched it out then restores its caller's
+ * kind (rt__phase_pop). */
 static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 {
 #if defined(RT_SANITIZE_ADDRESS)
@@ -438,6 +452,7 @@ static inline void rt__switch_in(struct rt__thread *th, struct rt_task *t)
 	RT_TSAN_SWITCH(t->tsan_fiber);
 	rt__switch(&th->sched_sp, t->sp);
 	RT_ASAN_ARRIVE(th->asan_fake, NULL, NULL);
+	rt__phase_set_entry(NULL);
 	rt__phase_set_task(0);
 }
 
@@ -449,6 +464,7 @@ static inline void rt__switch_out(struct rt__thread *th, struct rt_task *t)
 		      th->stack_len);
 	rt__switch(&t->sp, th->sched_sp);
 	RT_ASAN_ARRIVE(t->asan_fake, NULL, NULL);
+	rt__phase_set_entry(t->fn);
 	rt__phase_set_task(t->id);
 }
 

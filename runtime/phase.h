@@ -43,6 +43,18 @@
  * begun with rt_blocking_begin() says BLOCK until rt_blocking_end(), though no phase
  * function is on the stack in between (rt_blocking() is the way without it). The list
  * of phase functions, by phase, is in runtime/internal.h (RT_PHASE_FN).
+ *
+ * The entry word: RT_PHASE_ENTRY_OFFSET bytes past the phase word, a second thread-local
+ * (rt_entry_word), holds the entry function of the task the thread runs (the fn passed to
+ * rt_spawn, rt_submit or rt_spawn_elsewhere), 0 when the thread runs none. The two are
+ * defined together (sched.c), so the probe finds both from the phase word's one offset,
+ * and read the entry word only when it groups samples by task. It follows the task id:
+ * the task stores its fn where it stores its id (rt__task_main, and on the task's side
+ * of every switch, before the id: the stack is the task's from there), and the thread
+ * stores 0 on its side of every switch, before it clears the id. Each side of a switch
+ * costs one plain store more; nothing else stores it. Like the task id, it is right at
+ * every instruction of the task's code and of the thread's own, but for the few of the
+ * switch itself, between the stack pointer's load and that store.
  */
 #ifndef SCHEDLAB_RT_PHASE_H
 #define SCHEDLAB_RT_PHASE_H
@@ -69,6 +81,9 @@
 /* The word with its task id masked off: phase and worker only (what the probe keys on,
  * since a key per task would make every task's samples a stack of their own). */
 #define RT_PHASE_WITHOUT_TASK(w) ((w) & ~RT_PHASE_TASK_MASK)
+
+/* Where the entry word is: this many bytes past the phase word. */
+#define RT_PHASE_ENTRY_OFFSET 8
 
 #define RT_PHASE_WORD(kind, worker, task) \
 	((((unsigned long long)(task)) << 32) | (((unsigned long long)(worker) & 0xffff) << 8) | \

@@ -36,9 +36,26 @@
 __thread struct rt__thread *rt__tls_thread __attribute__((tls_model("local-exec")));
 
 /* Every thread's phase word (rt.h): NONE with no worker until the thread enters the
- * runtime's code; the probe reads it at rt_phase_tls_offset() from the thread pointer. */
-__thread uint64_t rt_phase_word __attribute__((tls_model("local-exec"), used)) =
-	RT_PHASE_WORD(RT_PHASE_NONE, RT_PHASE_NO_WORKER, 0);
+ * runtime's code; the probe reads it at rt_phase_tls_offset() from the thread pointer.
+ * Then its entry word (phase.h), 0: no task. Defined here in assembly, side by side,
+ * because C does not say where it lays two thread-locals, and the probe finds the entry
+ * word RT_PHASE_ENTRY_OFFSET past the phase word. */
+_Static_assert(RT_PHASE_WORD(RT_PHASE_NONE, RT_PHASE_NO_WORKER, 0) == 0xffff00 &&
+		       RT_PHASE_ENTRY_OFFSET == 8,
+	       "the initial words below");
+__asm__(".pushsection .tdata,\"awT\",@progbits\n\t"
+	".p2align 4\n\t"
+	".globl rt_phase_word\n\t"
+	".type rt_phase_word, @object\n\t"
+	".size rt_phase_word, 8\n"
+	"rt_phase_word:\n\t"
+	".quad 0xffff00\n\t"
+	".globl rt_entry_word\n\t"
+	".type rt_entry_word, @object\n\t"
+	".size rt_entry_word, 8\n"
+	"rt_entry_word:\n\t"
+	".quad 0\n\t"
+	".popsection");
 
 struct rt__worker *rt__self(void)
 {
@@ -274,6 +291,7 @@ static void run_task(struct rt__thread *th, struct rt_task *t)
 RT_PHASE_FN __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t)
 {
 	RT_ASAN_ARRIVE(NULL, NULL, NULL);
+	rt__phase_set_entry(t->fn);
 	rt__phase_set_task(t->id);
 	t->result = t->fn(t->arg);
 	rt__task_exit(t);

@@ -4,9 +4,10 @@
  *
  * Runs on every sample of every CPU (hardirq or NMI context), so it does the least
  * it can: filter by tgid, walk the kernel stack and (unless in dwarf mode) the user
- * stack by frame pointers into a per-CPU scratch buffer, read the runtime's phase
- * word, and add one to the count under {tgid, stack hashes, phase, comm}; only a key's
- * first sample stores its stacks in the stacks map. A sample whose user stack the
+ * stack by frame pointers into a per-CPU scratch buffer, read the runtime's phase word
+ * (and, grouping by task, the entry word beside it), and add one to the count under
+ * {tgid, stack hashes, phase, entry, comm}; only a key's first sample stores its
+ * stacks in the stacks map. A sample whose user stack the
  * frame-pointer walk cannot give (dwarf mode, or in auto mode a walk that met code
  * built without frame pointers or did not reach its thread's root) goes to user space
  * whole instead: its registers and
@@ -41,6 +42,9 @@ const volatile __u64 pidns_ino = 0;
  * ONCPU_STACK_MAX). */
 const volatile __u32 callgraph = ONCPU_CG_FP;
 const volatile __u32 stack_copy = 16384;
+/* Group by task: read the entry word beside the phase word into the key (a kind of task
+ * has one entry function, so the keys grow by the kinds, not by the tasks). */
+const volatile __u32 group_task = 0;
 
 /* Written by the loader through the mmapped .bss: target, phase offset and code ranges
  * first, then enabled (a release store; x86 keeps the order). Zero at load: warm-up
@@ -118,13 +122,15 @@ struct {
 } scratch SEC(".maps");
 
 /* The thread's phase word (runtime/phase.h), a thread-local variable at phase_tls_off
- * from the thread pointer; 0 when the target has none or the read faults (the page may
- * be out: no faulting allowed here). */
-static __always_inline __u64 read_phase(void)
+ * from the thread pointer, and with group_task the entry word after it into *entry;
+ * each 0 when the target has none or its read faults (the page may be out: no faulting
+ * allowed here). */
+static __always_inline __u64 read_phase(__u64 *entry)
 {
 	__u64 tp = 0, word = 0;
 	struct task_struct *task;
 
+	*entry = 0;
 	if (!phase_tls_off)
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task();
@@ -137,6 +143,11 @@ static __always_inline __u64 read_phase(void)
 #endif
 	if (!tp || bpf_probe_read_user(&word, sizeof(word), (void *)(tp + phase_tls_off)))
 		return 0;
+	/* a read of its own: a word the target lacks costs the entry, never the phase */
+	if (group_task &&
+	    bpf_probe_read_user(entry, sizeof(*entry),
+				(void *)(tp + phase_tls_off + RT_PHASE_ENTRY_OFFSET)))
+		*entry = 0;
 	return word;
 }
 
@@ -322,6 +333,7 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	d->tgid = key->tgid;
 	d->tid = tid;
 	d->phase = key->phase;
+	d->entry = key->entry;
 	d->lost = key->lost & (ONCPU_LOST_KSTACK_FULL | ONCPU_LOST_KSTACK_ERROR);
 	d->stack_len = got;
 	d->fallback = fallback;
@@ -391,8 +403,9 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 			key.lost |= ONCPU_LOST_KSTACK_ERROR;
 	}
 	/* phase and worker only: the task id would make every task's samples a key of
-	 * their own and fill the map on a spawn-heavy workload */
-	key.phase = RT_PHASE_WITHOUT_TASK(read_phase());
+	 * their own and fill the map on a spawn-heavy workload; the entry function (0
+	 * unless grouping by task) is one per kind of task */
+	key.phase = RT_PHASE_WITHOUT_TASK(read_phase(&key.entry));
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 
 	if (!dwarf) {

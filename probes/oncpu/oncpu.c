@@ -35,11 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct oncpu_key) == 48, "oncpu_key ABI");
+_Static_assert(sizeof(struct oncpu_key) == 56, "oncpu_key ABI");
 _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
 _Static_assert(sizeof(struct oncpu_counters) == 88, "oncpu_counters ABI");
 _Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
-_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1200, "oncpu_dwarf_sample ABI");
+_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1208, "oncpu_dwarf_sample ABI");
 _Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       ONCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       ONCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
@@ -68,6 +68,7 @@ struct probe_oncpu {
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
 	bool started;
+	bool group_task;           /* the entry word is read and kept in the key */
 	uint64_t window_start_ns;  /* CLOCK_MONOTONIC when sampling was last enabled */
 	uint64_t window_ns;        /* time enabled since the last drain */
 	uint32_t last_tgid;        /* owner of the counts-full record */
@@ -141,6 +142,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		.tgid = d->tgid,
 		.tid = d->tid,
 		.phase = d->phase,
+		.entry = d->entry,
 		.regs = (const uint64_t *)d->regs,
 		.stack = d->stack,
 		.stack_len = d->stack_len <= size - sizeof(*d) ? d->stack_len :
@@ -247,6 +249,8 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	p->skel->rodata->pidns_ino = ns.st_ino;
 	p->skel->rodata->callgraph = p->callgraph;
 	p->skel->rodata->stack_copy = p->stack_copy;
+	p->skel->rodata->group_task = o->group_task;
+	p->group_task = o->group_task;
 	p->ring_bytes = p->callgraph == PROBE_CG_FP ? (unsigned)sysconf(_SC_PAGESIZE) :
 			ring_size(o->ring_bytes, p->freq, p->ncpus, p->stack_copy);
 	ret = bpf_map__set_max_entries(p->skel->maps.stacks, stack_entries);
@@ -363,6 +367,11 @@ int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t
 	*runs = info.run_cnt;
 	*ns = info.run_time_ns;
 	return 0;
+}
+
+bool probe_oncpu_group_task(const struct probe_oncpu *p)
+{
+	return p->group_task;
 }
 
 enum probe_callgraph probe_oncpu_callgraph(const struct probe_oncpu *p)
@@ -524,7 +533,9 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct oncpu_key *k = &p->keys[i];
-		struct probe_stack s = { .tgid = k->tgid, .phase = k->phase, .lost = k->lost };
+		struct probe_stack s = {
+			.tgid = k->tgid, .phase = k->phase, .entry = k->entry, .lost = k->lost
+		};
 		__u64 count;
 		int nu, nk;
 

@@ -71,6 +71,9 @@ struct oncpu_key {
 	__u64 kstack;		/* stacks-map key (content hash), or ONCPU_NO_STACK */
 	__u64 phase;		/* the phase word's phase and worker (runtime/phase.h), task
 				 * id masked off; 0: none */
+	__u64 entry;		/* grouping by task: the running task's entry function (the
+				 * entry word, runtime/phase.h), one key per kind of task; 0:
+				 * no task, or not grouping */
 	char comm[ONCPU_COMM_LEN]; /* the sampled thread's name */
 };
 
@@ -80,6 +83,7 @@ struct oncpu_dwarf_sample {
 	__u32 tgid;
 	__u32 tid;
 	__u64 phase;		  /* as in oncpu_key */
+	__u64 entry;		  /* as in oncpu_key */
 	__u32 lost;		  /* ONCPU_LOST_KSTACK_* */
 	__u32 stack_len;	  /* bytes of stack copied from regs[7] up */
 	__u32 knr;		  /* kernel ips in kips */

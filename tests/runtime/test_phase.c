@@ -7,6 +7,8 @@
  * workers, the reactor and the monitor. At each point a task or a commit can reach, the
  * word also agrees with the other method: a leaf-first walk of the frame pointers,
  * where the first phase function named decides, and none means the task's own work.
+ * The entry word beside it names the running task's function in the task, and 0 on
+ * the thread's own side of every switch.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -39,6 +41,12 @@ static char *thread_pointer(void)
 static uint64_t *word_ptr_of(const char *tp)
 {
 	return (uint64_t *)(tp + rt_phase_tls_offset());
+}
+
+/* The entry word of that thread, RT_PHASE_ENTRY_OFFSET past its phase word. */
+static uint64_t *entry_ptr_of(const char *tp)
+{
+	return (uint64_t *)(tp + rt_phase_tls_offset() + RT_PHASE_ENTRY_OFFSET);
 }
 
 /* Read as the probe reads it, from outside the memory model: ThreadSanitizer cannot
@@ -140,6 +148,7 @@ static const struct {
 /* One look at a thread: its word, and who it says runs, with the frames around. */
 struct point {
 	uint64_t word;
+	uint64_t entry;   /* the entry word */
 	unsigned worker;  /* rt_worker_index() */
 	uint64_t task;    /* rt_task_id(rt_current()); 0: none */
 	uint64_t ra[STACK_MAX]; /* return addresses, leaf first */
@@ -156,6 +165,7 @@ static __attribute__((noinline)) void note(struct point *pt)
 	struct rt_task *t = rt_current();
 
 	pt->word = word_at(word_ptr_of(thread_pointer()));
+	pt->entry = word_at(entry_ptr_of(thread_pointer()));
 	pt->worker = rt_worker_index();
 	pt->task = t ? rt_task_id(t) : 0;
 	pt->n = 0;
@@ -718,4 +728,82 @@ Test(phase, a_commit_runs_on_the_thread_in_sched_with_no_task, .timeout = 60)
 		expect_point(&r, &p.after, RT_PHASE_RUN, true, what);
 	}
 	rule_close(&r);
+}
+
+/* ---- the entry word ---------------------------------------------------------------------- */
+
+struct entry_points {
+	struct point outer, inner, after_join, commit, after_suspend;
+};
+
+#define FN_ADDR(fn) ((uint64_t)(uintptr_t)(fn))
+
+static uint64_t entry_inner(void *arg)
+{
+	struct entry_points *e = arg;
+
+	note(&e->inner);
+	rt__suspend(note_on_the_thread, &e->commit);
+	note(&e->after_suspend);
+	return 0;
+}
+
+static uint64_t entry_outer(void *arg)
+{
+	struct entry_points *e = arg;
+
+	note(&e->outer);
+	rt_join(rt_spawn(entry_inner, e));
+	note(&e->after_join); /* resumed, perhaps on the other worker */
+	return 0;
+}
+
+static void expect_entry(const struct point *pt, uint64_t want, const char *what)
+{
+	cr_assert(__atomic_load_n(&pt->taken, __ATOMIC_ACQUIRE), "%s: never reached", what);
+	cr_expect_eq(pt->entry, want, "%s: entry word %#llx, want %#llx", what,
+		     (unsigned long long)pt->entry, (unsigned long long)want);
+}
+
+/* In a task the word is the function the task was spawned with (a child's its own, the
+ * parent's again once it resumes); on the thread's side of a switch, and on a worker
+ * that has run tasks and parked, 0. */
+Test(phase, the_entry_word_names_the_running_tasks_function_and_none_off_a_task, .timeout = 60)
+{
+	static const char *const presets[] = { "ce", "kyo", "threads" };
+
+	cr_expect_eq((char *)&rt_entry_word - (char *)&rt_phase_word, RT_PHASE_ENTRY_OFFSET);
+	cr_expect_eq(word_at(entry_ptr_of(thread_pointer())), 0, "not a runtime thread");
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		struct rt_sched *s = rt_test_start(presets[i], 2);
+		struct entry_points e = { 0 };
+		char what[96];
+
+		cr_expect_eq(rt_join(rt_submit(s, entry_outer, &e)), 0);
+		for (unsigned w = 0; w < rt_sched_workers(s); w++) {
+			struct rt__thread *th = __atomic_load_n(&s->workers[w]->thread,
+								__ATOMIC_ACQUIRE);
+			uint64_t *word;
+
+			if (!th)
+				continue; /* threads: no worker thread runs tasks */
+			word = await_published(&th->phase);
+			cr_assert_not_null(word, "%s: worker %u never published its word",
+					   presets[i], w);
+			await_kind(word, RT_PHASE_PARK);
+			cr_expect_eq(word_at(word + RT_PHASE_ENTRY_OFFSET / sizeof(*word)), 0,
+				     "%s: parked worker %u names a task's entry", presets[i], w);
+		}
+		rt_sched_free(s);
+		snprintf(what, sizeof(what), "%s: the outer task", presets[i]);
+		expect_entry(&e.outer, FN_ADDR(entry_outer), what);
+		snprintf(what, sizeof(what), "%s: the task it spawned", presets[i]);
+		expect_entry(&e.inner, FN_ADDR(entry_inner), what);
+		snprintf(what, sizeof(what), "%s: the outer task after the join", presets[i]);
+		expect_entry(&e.after_join, FN_ADDR(entry_outer), what);
+		snprintf(what, sizeof(what), "%s: a commit on the thread", presets[i]);
+		expect_entry(&e.commit, 0, what);
+		snprintf(what, sizeof(what), "%s: the spawned task after its suspend", presets[i]);
+		expect_entry(&e.after_suspend, FN_ADDR(entry_inner), what);
+	}
 }
