@@ -299,10 +299,14 @@ fuzz-run: $(FUZZ_BINS)
 	done; exit $$status
 
 # ---------------------------------------------------------------------------
-# The default job: two workloads under the on-CPU probe, a table and flame graphs.
+# The default job: the blocking-TCP study (a blocked worker strands its queue under kyo
+# until the flush and the extra workers fix it) and spawn-join, under ce, kyo and kyo's
+# two fixes, with the on-CPU probe: the table, each configuration's top finding, and
+# where its flame graph and report are.
+RUN_JOB := tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2
 
 run: $(BIN)
-	$(Q)$(BIN) run spawn-join workers $(RUN_ARGS)
+	$(Q)$(BIN) run $(RUN_JOB) $(RUN_ARGS)
 
 # ---------------------------------------------------------------------------
 # Benchmarks

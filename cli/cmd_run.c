@@ -507,6 +507,7 @@ struct run_row {
 	bool unwritten; /* a file of the run folder could not be written */
 	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
 	size_t nwl;
+	struct an_finding top; /* its first finding; top.id is "" when it has none */
 };
 
 static void describe_host(char *buf, size_t len)
@@ -812,6 +813,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
 	attach_findings(&run, row->dir, findings);
+	if (run.nfindings)
+		row->top = run.findings[0];
 
 	err2 = write_report(row->dir, "result.json", write_json, &run);
 	if (!err2) {
@@ -886,6 +889,20 @@ static void print_table(const struct run_row *rows, size_t n)
 		for (size_t k = 0; k < rows[i].nwl; k++)
 			printf("%s%-16s %s: %.1f %s\n", i || k ? "" : "\n", k ? "" : rows[i].workload,
 			       rows[i].wl[k].name, rows[i].wl[k].value, rows[i].wl[k].unit);
+	for (size_t i = 0, shown = 0; i < n; i++) {
+		const struct an_finding *f = &rows[i].top;
+		char share[16] = "";
+
+		if (rows[i].failed || !f->id[0])
+			continue;
+		if (!shown++)
+			printf("\nTop findings ('schedlab diagnose RUN_FOLDER' gives the evidence and "
+			       "what to try):\n");
+		if (!isnan(f->share))
+			snprintf(share, sizeof(share), "%3.0f%%", 100 * f->share);
+		printf("  %-16s %-10s %4s  %s: %s\n", rows[i].workload, rows[i].preset, share,
+		       f->id, f->claim);
+	}
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].unwritten)
