@@ -35,6 +35,29 @@ struct an_summary {
 /* Summarize x[0..n). Returns 0, or -EINVAL when n == 0 or confidence is outside (0, 1). */
 int an_summarize(const double *x, size_t n, double confidence, struct an_summary *out);
 
+/* ---- growth fits -------------------------------------------------------------------- */
+
+/* How a cost grows with a size: ordinary least squares on log-log, ln y = a + k ln x
+ * (natural logarithms), k the growth exponent. */
+#define AN_FIT_MAX_POINTS 256
+#define AN_FIT_TOO_FEW "too few points for a fit"
+
+struct an_fit {
+	size_t n;
+	double k, a;       /* slope (the exponent) and intercept */
+	double se_k, se_a; /* standard errors, n - 2 degrees of freedom; NAN when n < 3 */
+	double rss;        /* residual sum of squares, in ln y */
+	double r2;
+};
+
+/* Fit x[0..n), y[0..n). 0, or -EINVAL when n < 2 or above AN_FIT_MAX_POINTS, a value
+ * is not positive and finite, or every x is the same. */
+int an_fit_loglog(const double *x, const double *y, size_t n, struct an_fit *out);
+/* The growth the fit f of these points shows: "constant", "logarithmic", "sublinear",
+ * "linear", "n log n", "quadratic", "cubic", ... (the table in fit.c says when each is
+ * given); AN_FIT_TOO_FEW below three points. A static string. */
+const char *an_fit_verdict(const double *x, const double *y, size_t n, const struct an_fit *f);
+
 /* ---- files ------------------------------------------------------------------------------ */
 
 /* Write a file whole or not at all (files.c says how each kind of path is treated):
