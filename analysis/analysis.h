@@ -405,6 +405,10 @@ struct an_run {
 /* Write result.json / report.md for r. 0 or -errno. */
 int an_report_json(const struct an_run *r, FILE *out);
 int an_report_markdown(const struct an_run *r, FILE *out);
+/* JSON values as the reports write them, for other writers: a string quoted and escaped
+ * (NULL: null), a number with 17 digits (NaN and infinities: null). */
+void an_json_str(FILE *out, const char *s);
+void an_json_num(FILE *out, double v);
 /* Format v with thousands grouped and `decimals` digits after the point: 12,345.67. */
 void an_format_number(double v, int decimals, char *buf, size_t len);
 /* The decimals a score and its error are shown with, as the studies print them:

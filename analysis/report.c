@@ -91,6 +91,16 @@ static void json_num(FILE *out, double v)
 		fputs("null", out);
 }
 
+void an_json_str(FILE *out, const char *s)
+{
+	json_str(out, s);
+}
+
+void an_json_num(FILE *out, double v)
+{
+	json_num(out, v);
+}
+
 /* The largest gap, in points, between the phase word's and the stacks' share of a
  * category; *worst is the category. 0 when nothing was classified. */
 static double agreement_gap(const struct an_agreement *a, unsigned *worst)

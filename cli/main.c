@@ -29,6 +29,7 @@ static const struct {
 	{ "run", cmd_run, "run workloads under the probes; throughput, folded stacks, flame graphs" },
 	{ "list", cmd_list, "list workloads, presets, knobs and probes" },
 	{ "flame", cmd_flame, "render a folded-stack file as an interactive SVG flame graph" },
+	{ "sweep", cmd_sweep, "run a grid of parameter values; growth exponents of time and bytes per op" },
 	{ "__fork", cmd_fork, NULL }, /* the benchmark process `run` re-executes */
 	{ "__tcp-server", cmd_tcp_server, NULL }, /* the tcp workloads' server process */
 };
