@@ -52,10 +52,10 @@ static const char doc[] =
 	"sweep.json and sweep.svg (a log-log plot: points with error bars, the fitted "
 	"lines, a legend).\v"
 	"Examples:\n"
-	"  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 -P interpreter=naive,stack "
-	"--quick\n"
+	"  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 --quick\n"
+	"  schedlab sweep bind-chain -P depth=1000,10000 -P interpreter=naive,stack\n"
 	"  schedlab sweep spawn-join -P n=100,1000,10000 --preset ce,kyo -o /tmp/sj\n"
-	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --forks 2 --probes none\n\n"
+	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --probes none\n\n"
 	"The run options (--quick, --forks, --warmup, --iterations, --time, --probes, --freq, "
 	"--call-graph, --stack-copy) go to every point. The grid holds at most 64 points. "
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
@@ -339,7 +339,8 @@ static void mark_numeric(struct sweep_args *a, const struct hx_spec *s)
 	}
 }
 
-static void label_point(const struct sweep_args *a, struct point *p, size_t i, const char *dir)
+static void label_point(const struct sweep_args *a, struct point *p, size_t i, const char *dir,
+			const char *preset)
 {
 	size_t off = 0, doff;
 	char *name;
@@ -357,6 +358,8 @@ static void label_point(const struct sweep_args *a, struct point *p, size_t i, c
 					 "-%s%s%s", dm->kind == 'p' ? "" : dm->name,
 					 dm->kind == 'p' ? "" : "=", dm->values[p->idx[d]]);
 	}
+	if (!point_preset(a, p) && off < sizeof(p->label))
+		snprintf(p->label + off, sizeof(p->label) - off, " preset %s", preset);
 	/* a value may hold anything a shell passes: keep the folder name to plain characters */
 	for (char *c = name; *c; c++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.=-_", *c))
@@ -388,6 +391,33 @@ static void last_line(const char *path, char *buf, size_t len)
 		fclose(f);
 }
 
+/* Run argv (argv[0] a path) with stdout to /dev/null and stderr to err_fd; its exit
+ * status (128 + N for a signal), or -errno when it could not start. */
+static int spawn(const char *const *argv, int err_fd)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
 /* Run `schedlab run` for p; its exit status, or -errno when it could not start. */
 static int run_child(const struct sweep_args *a, const char *self, const struct point *p,
 		     const char *log)
@@ -396,7 +426,6 @@ static int run_child(const struct sweep_args *a, const char *self, const struct 
 	char assign[SWEEP_MAX_DIMS][256];
 	size_t n = 0;
 	int status, fd;
-	pid_t pid;
 
 	argv[n++] = self;
 	argv[n++] = "run";
@@ -422,29 +451,47 @@ static int run_child(const struct sweep_args *a, const char *self, const struct 
 	fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
-			_exit(127);
-		execv(self, (char *const *)argv);
-		_exit(127);
-	}
+	status = spawn(argv, fd);
 	close(fd);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	return status;
+}
+
+/* The run options, checked by `run` itself before anything runs: argp reads them in
+ * order and stops at the --help after them, so the first it refuses is its one-line
+ * error (exit 2) and good ones end in the help text, exit 0. */
+static int check_run_options(const struct sweep_args *a, const char *self)
+{
+	const char *argv[4 + SWEEP_MAX_PASS];
+	char msg[1024];
+	size_t n = 0, got = 0;
+	int fds[2], st;
+	ssize_t r;
+
+	if (!a->npass)
+		return 0;
+	argv[n++] = self;
+	argv[n++] = "run";
+	for (size_t i = 0; i < a->npass; i++)
+		argv[n++] = a->pass[i];
+	argv[n++] = "--help";
+	argv[n] = NULL;
+	if (pipe2(fds, O_CLOEXEC))
+		return cli_usage_error("cannot check the run options: %s", strerror(errno));
+	st = spawn(argv, fds[1]);
+	close(fds[1]);
+	while (got + 1 < sizeof(msg) && (r = read(fds[0], msg + got, sizeof(msg) - 1 - got)) > 0)
+		got += (size_t)r;
+	close(fds[0]);
+	msg[got] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	if (st == 0)
+		return 0;
+	if (st == CLI_EXIT_USAGE && msg[0]) {
+		fprintf(stderr, "%s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
+	return cli_usage_error("cannot check the run options: %s",
+			       st < 0 ? strerror(-st) : "run exited without saying why");
 }
 
 /* Read the point's result.json back: the score, time per op, bytes per op. */
@@ -486,7 +533,6 @@ static void progress(const struct sweep *sw, size_t i)
 	char score[64], err[64];
 	int dec = an_score_decimals(p->score, p->error);
 
-	fprintf(stderr, "[%zu/%zu] %s %s ", i + 1, sw->npoints, sw->a->workload, p->label);
 	if (p->failed) {
 		fprintf(stderr, "failed: %s\n", p->reason);
 		return;
@@ -503,7 +549,7 @@ static int run_point(struct sweep *sw, size_t i, const char *self)
 	char log[PATH_MAX + 16], line[1024];
 	int st;
 
-	fprintf(stderr, "[%zu/%zu] %s %s ...\n", i + 1, sw->npoints, sw->a->workload, p->label);
+	fprintf(stderr, "[%zu/%zu] %s %s ... ", i + 1, sw->npoints, sw->a->workload, p->label);
 	snprintf(log, sizeof(log), "%s.log", p->dir);
 	st = run_child(sw->a, self, p, log);
 	p->ran = true;
@@ -512,9 +558,13 @@ static int run_point(struct sweep *sw, size_t i, const char *self)
 		snprintf(p->reason, sizeof(p->reason), "cannot start the run: %s", strerror(-st));
 	} else if (st == CLI_EXIT_USAGE) {
 		last_line(log, line, sizeof(line));
-		fprintf(stderr, "%s\n", line[0] ? line : "schedlab: the run refused its options");
+		fprintf(stderr, "refused\n%s\n", line[0] ? line : "schedlab: the run refused its options");
+		/* nothing ran: leave no folder behind (rmdir only removes an empty one) */
+		unlink(log);
+		rmdir(p->dir);
 		return CLI_EXIT_USAGE;
 	} else if (st == CLI_EXIT_INTERRUPTED || interrupted) {
+		fputs("interrupted\n", stderr);
 		p->ran = false;
 		return CLI_EXIT_INTERRUPTED;
 	} else {
@@ -548,7 +598,7 @@ static void group_label(const struct sweep *sw, size_t i, size_t d, char *buf, s
 	for (size_t k = 0; k < sw->a->ndims; k++) {
 		const struct dim *dm = &sw->a->dims[k];
 
-		if (k == d)
+		if (k == d || dm->nvalues < 2)
 			continue;
 		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s=%s",
 					off ? " " : "", dm->name, dm->values[sw->points[i].idx[k]]);
@@ -986,13 +1036,16 @@ int cmd_sweep(int argc, char **argv)
 		goto out_free;
 	}
 	self[len] = '\0';
+	status = check_run_options(&a, self);
+	if (status)
+		goto out_free;
 	status = make_sweep_dir(a.out, a.workload, dir, sizeof(dir));
 	if (status)
 		goto out_free;
 	sw.dir = dir;
 	describe_command(&sw, argc, argv);
 	for (size_t i = 0; i < n; i++)
-		label_point(&a, &sw.points[i], i, dir);
+		label_point(&a, &sw.points[i], i, dir, spec.rt.preset);
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1004,8 +1057,11 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		failed += sw.points[i].failed;
 	}
-	if (status == CLI_EXIT_USAGE) /* the sweep folder holds only the refused point's log */
+	if (status == CLI_EXIT_USAGE) {
+		if (!a.out)
+			rmdir(dir);
 		goto out_free;
+	}
 	if (interrupted)
 		status = CLI_EXIT_INTERRUPTED;
 	if (make_fits(&sw)) {
