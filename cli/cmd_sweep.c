@@ -57,7 +57,7 @@ static const char doc[] =
 	"  schedlab sweep spawn-join -P n=100,1000,10000 --preset ce,kyo -o /tmp/sj\n"
 	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --probes none\n\n"
 	"The run options (--quick, --forks, --warmup, --iterations, --time, --probes, --freq, "
-	"--call-graph, --stack-copy) go to every point. The grid holds at most 64 points. "
+	"--call-graph, --stack-copy) go to every point. A grid has at most 64 points. "
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
 	"NN-*.log why), 2 for bad input, 130 when interrupted.";
 
@@ -894,13 +894,18 @@ static int write_svg(void *ctx, FILE *out)
 		if (strcmp(f->metric, "time/op") || (dim != SIZE_MAX && f->dim != dim) || !f->n)
 			continue;
 		dim = f->dim;
-		fmt_fit(f, notes[plot.nseries], sizeof(notes[0]));
-		series[plot.nseries++] = (struct fg_plot_series){
+		if (f->n >= 3 && isfinite(f->fit.k))
+			snprintf(notes[plot.nseries], sizeof(notes[0]), "k = %.2f ± %.2f, %s",
+				 f->fit.k, f->fit.se_k, f->verdict);
+		else
+			snprintf(notes[plot.nseries], sizeof(notes[0]), "%s", AN_FIT_TOO_FEW);
+		series[plot.nseries] = (struct fg_plot_series){
 			.label = f->group[0] ? f->group : sw->a->workload,
 			.note = notes[plot.nseries],
 			.x = f->x, .y = f->y, .err = f->err, .n = f->n,
 			.k = f->n >= 3 ? f->fit.k : NAN, .a = f->n >= 3 ? f->fit.a : NAN,
 		};
+		plot.nseries++;
 	}
 	snprintf(title, sizeof(title), "%s: time per op%s%s", sw->a->workload,
 		 dim == SIZE_MAX ? "" : " against ", dim == SIZE_MAX ? "" : sw->a->dims[dim].name);

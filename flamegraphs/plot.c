@@ -15,10 +15,10 @@
 #include "flamegraphs/flamegraph.h"
 #include "flamegraphs/internal.h"
 
-#define WIDTH	   860
+#define WIDTH	   980
 #define HEIGHT	   520
 #define LEFT	   90  /* room for the y tick labels and the axis name */
-#define RIGHT	   300 /* the legend */
+#define RIGHT	   400 /* the legend */
 #define TOP	   50
 #define BOTTOM	   60
 #define PLOT_W	   (WIDTH - LEFT - RIGHT)

@@ -94,7 +94,7 @@ Test(sweep_cli, help_shows_usage_and_examples)
 
 	cr_expect_eq(run_schedlab(argv), 0);
 	cr_expect_not_null(strstr(out_text, "-P depth=1000,3000,10000,30000 --quick"), "%s", out_text);
-	cr_expect_not_null(strstr(out_text, "holds at most 64"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "at most 64"), "%s", out_text);
 }
 
 /* sweep.json, parsed. */
