@@ -205,10 +205,34 @@ static int add_dim(struct sweep_args *a, char kind, const char *opt, const char 
 	return 0;
 }
 
+/* The run option a key stands for, as `run` spells it. */
+static const char *run_flag(int key)
+{
+	switch (key) {
+	case OPT_QUICK:
+		return "--quick";
+	case OPT_FORKS:
+		return "--forks";
+	case OPT_WARMUP:
+		return "--warmup";
+	case OPT_ITERATIONS:
+		return "--iterations";
+	case OPT_TIME:
+		return "--time";
+	case OPT_PROBES:
+		return "--probes";
+	case OPT_FREQ:
+		return "--freq";
+	case OPT_CALL_GRAPH:
+		return "--call-graph";
+	default:
+		return "--stack-copy";
+	}
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct sweep_args *a = state->input;
-	const struct argp_option *o;
 
 	switch (key) {
 	case 'P':
@@ -229,22 +253,15 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_FREQ:
 	case OPT_CALL_GRAPH:
 	case OPT_STACK_COPY:
-		/* handed on as typed: each point's `run` checks them, and the first refusal
-		 * stops the sweep before anything else runs */
-		for (o = options; o->name && o->key != key; o++)
-			;
+		/* handed on as typed: `run` checks them (check_run_options()) */
 		if (a->npass + 2 > SWEEP_MAX_PASS) {
-			a->bad = cli_usage_error("too many run options");
+			a->bad = cli_usage_error("too many run options (at most %d)",
+						 SWEEP_MAX_PASS / 2);
 			return EINVAL;
 		}
-		a->pass[a->npass++] = key == OPT_QUICK ? "--quick" : NULL;
-		if (key != OPT_QUICK) {
-			static char flags[SWEEP_MAX_PASS][32]; /* argp's lifetime: this command */
-
-			snprintf(flags[a->npass - 1], sizeof(flags[0]), "--%s", o->name);
-			a->pass[a->npass - 1] = flags[a->npass - 1];
+		a->pass[a->npass++] = run_flag(key);
+		if (key != OPT_QUICK)
 			a->pass[a->npass++] = arg;
-		}
 		return 0;
 	case ARGP_KEY_ARG:
 		if (a->workload) {
@@ -277,7 +294,7 @@ static size_t grid_size(const struct sweep_args *a, char *dims, size_t len)
 	size_t n = 1, off = 0;
 
 	for (size_t d = 0; d < a->ndims; d++) {
-		n = n > SWEEP_MAX_POINTS * SWEEP_MAX_VALUES ? n : n * a->dims[d].nvalues;
+		n *= a->dims[d].nvalues; /* at most 64^8: no overflow */
 		off += (size_t)snprintf(dims + off, off < len ? len - off : 0, "%s%zu", d ? " × " : "",
 					a->dims[d].nvalues);
 	}
