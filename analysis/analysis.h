@@ -38,6 +38,29 @@ struct an_summary {
 /* Summarize x[0..n). Returns 0, or -EINVAL when n == 0 or confidence is outside (0, 1). */
 int an_summarize(const double *x, size_t n, double confidence, struct an_summary *out);
 
+/* ---- growth fits -------------------------------------------------------------------- */
+
+/* How a cost grows with a size: ordinary least squares on log-log, ln y = a + k ln x
+ * (natural logarithms), k the growth exponent. */
+#define AN_FIT_MAX_POINTS 256
+#define AN_FIT_TOO_FEW "too few points for a fit"
+
+struct an_fit {
+	size_t n;
+	double k, a;       /* slope (the exponent) and intercept */
+	double se_k, se_a; /* standard errors, n - 2 degrees of freedom; NAN when n < 3 */
+	double rss;        /* residual sum of squares, in ln y */
+	double r2;
+};
+
+/* Fit x[0..n), y[0..n). 0, or -EINVAL when n < 2 or above AN_FIT_MAX_POINTS, a value
+ * is not positive and finite, or every x is the same. */
+int an_fit_loglog(const double *x, const double *y, size_t n, struct an_fit *out);
+/* The growth the fit f of these points shows: "constant", "logarithmic", "sublinear",
+ * "linear", "n log n", "quadratic", "cubic", ... (the table in fit.c says when each is
+ * given); AN_FIT_TOO_FEW below three points. A static string. */
+const char *an_fit_verdict(const double *x, const double *y, size_t n, const struct an_fit *f);
+
 /* ---- files ------------------------------------------------------------------------------ */
 
 /* Write a file whole or not at all (files.c says how each kind of path is treated):
@@ -507,8 +530,6 @@ struct an_run {
 /* Write result.json / report.md for r. 0 or -errno. */
 int an_report_json(const struct an_run *r, FILE *out);
 int an_report_markdown(const struct an_run *r, FILE *out);
-/* s as a JSON string, escaped; null for NULL. */
-void an_json_string(FILE *out, const char *s);
 /* Findings as a JSON array of {id, share, claim, evidence, action} (share null when NAN). */
 int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
 /* The findings of r as an_findings() gives them for the result.json r renders to (read
@@ -517,6 +538,10 @@ int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
  * written; how many there are, or -errno with one line in err. */
 int an_run_findings(const struct an_run *r, const char *source, struct an_finding *out,
 		    size_t max, char *err, size_t errlen);
+/* JSON values as the reports write them, for other writers: a string quoted and escaped
+ * (NULL: null), a number with 17 digits (NaN and infinities: null). */
+void an_json_str(FILE *out, const char *s);
+void an_json_num(FILE *out, double v);
 /* Format v with thousands grouped and `decimals` digits after the point: 12,345.67. */
 void an_format_number(double v, int decimals, char *buf, size_t len);
 /* The decimals a score and its error are shown with, as the studies print them:

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
-#include "analysis/json_internal.h"
 
 /* The 99.95th percentile of the standard normal: a two-sided 99.9% interval for a share
  * of many samples (a binomial proportion, by the normal approximation). */
@@ -874,13 +873,13 @@ int an_compare_markdown(const struct an_compare *c, FILE *out)
 static void jstr(FILE *out, const char *sep, const char *key, const char *v)
 {
 	fprintf(out, "%s\"%s\": ", sep, key);
-	an__json_str(out, v);
+	an_json_str(out, v);
 }
 
 static void jnum(FILE *out, const char *sep, const char *key, double v)
 {
 	fprintf(out, "%s\"%s\": ", sep, key);
-	an__json_num(out, v);
+	an_json_num(out, v);
 }
 
 static void json_side(FILE *out, const struct side *s)

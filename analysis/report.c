@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
-#include "analysis/json_internal.h"
 #include "runtime/phase.h"
 
 void an_format_number(double v, int decimals, char *buf, size_t len)
@@ -90,6 +89,16 @@ static void json_num(FILE *out, double v)
 		fprintf(out, "%.17g", v);
 	else
 		fputs("null", out);
+}
+
+void an_json_str(FILE *out, const char *s)
+{
+	json_str(out, s);
+}
+
+void an_json_num(FILE *out, double v)
+{
+	json_num(out, v);
 }
 
 /* The largest gap, in points, between the phase word's and the stacks' share of a
@@ -394,11 +403,6 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs("null", out);
 	fputs("\n}\n", out);
 	return ferror(out) ? -EIO : 0;
-}
-
-void an_json_string(FILE *out, const char *s)
-{
-	json_str(out, s);
 }
 
 int an_findings_json(const struct an_finding *f, size_t n, FILE *out)
@@ -777,15 +781,4 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 	fprintf(out, "Reproduce: `%s`  \nRun %s, started %s on %s.\n", r->command, r->id,
 		r->started, r->host);
 	return ferror(out) ? -EIO : 0;
-}
-
-/* The JSON writers above, for the other reports of this folder (compare.json). */
-void an__json_str(FILE *out, const char *s)
-{
-	json_str(out, s);
-}
-
-void an__json_num(FILE *out, double v)
-{
-	json_num(out, v);
 }

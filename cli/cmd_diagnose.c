@@ -110,11 +110,11 @@ static void print_text(const char *run, const struct diagnosis *d)
 static void print_json(const char *run, const struct diagnosis *d)
 {
 	fputs("{\"run\": ", stdout);
-	an_json_string(stdout, run);
+	an_json_str(stdout, run);
 	fputs(", \"workload\": ", stdout);
-	an_json_string(stdout, an_result_str(d->result, "workload"));
+	an_json_str(stdout, an_result_str(d->result, "workload"));
 	fputs(", \"preset\": ", stdout);
-	an_json_string(stdout, an_result_str(d->result, "preset"));
+	an_json_str(stdout, an_result_str(d->result, "preset"));
 	fputs(", \"findings\": ", stdout);
 	an_findings_json(d->findings, d->n, stdout);
 	fputs("}", stdout);

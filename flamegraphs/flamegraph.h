@@ -12,6 +12,7 @@
 #define SCHEDLAB_FLAMEGRAPH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "analysis/analysis.h"
@@ -43,5 +44,25 @@ void fg_options_default(struct fg_options *o);
 int fg_svg_write(const struct an_folded *f, const struct fg_options *o, FILE *out);
 /* The same to path, through a temporary file and rename. */
 int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, const char *path);
+
+/* A log-log plot (plot.c): series of points with error bars and a fitted power law. */
+struct fg_plot_series {
+	const char *label;    /* the legend's first line */
+	const char *note;     /* its second line (the fit); NULL: none */
+	const double *x, *y;  /* positive */
+	const double *err;    /* y's error bar, a half-width; NULL, NAN or 0: none */
+	size_t n;
+	double k, a;          /* the fitted line ln y = a + k ln x; NAN: none drawn */
+};
+
+struct fg_plot {
+	const char *title, *xlabel, *ylabel;
+	const struct fg_plot_series *series;
+	size_t nseries;
+};
+
+/* Write p as a self-contained SVG. 0, or -EINVAL for a point that is not positive and
+ * finite (a log axis cannot show it), -EIO for a failed write. */
+int fg_plot_write(const struct fg_plot *p, FILE *out);
 
 #endif /* SCHEDLAB_FLAMEGRAPH_H */

@@ -1,6 +1,6 @@
 /*
- * Shared by flamegraphs/ files only: the script every SVG embeds, and the baseline
- * profile's frame tree that a differential flame graph looks each frame up in.
+ * Shared by flamegraphs/ files only: the script every SVG embeds, text escaping, and the
+ * baseline profile's frame tree that a differential flame graph looks each frame up in.
  */
 #ifndef SCHEDLAB_FLAMEGRAPHS_INTERNAL_H
 #define SCHEDLAB_FLAMEGRAPHS_INTERNAL_H
@@ -32,5 +32,8 @@ uint64_t fg__tree_total(const struct fg__tree *t);
 /* The fill of a frame in a differential flame graph, as flamegraph.pl's color_scale()
  * shades it: delta > 0 red, < 0 blue, 0 white, paler as |delta| falls below max. */
 void fg__diff_color(FILE *out, double delta, double max);
+/* Write s as XML character data, as svg.c escapes its text (& < > " and control
+ * characters). */
+void fg__xml_str(FILE *out, const char *s);
 
 #endif /* SCHEDLAB_FLAMEGRAPHS_INTERNAL_H */

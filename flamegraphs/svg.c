@@ -289,6 +289,11 @@ static void put_str(FILE *out, const char *s)
 	put_xml(out, s, strlen(s), SIZE_MAX);
 }
 
+void fg__xml_str(FILE *out, const char *s)
+{
+	put_str(out, s);
+}
+
 /* The label drawn in a frame w px wide: as many characters as fit, else the start and
  * "..", else nothing (flamegraph.pl's rule, which the script repeats when zooming). */
 static void put_label(FILE *out, const char *name, size_t len, double w)
