@@ -631,8 +631,11 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.counts_full = prof->stats.counts_full;
 		probe.truncated = prof->stats.truncated;
 		probe.ring_full = prof->stats.ring_full;
-		probe.expected = prof->stats.expected;
-		probe.taken = prof->stats.fired;
+		/* a fork whose CPU time is unknown makes the figure a guess: none */
+		probe.expected = prof->stats.unclocked ? 0 : prof->stats.expected;
+		probe.taken = prof->stats.samples;
+		probe.cpu_ns = prof->stats.cpu_ns;
+		probe.window_ns = prof->stats.window_ns;
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
@@ -869,6 +872,13 @@ int cmd_run(int argc, char **argv)
 	if (hx_profile_open(&prof, a.oncpu, &po)) {
 		status = CLI_EXIT_FAIL;
 		cli_usage_error("out of memory");
+		goto out_free;
+	}
+	if (a.oncpu && prof.open_error == -ERANGE) {
+		/* a frequency this machine cannot afford: the user's to lower */
+		status = cli_usage_error("--freq %ld: %s", a.freq,
+					 prof.status + strlen("not attached: "));
+		hx_profile_close(&prof);
 		goto out_free;
 	}
 	if (a.oncpu && !prof.attached)

@@ -78,6 +78,10 @@ struct probe_oncpu_opts {
 				  * every CPU, at least 64 KiB; rounded up to a power of two */
 	probe_dwarf_fn dwarf_fn; /* required unless callgraph is PROBE_CG_FP */
 	void *dwarf_ctx;
+	int cpu_budget_pct;      /* the most of a CPU sampling may take, measured at open
+				  * (about 33 ms of CPU time): above it the open fails with
+				  * ERANGE, saying what fits. 0: kernel.perf_cpu_time_max_percent
+				  * (25 by default; 90 where it sets no limit); >= 100: none */
 };
 
 /* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */
@@ -121,7 +125,9 @@ int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t
 unsigned probe_oncpu_stack_copy(const struct probe_oncpu *p);
 unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p);
 
-/* Start keeping samples of t's threads; stop keeping any. Aggregates persist across
+/* Start keeping samples of t's threads; stop keeping any. The perf events run only in
+ * between (a high frequency costs nothing while stopped), and t's process CPU clock is
+ * read at both ends for the samples the frequency owes it. Aggregates persist across
  * start/stop until drained. Stopping hands the DWARF samples still in the ring buffer
  * to dwarf_fn before it returns. 0 or -errno (stop: or the first non-zero return of
  * dwarf_fn since the start). */
@@ -169,8 +175,13 @@ struct probe_oncpu_stats {
 	uint64_t stack_bytes;      /* user stack bytes the DWARF samples copied */
 	uint64_t root_cut;         /* frame-pointer walks cut at a PROBE_RANGE_ROOT */
 	uint64_t fired;            /* samples the kernel delivered while enabled, of any task */
-	uint64_t expected;         /* what the frequency asks for the enabled window on every
-				    * sampled CPU */
+	uint64_t window_ns;        /* time enabled (CLOCK_MONOTONIC) */
+	uint64_t cpu_ns;           /* the targets' CPU time while enabled: their process CPU
+				    * clocks (clock_getcpuclockid), read at start and stop */
+	uint64_t unclocked;        /* windows whose target's CPU clock could not be read (it
+				    * exited first): their CPU time is not in cpu_ns */
+	uint64_t expected;         /* samples the frequency owes the targets, cpu_ns × freq;
+				    * 0 for cycles, whose frequency is an estimate */
 };
 
 typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);

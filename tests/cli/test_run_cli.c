@@ -254,16 +254,76 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 		cr_expect_gt(samples, 0);
 		cr_expect_eq(folded_total(path), samples, "folded total = probe samples");
-		/* the kernel's deliveries against what the frequency asks: every sample of
-		 * the fork is one of those taken, and the window asked for some */
+		/* what the frequency owes the fork for its CPU time, against the samples
+		 * of it that were taken */
+		cr_expect_gt(json_u64(json, "\"sampling\"", "cpu_ns"), 0, "%s", json);
 		cr_expect_gt(json_u64(json, "\"sampling\"", "expected"), 0, "%s", json);
-		cr_expect_geq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
+		cr_expect_eq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
 		snprintf(path, sizeof(path), "%s/latest/oncpu.svg", in_dir("results"));
 		cr_expect_eq(access(path, R_OK), 0, "%s", path);
 	} else {
 		cr_expect_not_null(strstr(json, "not attached: "), "a reason is given");
 	}
 	free(json);
+}
+
+/* tcp-blocking's forks sleep in recv most of the time, so the CPUs idle and their
+ * timers lapse: wall time × CPUs × freq owed it 2,000 samples and called the 49%
+ * that never came throttling. Its own CPU time owes it a few dozen, and it gets them. */
+Test(run_cli, an_idle_heavy_run_is_not_reported_throttled, .timeout = 120)
+{
+	const char *argv[] = { "run", "tcp-blocking", "--preset", "kyo", "--quick", "--out",
+			       in_dir("results"), NULL };
+	char path[1024], why[256], *json, *md;
+	uint64_t expected, taken, cpu_ns, window_ns;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	expected = json_u64(json, "\"sampling\"", "expected");
+	taken = json_u64(json, "\"sampling\"", "taken");
+	cpu_ns = json_u64(json, "\"sampling\"", "cpu_ns");
+	window_ns = json_u64(json, "\"sampling\"", "window_ns");
+	cr_log_info("tcp-blocking: %llu ms of CPU in %llu ms sampled: %llu owed, %llu taken",
+		    (unsigned long long)cpu_ns / 1000000, (unsigned long long)window_ns / 1000000,
+		    (unsigned long long)expected, (unsigned long long)taken);
+	cr_expect_lt(cpu_ns, window_ns / 2, "the fork mostly waits: %s", json);
+	cr_expect_eq(expected, (uint64_t)((double)cpu_ns * 999 / 1e9 + 0.5), "%s", json);
+	cr_expect_not_null(strstr(json, "\"throttled\": false"), "%s", json);
+	free(json);
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md, "%s", path);
+	cr_expect_null(strstr(md, "throttled"), "%s", md);
+	cr_expect_not_null(strstr(md, "of CPU time × 999 Hz), taken "), "%s", md);
+	free(md);
+}
+
+/* At 100 kHz this project's VMs spend more than the period on each sample: the run
+ * took both CPUs and did not end in 13 minutes. It is refused at once, naming --freq,
+ * where sampling would take more of a CPU than perf_cpu_time_max_percent; where it
+ * would not, it runs and ends. Either way it ends. */
+Test(run_cli, a_frequency_the_machine_cannot_afford_ends_at_once, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--freq", "100000", "--out",
+			       in_dir("results"), NULL };
+	char why[256];
+	int st;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	st = run_schedlab(argv);
+	if (st == 0) {
+		cr_log_info("100 kHz is affordable here: %s", err_text);
+		return;
+	}
+	cr_expect_eq(st, 2, "stderr: %s", err_text);
+	expect_one_error_line("--freq 100000: sampling at 100000 Hz would take ");
+	cr_expect_not_null(strstr(err_text, "perf_cpu_time_max_percent"), "%s", err_text);
+	cr_expect_eq(access(in_dir("results/latest"), F_OK), -1, "no run was made");
 }
 
 Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
