@@ -11,7 +11,9 @@
  * the writing (analysis/files.c removes the temporary file) and latest stays as it was.
  */
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -366,6 +368,7 @@ static int write_report(const char *dir, const char *name, int (*fn)(void *ctx, 
 static int mkdir_p(const char *dir)
 {
 	char buf[PATH_MAX];
+	struct stat st;
 
 	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
@@ -379,7 +382,74 @@ static int mkdir_p(const char *dir)
 	}
 	if (mkdir(buf, 0755) && errno != EEXIST)
 		return -errno;
-	return 0;
+	/* something that is there already must be a folder (or a link to one) */
+	if (stat(buf, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* A folder that cannot be made: the user's --out when it runs through or onto what is
+ * not a folder, or is too long (exit 2); a full, read-only or forbidden file system is
+ * the machine's (exit 1). The message names the folder either way. */
+static int folder_error(const char *out, const char *path, int err)
+{
+	if (err == -ENOTDIR || err == -ENAMETOOLONG || err == -ELOOP) {
+		cli_usage_error("--out %s: cannot create %s: %s (choose a folder with --out)", out,
+				path, strerror(-err));
+		return CLI_EXIT_USAGE;
+	}
+	cli_usage_error("cannot create %s: %s", path, strerror(-err));
+	return CLI_EXIT_FAIL;
+}
+
+/* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
+ * past its own cleanup. */
+static const char *const run_files[] = { "result.json", "report.md", "oncpu.folded",
+					 "oncpu.svg", NULL };
+
+static bool is_our_temporary(const char *name)
+{
+	for (size_t i = 0; run_files[i]; i++) {
+		size_t n = strlen(run_files[i]);
+
+		if (!strncmp(name, run_files[i], n) && !strncmp(name + n, ".tmp", 4) &&
+		    strlen(name + n + 4) == 6)
+			return true;
+	}
+	return false;
+}
+
+/* After a failed write, remove the run folder if nothing of the run is in it: empty,
+ * or holding only our temporaries (regular files, lstat'ed). Anything else keeps it,
+ * untouched. Whether it went. */
+static bool remove_unwritten_dir(const char *dir)
+{
+	char temps[8][NAME_MAX + 1];
+	size_t ntemps = 0;
+	struct dirent *e;
+	bool other = false;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return false;
+	while (!other && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!is_our_temporary(e->d_name) || ntemps == 8 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
+			other = true;
+			break;
+		}
+		snprintf(temps[ntemps++], sizeof(temps[0]), "%s", e->d_name);
+	}
+	for (size_t i = 0; !other && i < ntemps; i++)
+		if (unlinkat(dirfd(d), temps[i], 0) && errno != ENOENT)
+			other = true;
+	closedir(d);
+	/* rmdir removes only an empty folder: whatever appeared meanwhile stays */
+	return !other && !rmdir(dir);
 }
 
 /* A new folder out/<stamp>-<workload>-<preset>[-N]; its name goes to id. */
@@ -442,6 +512,7 @@ struct run_row {
 	char svg[PATH_MAX + 32];
 	bool failed;
 	bool unwritten; /* a file of the run folder could not be written */
+	bool removed;   /* and nothing was, so the folder was removed */
 	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
 	size_t nwl;
 };
@@ -583,15 +654,16 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	int err, err2;
 	bool written = false, write_failed = false, partial;
 
-	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
-	if (err) {
-		cli_usage_error("cannot create a run folder in %s: %s (choose another with --out)",
-				a->out, strerror(-err));
-		return CLI_EXIT_USAGE;
-	}
 	row->workload = s->wl->name;
 	row->preset = s->rt.preset;
 	row->unit = s->wl->unit;
+	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
+	if (err) {
+		err = folder_error(a->out, row->dir, err);
+		row->failed = true;
+		row->dir[0] = '\0';
+		return err;
+	}
 
 	gmtime_r(&now, &tm);
 	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -767,6 +839,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	memcpy(row->wl, res->wl_metrics, sizeof(row->wl));
 	row->failed = err != 0 || write_failed;
 	row->unwritten = write_failed;
+	/* a run folder that holds nothing of the run is not left behind */
+	row->removed = write_failed && remove_unwritten_dir(row->dir);
 	if (err)
 		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
 	report_parts_free(parts);
@@ -803,7 +877,11 @@ static void print_table(const struct run_row *rows, size_t n)
 			       rows[i].wl[k].name, rows[i].wl[k].value, rows[i].wl[k].unit);
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
-		if (rows[i].unwritten)
+		if (!rows[i].dir[0])
+			printf("  %-16s (no run folder)\n", rows[i].workload);
+		else if (rows[i].removed)
+			printf("  %-16s %s (not written, removed)\n", rows[i].workload, rows[i].dir);
+		else if (rows[i].unwritten)
 			printf("  %-16s %s (not written)\n", rows[i].workload, rows[i].dir);
 		else if (rows[i].svg[0])
 			printf("  %-16s %s\n", rows[i].workload, rows[i].svg);
@@ -854,8 +932,7 @@ int cmd_run(int argc, char **argv)
 		goto out_free;
 	err = mkdir_p(a.out);
 	if (err) {
-		status = cli_usage_error("cannot create %s: %s (choose another folder with --out)",
-					 a.out, strerror(-err));
+		status = folder_error(a.out, a.out, err);
 		goto out_free;
 	}
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
