@@ -178,35 +178,47 @@ static void format_cpu_time(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
 }
 
-bool an_sampling_shortfall(const struct an_probe_summary *p, char *buf, size_t len)
+enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *buf,
+					size_t len)
 {
 	double short_pct = an_sampling_short_pct(p->expected, p->taken);
-	bool throttled = short_pct > an_sampling_tolerance_pct(p->expected);
+	enum an_shortfall why = AN_SHORT_NONE;
 	char e[64], t[64], cpu[32];
 	int n;
 
 	if (len)
 		buf[0] = '\0';
 	if (!p->expected)
-		return false;
+		return AN_SHORT_NONE;
+	if (short_pct > an_sampling_tolerance_pct(p->expected))
+		why = p->cost_pct >= AN_SAMPLING_THROTTLE_COST_PCT ? AN_SHORT_THROTTLED :
+								      AN_SHORT_IDLE;
 	an_format_number((double)p->expected, 0, e, sizeof(e));
 	an_format_number((double)p->taken, 0, t, sizeof(t));
 	format_cpu_time(p->cpu_ns, cpu, sizeof(cpu));
 	n = snprintf(buf, len, "expected %s samples (the forks' %s of CPU time × %u Hz), taken %s",
 		     e, cpu, p->freq, t);
-	if (throttled && n >= 0 && (size_t)n < len)
+	if (n < 0 || (size_t)n >= len)
+		return why;
+	if (why == AN_SHORT_THROTTLED)
 		snprintf(buf + n, len - (size_t)n,
-			 ", short by %.1f%%: the kernel throttled sampling "
-			 "(perf_event_max_sample_rate, perf_cpu_time_max_percent) or could not "
-			 "deliver it at this frequency",
-			 short_pct);
-	return throttled;
+			 ", short by %.1f%%: the kernel throttled sampling or could not deliver it "
+			 "at this frequency (sampling took %.0f%% of a CPU)",
+			 short_pct, p->cost_pct);
+	else if (why == AN_SHORT_IDLE)
+		snprintf(buf + n, len - (size_t)n,
+			 ", short by %.1f%%, not throttled (sampling took %.0f%% of a CPU): a "
+			 "CPU's timer lapses while it idles, so a burst that begins after idle "
+			 "and ends within a period is not sampled",
+			 short_pct, p->cost_pct);
+	return why;
 }
 
 static void json_probe(FILE *out, const struct an_probe_summary *p)
 {
-	char shortfall[320];
-	bool throttled = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
+	static const char *const causes[] = { "null", "\"throttled\"", "\"idle\"" };
+	char shortfall[400];
+	enum an_shortfall why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 
 	fputs("{\"name\": ", out);
 	json_str(out, p->name);
@@ -220,8 +232,9 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->callgraph);
 	fprintf(out,
 		", \"frequency_hz\": %u, \"samples\": %llu, \"sampling\": {\"expected\": %llu, "
-		"\"taken\": %llu, \"cpu_ns\": %llu, \"window_ns\": %llu, \"short_pct\": %.2f, "
-		"\"tolerance_pct\": %.1f, \"throttled\": %s}, \"lost\": {"
+		"\"taken\": %llu, \"cpu_ns\": %llu, \"window_ns\": %llu, \"cost_pct\": %.1f, "
+		"\"short_pct\": %.2f, \"tolerance_pct\": %.1f, \"throttled\": %s, "
+		"\"shortfall\": %s}, \"lost\": {"
 		"\"user_stack_storage_full\": %llu, \"kernel_stack_storage_full\": %llu, "
 		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
 		"\"counts_map_full\": %llu, \"ring_buffer_full\": %llu, \"truncated_stacks\": %llu}, "
@@ -229,8 +242,9 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu, \"unwinder_error\": ",
 		p->freq, (unsigned long long)p->samples, (unsigned long long)p->expected,
 		(unsigned long long)p->taken, (unsigned long long)p->cpu_ns,
-		(unsigned long long)p->window_ns, an_sampling_short_pct(p->expected, p->taken),
-		an_sampling_tolerance_pct(p->expected), throttled ? "true" : "false",
+		(unsigned long long)p->window_ns, p->cost_pct,
+		an_sampling_short_pct(p->expected, p->taken), an_sampling_tolerance_pct(p->expected),
+		why == AN_SHORT_THROTTLED ? "true" : "false", causes[why],
 		(unsigned long long)p->ustack_full,
 		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
@@ -501,8 +515,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
 	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors + p->kstack_errors +
 			p->counts_full + p->ring_full;
-	char n[64], shortfall[320];
-	bool throttled;
+	char n[64], shortfall[400];
+	enum an_shortfall why;
 
 	if (!p->attached) {
 		fprintf(out, "- **%s**: %s\n", p->name, p->status);
@@ -513,7 +527,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		p->event, p->freq, p->event_note && *p->event_note ? " (" : "",
 		p->event_note && *p->event_note ? p->event_note : "",
 		p->event_note && *p->event_note ? ")" : "", n);
-	throttled = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
+	why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 	if (*shortfall)
 		fprintf(out, "; %s", shortfall);
 	if (lost || p->truncated)
@@ -526,7 +540,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 			(unsigned long long)p->ring_full, (unsigned long long)p->truncated);
-	else if (!throttled)
+	else if (why == AN_SHORT_NONE)
 		fputs("; nothing lost", out);
 	fputs("\n", out);
 	if (p->callgraph)

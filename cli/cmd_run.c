@@ -708,6 +708,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.taken = prof->stats.samples;
 		probe.cpu_ns = prof->stats.cpu_ns;
 		probe.window_ns = prof->stats.window_ns;
+		probe.cost_pct = 100 * probe_oncpu_cost_share(prof->oncpu);
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
@@ -930,11 +931,6 @@ int cmd_run(int argc, char **argv)
 	status = make_specs(&a, specs);
 	if (status)
 		goto out_free;
-	err = mkdir_p(a.out);
-	if (err) {
-		status = folder_error(a.out, a.out, err);
-		goto out_free;
-	}
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (len < 0) {
 		status = CLI_EXIT_FAIL;
@@ -955,8 +951,12 @@ int cmd_run(int argc, char **argv)
 		/* a frequency this machine cannot afford: the user's to lower */
 		status = cli_usage_error("--freq %ld: %s", a.freq,
 					 prof.status + strlen("not attached: "));
-		hx_profile_close(&prof);
-		goto out_free;
+		goto out_close_profile;
+	}
+	err = mkdir_p(a.out);
+	if (err) {
+		status = folder_error(a.out, a.out, err);
+		goto out_close_profile;
 	}
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
@@ -980,6 +980,7 @@ int cmd_run(int argc, char **argv)
 		print_table(rows, a.nworkloads);
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
+out_close_profile:
 	hx_profile_close(&prof);
 out_free:
 	free(specs);

@@ -81,7 +81,8 @@ struct probe_oncpu_opts {
 	int cpu_budget_pct;      /* the most of a CPU sampling may take, measured at open
 				  * (about 33 ms of CPU time): above it the open fails with
 				  * ERANGE, saying what fits. 0: kernel.perf_cpu_time_max_percent
-				  * (25 by default; 90 where it sets no limit); >= 100: none */
+				  * (25 by default; 90 where it sets no limit); >= 100: none,
+				  * the cost still measured */
 };
 
 /* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */
@@ -112,6 +113,9 @@ void probe_oncpu_free(struct probe_oncpu *p);
 /* "cycles" or "cpu-clock", and the frequency in use. */
 const char *probe_oncpu_event(const struct probe_oncpu *p);
 unsigned probe_oncpu_freq(const struct probe_oncpu *p);
+/* The share of a CPU (0..1) that sampling at that frequency took when measured at
+ * open: the timer interrupts and the program on a CPU that runs a task. */
+double probe_oncpu_cost_share(const struct probe_oncpu *p);
 /* Why the software event was used ("cycles refused: No such file or directory (no
  * hardware PMU)"), or "" when cycles are in use. */
 const char *probe_oncpu_event_note(const struct probe_oncpu *p);

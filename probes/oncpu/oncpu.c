@@ -71,7 +71,7 @@ struct probe_oncpu {
 	unsigned freq;
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
-	double cost_share;         /* the CPU share sampling took when measured; 0: not */
+	double cost_share;         /* the share of a CPU sampling took, measured at open */
 	bool started;
 	int *ctl_fds;              /* each CPU's perf event again (the link owns the first
 				    * fd): switched on only between start and stop; -1 */
@@ -271,7 +271,8 @@ static int measure_cost(struct probe_oncpu *p, struct cost_run *c)
  * event's hrtimer is never held to it, and on this project's VMs, where a sample costs
  * tens of microseconds, 100 kHz took both CPUs whole: a 0.05 s iteration took 11 s, a
  * --quick run did not end in 13 minutes. budget_pct 0: the sysctl's (NO_LIMIT_PCT
- * where it sets none); >= 100: none. -ERANGE when over the budget. */
+ * where it sets none); >= 100: none (the cost is still measured, for
+ * probe_oncpu_cost_share()). -ERANGE when over the budget. */
 static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t errlen)
 {
 	const char *source = "the budget asked";
@@ -280,8 +281,6 @@ static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t e
 	long sysctl = 25;
 	int ret;
 
-	if (budget_pct >= 100)
-		return 0;
 	if (budget_pct <= 0) {
 		if (probe__read_sysctl("kernel/perf_cpu_time_max_percent", &sysctl))
 			sysctl = 25;
@@ -296,7 +295,7 @@ static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t e
 		return ret;
 	}
 	p->cost_share = c.share;
-	if (c.share * 100 <= budget_pct)
+	if (budget_pct >= 100 || c.share * 100 <= budget_pct)
 		return 0;
 	/* Below saturation the share grows with the frequency about in proportion; near
 	 * it, it does not, and only "lower" is known. */
@@ -574,6 +573,11 @@ const char *probe_oncpu_event(const struct probe_oncpu *p)
 unsigned probe_oncpu_freq(const struct probe_oncpu *p)
 {
 	return p->freq;
+}
+
+double probe_oncpu_cost_share(const struct probe_oncpu *p)
+{
+	return p->cost_share;
 }
 
 int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns)
