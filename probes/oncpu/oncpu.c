@@ -1,8 +1,10 @@
 /*
  * oncpu loader: opens, sizes, loads and attaches oncpu.bpf.c to one sampling perf
- * event per online CPU, turns sampling of one process on and off through the
- * skeleton's mmapped .bss, and drains the kernel's aggregates into probe_stack
- * records.
+ * event per online CPU, turns sampling of one process on and off (the events
+ * themselves, and the skeleton's mmapped .bss flag), and drains the kernel's aggregates
+ * into probe_stack records. At open it measures the share of a CPU the frequency
+ * costs and refuses one over the budget; at start and stop it reads the target's
+ * process CPU clock, for the samples the frequency owes it.
  *
  * In the DWARF modes a reader thread, started and stopped with sampling, hands each
  * ring-buffer sample to the caller's dwarf_fn as it arrives, so the ring needs room for
