@@ -292,6 +292,15 @@ static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t e
 		source = "kernel.perf_cpu_time_max_percent";
 	}
 	ret = measure_cost(p, &c);
+	if (!ret && c.share * 100 > budget_pct && budget_pct < 100) {
+		/* a real cost is there each time; a burst of other work on the CPU is not:
+		 * once more, and the lower share */
+		double first = c.share;
+
+		ret = measure_cost(p, &c);
+		if (first < c.share)
+			c.share = first;
+	}
 	if (ret) {
 		step_error(err, errlen, "measuring the cost of a sample", -ret);
 		return ret;
