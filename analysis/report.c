@@ -183,22 +183,56 @@ double an_sampling_short_pct(uint64_t expected, uint64_t taken)
 	return 100.0 * (double)(expected - taken) / (double)expected;
 }
 
-bool an_sampling_shortfall(uint64_t expected, uint64_t taken, char *buf, size_t len)
+double an_sampling_tolerance_pct(uint64_t expected)
 {
-	double short_pct = an_sampling_short_pct(expected, taken);
-	char e[64], t[64];
+	double chance = expected ? 400.0 / sqrt((double)expected) : 100.0;
+
+	return chance > AN_SAMPLING_TOLERANCE_PCT ? chance : AN_SAMPLING_TOLERANCE_PCT;
+}
+
+/* "212 ms", "2.87 s" */
+static void format_cpu_time(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000000000u)
+		snprintf(buf, len, "%.0f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+}
+
+enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *buf,
+					size_t len)
+{
+	double short_pct = an_sampling_short_pct(p->expected, p->taken);
+	enum an_shortfall why = AN_SHORT_NONE;
+	char e[64], t[64], cpu[32];
+	int n;
 
 	if (len)
 		buf[0] = '\0';
-	if (short_pct <= AN_SAMPLING_TOLERANCE_PCT)
-		return false;
-	an_format_number((double)expected, 0, e, sizeof(e));
-	an_format_number((double)taken, 0, t, sizeof(t));
-	snprintf(buf, len,
-		 "samples expected %s, taken %s, short by %.1f%%: the kernel throttled sampling "
-		 "(perf_event_max_sample_rate, perf_cpu_time_max_percent)",
-		 e, t, short_pct);
-	return true;
+	if (!p->expected)
+		return AN_SHORT_NONE;
+	if (short_pct > an_sampling_tolerance_pct(p->expected))
+		why = p->cost_pct >= AN_SAMPLING_THROTTLE_COST_PCT ? AN_SHORT_THROTTLED :
+								      AN_SHORT_IDLE;
+	an_format_number((double)p->expected, 0, e, sizeof(e));
+	an_format_number((double)p->taken, 0, t, sizeof(t));
+	format_cpu_time(p->cpu_ns, cpu, sizeof(cpu));
+	n = snprintf(buf, len, "expected %s samples (the forks' %s of CPU time × %u Hz), taken %s",
+		     e, cpu, p->freq, t);
+	if (n < 0 || (size_t)n >= len)
+		return why;
+	if (why == AN_SHORT_THROTTLED)
+		snprintf(buf + n, len - (size_t)n,
+			 ", short by %.1f%%: the kernel throttled sampling or could not deliver it "
+			 "at this frequency (sampling took %.0f%% of a CPU)",
+			 short_pct, p->cost_pct);
+	else if (why == AN_SHORT_IDLE)
+		snprintf(buf + n, len - (size_t)n,
+			 ", short by %.1f%%, not throttled (sampling took %.0f%% of a CPU): a "
+			 "CPU's timer lapses while it idles, so a burst that begins after idle "
+			 "and ends within a period is not sampled",
+			 short_pct, p->cost_pct);
+	return why;
 }
 
 /* The category table: every sample by its category where the attribution was kept,
@@ -220,9 +254,9 @@ static uint64_t cat_samples(const struct an_probe_summary *p, unsigned i)
 
 static void json_probe(FILE *out, const struct an_probe_summary *p)
 {
-	char shortfall[256];
-	bool throttled = an_sampling_shortfall(p->expected, p->taken, shortfall,
-					       sizeof(shortfall));
+	static const char *const causes[] = { "null", "\"throttled\"", "\"idle\"" };
+	char shortfall[400];
+	enum an_shortfall why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 
 	fputs("{\"name\": ", out);
 	json_str(out, p->name);
@@ -238,16 +272,19 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->group);
 	fprintf(out,
 		", \"frequency_hz\": %u, \"samples\": %llu, \"sampling\": {\"expected\": %llu, "
-		"\"taken\": %llu, \"short_pct\": %.2f, \"tolerance_pct\": %.1f, "
-		"\"throttled\": %s}, \"lost\": {"
+		"\"taken\": %llu, \"cpu_ns\": %llu, \"window_ns\": %llu, \"cost_pct\": %.1f, "
+		"\"short_pct\": %.2f, \"tolerance_pct\": %.1f, \"throttled\": %s, "
+		"\"shortfall\": %s}, \"lost\": {"
 		"\"user_stack_storage_full\": %llu, \"kernel_stack_storage_full\": %llu, "
 		"\"user_stack_errors\": %llu, \"kernel_stack_errors\": %llu, "
 		"\"counts_map_full\": %llu, \"ring_buffer_full\": %llu, \"truncated_stacks\": %llu}, "
 		"\"dwarf\": {\"stack_copy_bytes\": %u, \"ring_buffer_bytes\": %u, "
 		"\"stack_bytes_copied\": %llu, \"unwind_ns\": %llu, \"unwinder_error\": ",
 		p->freq, (unsigned long long)p->samples, (unsigned long long)p->expected,
-		(unsigned long long)p->taken, an_sampling_short_pct(p->expected, p->taken),
-		AN_SAMPLING_TOLERANCE_PCT, throttled ? "true" : "false",
+		(unsigned long long)p->taken, (unsigned long long)p->cpu_ns,
+		(unsigned long long)p->window_ns, p->cost_pct,
+		an_sampling_short_pct(p->expected, p->taken), an_sampling_tolerance_pct(p->expected),
+		why == AN_SHORT_THROTTLED ? "true" : "false", causes[why],
 		(unsigned long long)p->ustack_full,
 		(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 		(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
@@ -574,8 +611,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
 	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors + p->kstack_errors +
 			p->counts_full + p->ring_full;
-	char n[64], shortfall[256];
-	bool throttled;
+	char n[64], shortfall[400];
+	enum an_shortfall why;
 
 	if (!p->attached) {
 		fprintf(out, "- **%s**: %s\n", p->name, p->status);
@@ -586,8 +623,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		p->event, p->freq, p->event_note && *p->event_note ? " (" : "",
 		p->event_note && *p->event_note ? p->event_note : "",
 		p->event_note && *p->event_note ? ")" : "", n);
-	throttled = an_sampling_shortfall(p->expected, p->taken, shortfall, sizeof(shortfall));
-	if (throttled)
+	why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
+	if (*shortfall)
 		fprintf(out, "; %s", shortfall);
 	if (lost || p->truncated)
 		fprintf(out,
@@ -599,7 +636,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			(unsigned long long)p->kstack_full, (unsigned long long)p->ustack_errors,
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 			(unsigned long long)p->ring_full, (unsigned long long)p->truncated);
-	else if (!throttled)
+	else if (why == AN_SHORT_NONE)
 		fputs("; nothing lost", out);
 	fputs("\n", out);
 	if (p->callgraph)

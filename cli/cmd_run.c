@@ -11,7 +11,9 @@
  * the writing (analysis/files.c removes the temporary file) and latest stays as it was.
  */
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -429,6 +431,7 @@ static int write_report(const char *dir, const char *name, int (*fn)(void *ctx, 
 static int mkdir_p(const char *dir)
 {
 	char buf[PATH_MAX];
+	struct stat st;
 
 	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
@@ -442,7 +445,74 @@ static int mkdir_p(const char *dir)
 	}
 	if (mkdir(buf, 0755) && errno != EEXIST)
 		return -errno;
-	return 0;
+	/* something that is there already must be a folder (or a link to one) */
+	if (stat(buf, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* A folder that cannot be made: the user's --out when it runs through or onto what is
+ * not a folder, or is too long (exit 2); a full, read-only or forbidden file system is
+ * the machine's (exit 1). The message names the folder either way. */
+static int folder_error(const char *out, const char *path, int err)
+{
+	if (err == -ENOTDIR || err == -ENAMETOOLONG || err == -ELOOP) {
+		cli_usage_error("--out %s: cannot create %s: %s (choose a folder with --out)", out,
+				path, strerror(-err));
+		return CLI_EXIT_USAGE;
+	}
+	cli_usage_error("cannot create %s: %s", path, strerror(-err));
+	return CLI_EXIT_FAIL;
+}
+
+/* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
+ * past its own cleanup. */
+static const char *const run_files[] = { "result.json", "report.md", "oncpu.folded",
+					 "oncpu.svg", NULL };
+
+static bool is_our_temporary(const char *name)
+{
+	for (size_t i = 0; run_files[i]; i++) {
+		size_t n = strlen(run_files[i]);
+
+		if (!strncmp(name, run_files[i], n) && !strncmp(name + n, ".tmp", 4) &&
+		    strlen(name + n + 4) == 6)
+			return true;
+	}
+	return false;
+}
+
+/* After a failed write, remove the run folder if nothing of the run is in it: empty,
+ * or holding only our temporaries (regular files, lstat'ed). Anything else keeps it,
+ * untouched. Whether it went. */
+static bool remove_unwritten_dir(const char *dir)
+{
+	char temps[8][NAME_MAX + 1];
+	size_t ntemps = 0;
+	struct dirent *e;
+	bool other = false;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return false;
+	while (!other && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!is_our_temporary(e->d_name) || ntemps == 8 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
+			other = true;
+			break;
+		}
+		snprintf(temps[ntemps++], sizeof(temps[0]), "%s", e->d_name);
+	}
+	for (size_t i = 0; !other && i < ntemps; i++)
+		if (unlinkat(dirfd(d), temps[i], 0) && errno != ENOENT)
+			other = true;
+	closedir(d);
+	/* rmdir removes only an empty folder: whatever appeared meanwhile stays */
+	return !other && !rmdir(dir);
 }
 
 /* A new folder out/<stamp>-<workload>-<preset>[-N]; its name goes to id. */
@@ -505,6 +575,7 @@ struct run_row {
 	char svg[PATH_MAX + 32];
 	bool failed;
 	bool unwritten; /* a file of the run folder could not be written */
+	bool removed;   /* and nothing was, so the folder was removed */
 	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
 	size_t nwl;
 	struct an_finding top; /* its first finding; top.id is "" when it has none */
@@ -669,15 +740,16 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	int err, err2;
 	bool written = false, write_failed = false, partial;
 
-	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
-	if (err) {
-		cli_usage_error("cannot create a run folder in %s: %s (choose another with --out)",
-				a->out, strerror(-err));
-		return CLI_EXIT_USAGE;
-	}
 	row->workload = s->wl->name;
 	row->preset = s->rt.preset;
 	row->unit = s->wl->unit;
+	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
+	if (err) {
+		err = folder_error(a->out, row->dir, err);
+		row->failed = true;
+		row->dir[0] = '\0';
+		return err;
+	}
 
 	gmtime_r(&now, &tm);
 	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -717,8 +789,12 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.counts_full = prof->stats.counts_full;
 		probe.truncated = prof->stats.truncated;
 		probe.ring_full = prof->stats.ring_full;
-		probe.expected = prof->stats.expected;
-		probe.taken = prof->stats.fired;
+		/* a fork whose CPU time is unknown makes the figure a guess: none */
+		probe.expected = prof->stats.unclocked ? 0 : prof->stats.expected;
+		probe.taken = prof->stats.samples;
+		probe.cpu_ns = prof->stats.cpu_ns;
+		probe.window_ns = prof->stats.window_ns;
+		probe.cost_pct = 100 * probe_oncpu_cost_share(prof->oncpu);
 		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
 		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
 		probe.group = probe_oncpu_group_task(prof->oncpu) ? "task" : "thread";
@@ -855,6 +931,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	memcpy(row->wl, res->wl_metrics, sizeof(row->wl));
 	row->failed = err != 0 || write_failed;
 	row->unwritten = write_failed;
+	/* a run folder that holds nothing of the run is not left behind */
+	row->removed = write_failed && remove_unwritten_dir(row->dir);
 	if (err)
 		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
 	report_parts_free(parts);
@@ -905,7 +983,12 @@ static void print_table(const struct run_row *rows, size_t n)
 	}
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
-		if (rows[i].unwritten)
+		if (!rows[i].dir[0])
+			printf("  %-16s %-10s (no run folder)\n", rows[i].workload, rows[i].preset);
+		else if (rows[i].removed)
+			printf("  %-16s %-10s %s (not written, removed)\n", rows[i].workload,
+			       rows[i].preset, rows[i].dir);
+		else if (rows[i].unwritten)
 			printf("  %-16s %-10s %s (not written)\n", rows[i].workload, rows[i].preset,
 			       rows[i].dir);
 		else if (rows[i].svg[0])
@@ -959,12 +1042,6 @@ int cmd_run(int argc, char **argv)
 		status = cli_compare_check_baseline(a.baseline, specs[i].wl->name);
 	if (status)
 		goto out_free;
-	err = mkdir_p(a.out);
-	if (err) {
-		status = cli_usage_error("cannot create %s: %s (choose another folder with --out)",
-					 a.out, strerror(-err));
-		goto out_free;
-	}
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (len < 0) {
 		status = CLI_EXIT_FAIL;
@@ -981,6 +1058,17 @@ int cmd_run(int argc, char **argv)
 		status = CLI_EXIT_FAIL;
 		cli_usage_error("out of memory");
 		goto out_free;
+	}
+	if (a.oncpu && prof.open_error == -ERANGE) {
+		/* a frequency this machine cannot afford: the user's to lower */
+		status = cli_usage_error("--freq %ld: %s", a.freq,
+					 prof.status + strlen("not attached: "));
+		goto out_close_profile;
+	}
+	err = mkdir_p(a.out);
+	if (err) {
+		status = folder_error(a.out, a.out, err);
+		goto out_close_profile;
 	}
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
@@ -1017,6 +1105,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
+out_close_profile:
 	hx_profile_close(&prof);
 out_free:
 	free(specs);

@@ -138,6 +138,8 @@ struct hx_profile {
 	struct probe_oncpu *oncpu;
 	bool attached;
 	char status[320];            /* "attached" or "not attached: <reason>" */
+	int open_error;              /* why not attached: probe_oncpu_open's -errno (-ERANGE:
+				      * the frequency costs more than the kernel's budget) */
 	enum probe_callgraph callgraph;
 	struct an_symcache *symcache;
 	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */

@@ -456,6 +456,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	opts.dwarf_ctx = p;
 	p->oncpu = probe_oncpu_open(&opts, why, sizeof(why));
 	if (!p->oncpu) {
+		p->open_error = -errno;
 		/* the reason already names the probe: "oncpu: not permitted: ..." */
 		const char *r = strncmp(why, "oncpu: ", 7) ? why : why + 7;
 

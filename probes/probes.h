@@ -82,6 +82,11 @@ struct probe_oncpu_opts {
 	bool group_task;         /* read each sample's entry word (the running task's entry
 				  * function, runtime/phase.h) and keep it apart: one aggregate
 				  * per kind of task, in probe_stack.entry */
+	int cpu_budget_pct;      /* the most of a CPU sampling may take, measured at open
+				  * (about 33 ms of CPU time): above it the open fails with
+				  * ERANGE, saying what fits. 0: kernel.perf_cpu_time_max_percent
+				  * (25 by default; 90 where it sets no limit); >= 100: none,
+				  * the cost still measured */
 };
 
 /* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */
@@ -113,6 +118,9 @@ void probe_oncpu_free(struct probe_oncpu *p);
 /* "cycles" or "cpu-clock", and the frequency in use. */
 const char *probe_oncpu_event(const struct probe_oncpu *p);
 unsigned probe_oncpu_freq(const struct probe_oncpu *p);
+/* The share of a CPU (0..1) that sampling at that frequency took when measured at
+ * open: the timer interrupts and the program on a CPU that runs a task. */
+double probe_oncpu_cost_share(const struct probe_oncpu *p);
 /* Why the software event was used ("cycles refused: No such file or directory (no
  * hardware PMU)"), or "" when cycles are in use. */
 const char *probe_oncpu_event_note(const struct probe_oncpu *p);
@@ -128,7 +136,9 @@ int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t
 unsigned probe_oncpu_stack_copy(const struct probe_oncpu *p);
 unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p);
 
-/* Start keeping samples of t's threads; stop keeping any. Aggregates persist across
+/* Start keeping samples of t's threads; stop keeping any. The perf events run only in
+ * between (a high frequency costs nothing while stopped), and t's process CPU clock is
+ * read at both ends for the samples the frequency owes it. Aggregates persist across
  * start/stop until drained. Stopping hands the DWARF samples still in the ring buffer
  * to dwarf_fn before it returns. 0 or -errno (stop: or the first non-zero return of
  * dwarf_fn since the start). */
@@ -178,8 +188,13 @@ struct probe_oncpu_stats {
 	uint64_t stack_bytes;      /* user stack bytes the DWARF samples copied */
 	uint64_t root_cut;         /* frame-pointer walks cut at a PROBE_RANGE_ROOT */
 	uint64_t fired;            /* samples the kernel delivered while enabled, of any task */
-	uint64_t expected;         /* what the frequency asks for the enabled window on every
-				    * sampled CPU */
+	uint64_t window_ns;        /* time enabled (CLOCK_MONOTONIC) */
+	uint64_t cpu_ns;           /* the targets' CPU time while enabled: their process CPU
+				    * clocks (clock_getcpuclockid), read at start and stop */
+	uint64_t unclocked;        /* windows whose target's CPU clock could not be read (it
+				    * exited first): their CPU time is not in cpu_ns */
+	uint64_t expected;         /* samples the frequency owes the targets, cpu_ns × freq;
+				    * 0 for cycles, whose frequency is an estimate */
 };
 
 typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);

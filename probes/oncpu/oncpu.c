@@ -1,8 +1,10 @@
 /*
  * oncpu loader: opens, sizes, loads and attaches oncpu.bpf.c to one sampling perf
- * event per online CPU, turns sampling of one process on and off through the
- * skeleton's mmapped .bss, and drains the kernel's aggregates into probe_stack
- * records.
+ * event per online CPU, turns sampling of one process on and off (the events
+ * themselves, and the skeleton's mmapped .bss flag), and drains the kernel's aggregates
+ * into probe_stack records. At open it measures the share of a CPU the frequency
+ * costs and refuses one over the budget; at start and stop it reads the target's
+ * process CPU clock, for the samples the frequency owes it.
  *
  * In the DWARF modes a reader thread, started and stopped with sampling, hands each
  * ring-buffer sample to the caller's dwarf_fn as it arrives, so the ring needs room for
@@ -25,11 +27,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -67,10 +73,18 @@ struct probe_oncpu {
 	unsigned freq;
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
+	double cost_share;         /* the share of a CPU sampling took, measured at open */
 	bool started;
 	bool group_task;           /* the entry word is read and kept in the key */
+	int *ctl_fds;              /* each CPU's perf event again (the link owns the first
+				    * fd): switched on only between start and stop; -1 */
 	uint64_t window_start_ns;  /* CLOCK_MONOTONIC when sampling was last enabled */
 	uint64_t window_ns;        /* time enabled since the last drain */
+	clockid_t cpu_clock;       /* the target's process CPU clock, while started */
+	bool cpu_clock_ok;         /* it could be read when sampling was enabled */
+	uint64_t cpu_start_ns;     /* its reading then */
+	uint64_t cpu_ns;           /* the targets' CPU time while enabled, since the last drain */
+	uint64_t unclocked;        /* windows since the last drain whose CPU time is unknown */
 	uint32_t last_tgid;        /* owner of the counts-full record */
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	struct oncpu_counters *pcpu;
@@ -100,6 +114,32 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The target's CPU time so far (every thread's, live or exited), or false once the
+ * process is gone. */
+static bool read_cpu_clock(clockid_t clock, uint64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clock, &ts))
+		return false;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return true;
+}
+
+/* Switch every CPU's event on or off. Off, no timer fires, so a frequency's cost is
+ * paid only while a target is sampled, not while the loader's process sets up,
+ * symbolizes or waits for the next fork. */
+static int switch_events(struct probe_oncpu *p, bool on)
+{
+	int ret = 0;
+
+	for (int i = 0; i < p->pe.n; i++)
+		if (ioctl(p->ctl_fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) &&
+		    !ret)
+			ret = -errno;
+	return ret;
+}
+
 /* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
  * EACCES lead with the fix. */
 static void step_error(char *err, size_t len, const char *step, int e)
@@ -112,6 +152,175 @@ static void step_error(char *err, size_t len, const char *step, int e)
 		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
 	else
 		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+}
+
+/* ---- what a sample costs ------------------------------------------------------------ */
+
+#define COST_PHASE_NS	 (3 * 1000 * 1000) /* CPU time each phase of the measurement spins */
+#define COST_ROUNDS	 5                 /* pairs of phases, events off then on */
+#define COST_CHUNK	 4096              /* spin iterations between clock reads */
+#define NO_LIMIT_PCT	 90                /* the budget where the kernel's sets none */
+
+struct cost_run {
+	struct probe_oncpu *p;
+	int idx;             /* the event (and CPU) measured: pe.cpus[idx] */
+	double share;        /* out: the share of the CPU its samples took */
+	int err;             /* out: 0 or -errno */
+};
+
+/* where the spin's result goes, so that the compiler keeps the spin */
+static volatile uint64_t cost_sink;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spin for COST_PHASE_NS of this thread's CPU time: iterations per CPU nanosecond. The
+ * kernel charges the sampling interrupts to the task they interrupt (this kernel has no
+ * IRQ_TIME_ACCOUNTING; with it they are left out and the share reads low), so the more
+ * the samples take, the fewer iterations a nanosecond holds. Timed on the CPU clock, a
+ * phase lasts as long at a frequency this machine cannot sustain as at any other. */
+static double spin_rate(void)
+{
+	uint64_t t0 = thread_cpu_ns(), t, n = 0, x = t0;
+
+	do {
+		for (int i = 0; i < COST_CHUNK; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+		n += COST_CHUNK;
+		t = thread_cpu_ns();
+	} while (t - t0 < COST_PHASE_NS);
+	cost_sink = x;
+	return (double)n / (double)(t - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The share of the CPU the event on fd takes at its current frequency: rounds of a
+ * phase off and a phase on (the program runs and keeps nothing: enabled is 0), each
+ * "on" against the "off" phases beside it, and the median of the rounds, so that one
+ * phase slowed by something else (a host that stole the vCPU) does not decide. */
+static int share_now(int fd, double *share)
+{
+	double off[COST_ROUNDS + 1], shares[COST_ROUNDS], on[COST_ROUNDS];
+
+	for (int r = 0; r < COST_ROUNDS; r++) {
+		off[r] = spin_rate();
+		if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
+			return -errno;
+		on[r] = spin_rate();
+		if (ioctl(fd, PERF_EVENT_IOC_DISABLE, 0))
+			return -errno;
+	}
+	off[COST_ROUNDS] = spin_rate();
+	for (int r = 0; r < COST_ROUNDS; r++) {
+		double base = (off[r] + off[r + 1]) / 2;
+
+		shares[r] = on[r] < base ? 1.0 - on[r] / base : 0.0;
+	}
+	qsort(shares, COST_ROUNDS, sizeof(shares[0]), cmp_double);
+	*share = shares[COST_ROUNDS / 2];
+	return 0;
+}
+
+/* On one CPU, pinned: the share at the probe's frequency. */
+static void *cost_main(void *arg)
+{
+	struct cost_run *c = arg;
+
+	c->err = share_now(c->p->ctl_fds[c->idx], &c->share);
+	return NULL;
+}
+
+/* Measure what sampling at p's frequency takes of the first sampled CPU this process
+ * may run on, in about 33 ms of CPU time. 0 or -errno. */
+static int measure_cost(struct probe_oncpu *p, struct cost_run *c)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	pthread_t t;
+	int err;
+
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		while (c->idx + 1 < p->pe.n && !CPU_ISSET(p->pe.cpus[c->idx], &set))
+			c->idx++;
+	CPU_ZERO(&set);
+	CPU_SET(p->pe.cpus[c->idx], &set);
+	err = pthread_attr_init(&attr);
+	if (err)
+		return -err;
+	err = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (!err)
+		err = pthread_create(&t, &attr, cost_main, c);
+	pthread_attr_destroy(&attr);
+	if (err)
+		return -err;
+	pthread_join(t, NULL);
+	return c->err;
+}
+
+/* Refuse a frequency whose samples would take more of a CPU than the kernel allows
+ * sample handling (kernel.perf_cpu_time_max_percent, 25 by default). The kernel
+ * enforces that budget only for PMU interrupts (perf_sample_event_took()); a cpu-clock
+ * event's hrtimer is never held to it, and on this project's VMs, where a sample costs
+ * tens of microseconds, 100 kHz took both CPUs whole: a 0.05 s iteration took 11 s, a
+ * --quick run did not end in 13 minutes. budget_pct 0: the sysctl's (NO_LIMIT_PCT
+ * where it sets none); >= 100: none (the cost is still measured, for
+ * probe_oncpu_cost_share()). -ERANGE when over the budget. */
+static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t errlen)
+{
+	const char *source = "the budget asked";
+	struct cost_run c = { .p = p };
+	char fits[96] = "";
+	long sysctl = 25;
+	int ret;
+
+	if (budget_pct <= 0) {
+		if (probe__read_sysctl("kernel/perf_cpu_time_max_percent", &sysctl))
+			sysctl = 25;
+		/* the kernel reads 0 and 100 as no limit; a run that the timers starve
+		 * of CPU never ends, so some limit stays */
+		budget_pct = sysctl > 0 && sysctl < 100 ? (int)sysctl : NO_LIMIT_PCT;
+		source = "kernel.perf_cpu_time_max_percent";
+	}
+	ret = measure_cost(p, &c);
+	if (!ret && c.share * 100 > budget_pct && budget_pct < 100) {
+		/* a real cost is there each time; a burst of other work on the CPU is not:
+		 * once more, and the lower share */
+		double first = c.share;
+
+		ret = measure_cost(p, &c);
+		if (first < c.share)
+			c.share = first;
+	}
+	if (ret) {
+		step_error(err, errlen, "measuring the cost of a sample", -ret);
+		return ret;
+	}
+	p->cost_share = c.share;
+	if (budget_pct >= 100 || c.share * 100 <= budget_pct)
+		return 0;
+	/* Below saturation the share grows with the frequency about in proportion; near
+	 * it, it does not, and only "lower" is known. */
+	if (c.share < 0.5)
+		snprintf(fits, sizeof(fits), "; at most about %u Hz fits",
+			 (unsigned)(p->freq * (budget_pct / 100.0) / c.share));
+	else
+		snprintf(fits, sizeof(fits), "; choose a much lower frequency");
+	snprintf(err, errlen,
+		 "oncpu: sampling at %u Hz would take %.0f%% of a CPU here (measured on cpu %d), "
+		 "above %s (%d%%)%s",
+		 p->freq, c.share * 100, p->pe.cpus[c.idx], source, budget_pct, fits);
+	return -ERANGE;
 }
 
 /* A quarter second of DWARF samples on every CPU (the reader polls every 50 ms and
@@ -287,12 +496,22 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		goto out_destroy;
 	}
 	p->links = calloc(p->pe.n, sizeof(*p->links));
-	if (!p->links) {
+	p->ctl_fds = malloc(p->pe.n * sizeof(*p->ctl_fds));
+	if (!p->links || !p->ctl_fds) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "oncpu: out of memory");
 		goto out_close_perf;
 	}
+	for (int i = 0; i < p->pe.n; i++)
+		p->ctl_fds[i] = -1;
 	for (int i = 0; i < p->pe.n; i++) {
+		p->ctl_fds[i] = fcntl(p->pe.fds[i], F_DUPFD_CLOEXEC, 0);
+		if (p->ctl_fds[i] < 0) {
+			ret = -errno;
+			snprintf(msg, sizeof(msg), "dup of the event on cpu %d", p->pe.cpus[i]);
+			step_error(err, errlen, msg, errno);
+			goto out_close_perf;
+		}
 		p->links[i] = bpf_program__attach_perf_event(p->skel->progs.oncpu_sample,
 							     p->pe.fds[i]);
 		if (!p->links[i]) {
@@ -303,6 +522,15 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		}
 		p->pe.fds[i] = -1; /* the link closes it */
 	}
+	/* attaching enabled the events; they run only between start and stop */
+	ret = switch_events(p, false);
+	if (ret) {
+		step_error(err, errlen, "switching the events off", -ret);
+		goto out_close_perf;
+	}
+	ret = check_cost(p, o->cpu_budget_pct, err, errlen);
+	if (ret)
+		goto out_close_perf;
 	/* What a sample costs is measured, not guessed: the kernel times every BPF
 	 * program while this fd is open (two clock reads a run). Without it the report
 	 * says the cost was not measured. */
@@ -312,6 +540,10 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 out_close_perf:
 	for (int i = 0; p->links && i < p->pe.n; i++)
 		bpf_link__destroy(p->links[i]);
+	for (int i = 0; p->ctl_fds && i < p->pe.n; i++)
+		if (p->ctl_fds[i] >= 0)
+			close(p->ctl_fds[i]);
+	free(p->ctl_fds);
 	free(p->links);
 	probe__perf_close(&p->pe);
 out_destroy:
@@ -331,8 +563,11 @@ void probe_oncpu_free(struct probe_oncpu *p)
 	if (!p)
 		return;
 	probe_oncpu_stop(p);
-	for (int i = 0; i < p->pe.n; i++)
+	for (int i = 0; i < p->pe.n; i++) {
 		bpf_link__destroy(p->links[i]);
+		close(p->ctl_fds[i]);
+	}
+	free(p->ctl_fds);
 	free(p->links);
 	probe__perf_close(&p->pe);
 	ring_buffer__free(p->ring);
@@ -353,6 +588,11 @@ const char *probe_oncpu_event(const struct probe_oncpu *p)
 unsigned probe_oncpu_freq(const struct probe_oncpu *p)
 {
 	return p->freq;
+}
+
+double probe_oncpu_cost_share(const struct probe_oncpu *p)
+{
+	return p->cost_share;
 }
 
 int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns)
@@ -394,6 +634,18 @@ const char *probe_oncpu_event_note(const struct probe_oncpu *p)
 	return p->pe.note;
 }
 
+/* Join the DWARF reader and hand what it had not reached to dwarf_fn. */
+static void stop_reader(struct probe_oncpu *p)
+{
+	if (!p->reader_running)
+		return;
+	__atomic_store_n(&p->reader_stop, true, __ATOMIC_RELEASE);
+	pthread_join(p->reader, NULL);
+	p->reader_running = false;
+	/* what the reader had not reached yet: every sample is in the ring by now */
+	ring_buffer__consume(p->ring);
+}
+
 int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 {
 	unsigned n;
@@ -421,6 +673,16 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 			return -err;
 		p->reader_running = true;
 	}
+	err = switch_events(p, true);
+	if (err) {
+		switch_events(p, false);
+		stop_reader(p);
+		return err;
+	}
+	/* The target's CPU time brackets the window, read inside the events' on/off:
+	 * what it spends while enabled is what the frequency owes samples for. */
+	p->cpu_clock_ok = !clock_getcpuclockid(t->tgid, &p->cpu_clock) &&
+			  read_cpu_clock(p->cpu_clock, &p->cpu_start_ns);
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
 	p->window_start_ns = monotonic_ns();
@@ -432,10 +694,18 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 
 int probe_oncpu_stop(struct probe_oncpu *p)
 {
+	uint64_t cpu_end;
+	int err;
+
 	if (!p->started)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
 	p->window_ns += monotonic_ns() - p->window_start_ns;
+	if (p->cpu_clock_ok && read_cpu_clock(p->cpu_clock, &cpu_end))
+		p->cpu_ns += cpu_end - p->cpu_start_ns;
+	else
+		p->unclocked++; /* the target was gone, or its clock never readable */
+	err = switch_events(p, false);
 	p->started = false;
 	/* A sample that saw enabled = 1 may still be running on another CPU. The
 	 * programs run in RCU read-side sections (irq or NMI context), and
@@ -443,14 +713,8 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 	 * finished and the drain sees it. nohz_full kernels refuse it: wait instead. */
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
 		usleep(20 * 1000);
-	if (p->reader_running) {
-		__atomic_store_n(&p->reader_stop, true, __ATOMIC_RELEASE);
-		pthread_join(p->reader, NULL);
-		p->reader_running = false;
-		/* what the reader had not reached yet: every sample is in the ring by now */
-		ring_buffer__consume(p->ring);
-	}
-	return p->dwarf_err;
+	stop_reader(p);
+	return p->dwarf_err ? p->dwarf_err : err;
 }
 
 /* The leaf-first ips of the stack stored under id into buf: their number, 0 for no
@@ -619,15 +883,21 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		stats->stack_bytes += c.stack_bytes;
 		stats->root_cut += c.root_cut;
 		stats->fired += c.fired;
-		/* A per-CPU cpu-clock event is an hrtimer on each sampled CPU that fires
-		 * whatever runs there, the idle task included, so the kernel owes freq
-		 * samples per second per CPU for the whole enabled window; what it skips
-		 * it has throttled (perf_event_max_sample_rate, perf_cpu_time_max_percent). */
-		if (!p->pe.hardware) /* cycles do not advance in idle: no such promise */
-			stats->expected +=
-				(uint64_t)((double)p->window_ns * p->pe.n * p->freq / 1e9);
+		stats->window_ns += p->window_ns;
+		stats->cpu_ns += p->cpu_ns;
+		stats->unclocked += p->unclocked;
+		/* A cpu-clock event's hrtimer fires every 1/freq s on a CPU while it runs
+		 * a task; a CPU in tickless idle lets it lapse (measured here: 5 samples in
+		 * 2 s on an idle CPU at 999 Hz). So what the kernel owes the target is freq
+		 * samples per second of the target's own CPU time; what it keeps back it
+		 * throttled or could not deliver. Cycles' frequency is the kernel's running
+		 * estimate of a period, no such promise. */
+		if (!p->pe.hardware)
+			stats->expected += (uint64_t)((double)p->cpu_ns * p->freq / 1e9 + 0.5);
 	}
 	p->window_ns = 0;
+	p->cpu_ns = 0;
+	p->unclocked = 0;
 	p->dwarf_seen = 0;
 	return ret;
 }

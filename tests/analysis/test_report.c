@@ -5,6 +5,7 @@
  * hidden), and the phase word against the stacks, category by category.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,18 +195,50 @@ Test(report, a_missing_unwinder_is_named_with_its_reason)
 
 Test(report, sampling_shortfall_beyond_the_tolerance_is_named)
 {
-	char text[256];
+	struct an_probe_summary p = { .freq = 999, .expected = 100000, .taken = 58000,
+				      .cpu_ns = 100100100100ull, .cost_pct = 82 };
+	char text[400];
 
 	cr_expect_float_eq(an_sampling_short_pct(100000, 58000), 42.0, 1e-9);
 	cr_expect_float_eq(an_sampling_short_pct(0, 5), 0.0, 1e-9);
 	cr_expect_float_eq(an_sampling_short_pct(100, 120), 0.0, 1e-9);
-	cr_expect(an_sampling_shortfall(100000, 58000, text, sizeof(text)));
-	cr_expect_str_eq(text, "samples expected 100,000, taken 58,000, short by 42.0%: the kernel "
-			       "throttled sampling (perf_event_max_sample_rate, "
-			       "perf_cpu_time_max_percent)");
-	cr_expect_not(an_sampling_shortfall(100000, 91000, text, sizeof(text)), "%s", text);
-	cr_expect_str_eq(text, "");
-	cr_expect_not(an_sampling_shortfall(0, 0, text, sizeof(text)));
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_THROTTLED);
+	cr_expect_str_eq(text, "expected 100,000 samples (the forks' 100.10 s of CPU time × 999 "
+			       "Hz), taken 58,000, short by 42.0%: the kernel throttled sampling "
+			       "or could not deliver it at this frequency (sampling took 82% of a "
+			       "CPU)");
+	/* the same shortfall where sampling is cheap: the timers lapsed in idle */
+	p.cost_pct = 3;
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_IDLE);
+	cr_expect_str_eq(text, "expected 100,000 samples (the forks' 100.10 s of CPU time × 999 "
+			       "Hz), taken 58,000, short by 42.0%, not throttled (sampling took 3% "
+			       "of a CPU): a CPU's timer lapses while it idles, so a burst that "
+			       "begins after idle and ends within a period is not sampled");
+	p.taken = 80000;
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_NONE, "%s", text);
+	cr_expect_str_eq(text, "expected 100,000 samples (the forks' 100.10 s of CPU time × 999 "
+			       "Hz), taken 80,000");
+	p.expected = 0;
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_NONE);
+	cr_expect_str_eq(text, "", "nothing owed (cycles): nothing said");
+}
+
+/* Few samples vary by chance: 33 owed and 21 taken (36% short) is within four standard
+ * deviations, and no shortfall is named for it. */
+Test(report, a_few_samples_short_by_chance_are_no_shortfall)
+{
+	struct an_probe_summary p = { .freq = 999, .expected = 33, .taken = 21,
+				      .cpu_ns = 33388199, .cost_pct = 82 };
+	char text[400];
+
+	cr_expect_float_eq(an_sampling_tolerance_pct(33), 400.0 / sqrt(33.0), 1e-9);
+	cr_expect_float_eq(an_sampling_tolerance_pct(100000), AN_SAMPLING_TOLERANCE_PCT, 1e-9);
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_NONE, "%s", text);
+	cr_expect_str_eq(text, "expected 33 samples (the forks' 33 ms of CPU time × 999 Hz), "
+			       "taken 21");
+	p.taken = 2;
+	cr_expect_eq(an_sampling_shortfall(&p, text, sizeof(text)), AN_SHORT_THROTTLED, "%s",
+		     text);
 }
 
 Test(report, a_throttled_run_never_says_nothing_lost)
@@ -218,21 +251,30 @@ Test(report, a_throttled_run_never_says_nothing_lost)
 
 	p.expected = 100000;
 	p.taken = 58000;
+	p.cpu_ns = 100100100100ull;
+	p.window_ns = 60000000000ull;
+	p.cost_pct = 82;
 	r = run_with(&p);
 	md = render(an_report_markdown, &r);
 	json = render(an_report_json, &r);
-	cr_expect_not_null(strstr(md, "short by 42.0%: the kernel throttled sampling"), "%s", md);
+	cr_expect_not_null(strstr(md, "(the forks' 100.10 s of CPU time × 999 Hz), taken 58,000, "
+				      "short by 42.0%: the kernel throttled sampling"),
+			   "%s", md);
 	cr_expect_null(strstr(md, "nothing lost"), "%s", md);
 	cr_expect_not_null(strstr(json, "\"sampling\": {\"expected\": 100000, \"taken\": 58000, "
-					"\"short_pct\": 42.00, \"tolerance_pct\": 10.0, "
-					"\"throttled\": true}"),
+					"\"cpu_ns\": 100100100100, \"window_ns\": 60000000000, "
+					"\"cost_pct\": 82.0, \"short_pct\": 42.00, "
+					"\"tolerance_pct\": 25.0, \"throttled\": true, "
+					"\"shortfall\": \"throttled\"}"),
 			   "%s", json);
 	free(md);
 	free(json);
 	p.taken = 99000;
 	r = run_with(&p);
 	md = render(an_report_markdown, &r);
-	cr_expect_not_null(strstr(md, "nothing lost"), "%s", md);
+	cr_expect_not_null(strstr(md, "expected 100,000 samples (the forks' 100.10 s of CPU time "
+				      "× 999 Hz), taken 99,000; nothing lost"),
+			   "%s", md);
 	cr_expect_null(strstr(md, "throttled"), "%s", md);
 	free(md);
 }

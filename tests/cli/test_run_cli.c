@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <time.h>
 
@@ -296,16 +297,77 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 		snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 		cr_expect_gt(samples, 0);
 		cr_expect_eq(folded_total(path), samples, "folded total = probe samples");
-		/* the kernel's deliveries against what the frequency asks: every sample of
-		 * the fork is one of those taken, and the window asked for some */
+		/* what the frequency owes the fork for its CPU time, against the samples
+		 * of it that were taken */
+		cr_expect_gt(json_u64(json, "\"sampling\"", "cpu_ns"), 0, "%s", json);
 		cr_expect_gt(json_u64(json, "\"sampling\"", "expected"), 0, "%s", json);
-		cr_expect_geq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
+		cr_expect_eq(json_u64(json, "\"sampling\"", "taken"), samples, "%s", json);
 		snprintf(path, sizeof(path), "%s/latest/oncpu.svg", in_dir("results"));
 		cr_expect_eq(access(path, R_OK), 0, "%s", path);
 	} else {
 		cr_expect_not_null(strstr(json, "not attached: "), "a reason is given");
 	}
 	free(json);
+}
+
+/* tcp-blocking's forks sleep in recv most of the time, so the CPUs idle and their
+ * timers lapse: wall time × CPUs × freq owed it 2,000 samples and called the 49%
+ * that never came throttling. Its own CPU time owes it a few dozen; what of those does
+ * not come is not throttling either, at a few percent of a CPU. */
+Test(run_cli, an_idle_heavy_run_is_not_reported_throttled, .timeout = 120)
+{
+	const char *argv[] = { "run", "tcp-blocking", "--preset", "kyo", "--quick", "--out",
+			       in_dir("results"), NULL };
+	char path[1024], why[256], *json, *md;
+	uint64_t expected, taken, cpu_ns, window_ns;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	expected = json_u64(json, "\"sampling\"", "expected");
+	taken = json_u64(json, "\"sampling\"", "taken");
+	cpu_ns = json_u64(json, "\"sampling\"", "cpu_ns");
+	window_ns = json_u64(json, "\"sampling\"", "window_ns");
+	cr_log_info("tcp-blocking: %llu ms of CPU in %llu ms sampled: %llu owed, %llu taken",
+		    (unsigned long long)cpu_ns / 1000000, (unsigned long long)window_ns / 1000000,
+		    (unsigned long long)expected, (unsigned long long)taken);
+	cr_expect_lt(cpu_ns, window_ns / 2, "the fork mostly waits: %s", json);
+	cr_expect_eq(expected, (uint64_t)((double)cpu_ns * 999 / 1e9 + 0.5), "%s", json);
+	cr_expect_not_null(strstr(json, "\"throttled\": false"), "%s", json);
+	free(json);
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md, "%s", path);
+	cr_expect_null(strstr(md, "the kernel throttled"), "%s", md);
+	cr_expect_not_null(strstr(md, "of CPU time × 999 Hz), taken "), "%s", md);
+	free(md);
+}
+
+/* At 100 kHz this project's VMs spend more than the period on each sample: the run
+ * took both CPUs and did not end in 13 minutes. It is refused at once, naming --freq,
+ * where sampling would take more of a CPU than perf_cpu_time_max_percent; where it
+ * would not, it runs and ends. Either way it ends. */
+Test(run_cli, a_frequency_the_machine_cannot_afford_ends_at_once, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--freq", "100000", "--out",
+			       in_dir("results"), NULL };
+	char why[256];
+	int st;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	st = run_schedlab(argv);
+	if (st == 0) {
+		cr_log_info("100 kHz is affordable here: %s", err_text);
+		return;
+	}
+	cr_expect_eq(st, 2, "stderr: %s", err_text);
+	expect_one_error_line("--freq 100000: sampling at 100000 Hz would take ");
+	cr_expect_not_null(strstr(err_text, "perf_cpu_time_max_percent"), "%s", err_text);
+	cr_expect_eq(access(in_dir("results/latest"), F_OK), -1, "no run was made");
 }
 
 Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
@@ -519,17 +581,38 @@ static bool has_temporary(const char *path)
 
 /* Start a run of three one-second forks with stderr on a pipe, read it until fork 2 has
  * measured its first iteration, send sig, read to the end; the exit status. */
-static int run_interrupted(int sig, const char *out)
+/* Read what the run printed on fd into buf (len so far in *len): true once it holds
+ * `want` (NULL: never), false at the end of the stream. Fails the test at the
+ * deadline. */
+static bool await_text(int fd, char *buf, size_t cap, size_t *len, const char *want,
+		       time_t deadline)
 {
-	const char *build = getenv("SCHEDLAB_BUILD");
-	char bin[512], line_buf[8192] = "";
-	size_t len = 0;
-	bool sent = false;
-	int fds[2], status;
-	time_t deadline = time(NULL) + 240;
+	while (!want || !strstr(buf, want)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		cr_assert_lt(time(NULL), deadline, "%s%s%s in time: %s", want ? "no '" : "",
+			     want ? want : "the run did not end", want ? "'" : "", buf);
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		n = read(fd, buf + *len, cap - 1 - *len);
+		if (n <= 0)
+			return false;
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return true;
+}
+
+/* Start a run long enough to interrupt (3 forks of 3 one-second iterations, no
+ * probes) into out; its stderr comes to *err_fd. */
+static pid_t start_long_run(const char *out, int *err_fd)
+{
+	char bin[512];
+	int fds[2];
 	pid_t pid;
 
-	snprintf(bin, sizeof(bin), "%s/schedlab", build && *build ? build : "build");
+	snprintf(bin, sizeof(bin), "%s/schedlab", schedlab_build());
 	cr_assert_eq(pipe(fds), 0);
 	fflush(NULL);
 	pid = fork();
@@ -545,31 +628,27 @@ static int run_interrupted(int sig, const char *out)
 		_exit(127);
 	}
 	close(fds[1]);
-	err_text[0] = '\0';
-	for (;;) {
-		struct pollfd p = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
+	*err_fd = fds[0];
+	return pid;
+}
 
-		cr_assert_lt(time(NULL), deadline, "no 'fork 2/3  iteration  1/3' in time: %s",
-			     line_buf);
-		if (poll(&p, 1, 1000) <= 0)
-			continue;
-		n = read(fds[0], line_buf + len, sizeof(line_buf) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		line_buf[len] = '\0';
-		if (!sent && strstr(line_buf, "fork 2/3  iteration  1/3")) {
-			cr_assert_eq(kill(pid, sig), 0);
-			sent = true;
-		}
-		if (len == sizeof(line_buf) - 1)
-			break;
-	}
-	close(fds[0]);
+/* The exit status of a long run that got sig once fork 2 measured; its stderr in
+ * err_text. */
+static int run_interrupted(int sig, const char *out)
+{
+	char buf[8192] = "";
+	time_t deadline = time(NULL) + 240;
+	size_t len = 0;
+	int fd, status;
+	pid_t pid = start_long_run(out, &fd);
+
+	cr_assert(await_text(fd, buf, sizeof(buf), &len, "fork 2/3  iteration  1/3", deadline),
+		  "the run ended before fork 2 measured: %s", buf);
+	cr_assert_eq(kill(pid, sig), 0);
+	await_text(fd, buf, sizeof(buf), &len, NULL, deadline);
+	close(fd);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	snprintf(err_text, sizeof(err_text), "%s", line_buf);
-	cr_assert(sent, "the run ended before fork 2 measured: %s", line_buf);
+	snprintf(err_text, sizeof(err_text), "%s", buf);
 	cr_assert(WIFEXITED(status), "killed by signal %d: %s",
 		  WIFSIGNALED(status) ? WTERMSIG(status) : 0, err_text);
 	return WEXITSTATUS(status);
@@ -619,6 +698,81 @@ Test(run_cli, sigterm_writes_the_measured_iterations_as_partial, .timeout = 300)
 	expect_partial_run(SIGTERM, "SIGTERM");
 }
 
+/* A second SIGINT while the interrupted run writes its files: the writing stops, no
+ * temporary is left and latest stays on the run before; exit 130. The writer is held
+ * mid-write: result.json of the run folder is made a FIFO with a 4 KiB pipe that is
+ * never read (the writer writes through to a FIFO in place), so once the pipe is full
+ * the writer is blocked in write(2), and only then comes the second signal. */
+Test(run_cli, a_second_sigint_while_writing_stops_the_writing, .timeout = 300)
+{
+	const char *out = in_dir("results");
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
+			       "none", "-o", out, NULL };
+	char buf[16384] = "", good[512], now[512], path[1024], run_dir[1024] = "";
+	time_t deadline = time(NULL) + 240;
+	int fds[1], fifo, status, queued = 0;
+	struct dirent *e;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	DIR *d;
+
+	cr_assert_eq(run_schedlab(argv), 0, "the run before: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	n = readlink(path, good, sizeof(good) - 1);
+	cr_assert_gt(n, 0);
+	good[n] = '\0';
+
+	pid = start_long_run(out, &fds[0]);
+	cr_assert(await_text(fds[0], buf, sizeof(buf), &len, "fork 2/3  iteration  1/3",
+			     deadline), "the run ended early: %s", buf);
+	/* the run folder is made before the forks start: the one that is not the last */
+	d = opendir(out);
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "latest") && strcmp(e->d_name, good))
+			snprintf(run_dir, sizeof(run_dir), "%s/%s", out, e->d_name);
+	closedir(d);
+	cr_assert(run_dir[0], "no run folder in %s", out);
+	snprintf(path, sizeof(path), "%s/result.json", run_dir);
+	cr_assert_eq(mkfifo(path, 0644), 0, "%s: %s", path, strerror(errno));
+	fifo = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	cr_assert_geq(fifo, 0);
+	cr_assert_eq(fcntl(fifo, F_SETPIPE_SZ, 4096), 4096);
+
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	/* the writer has filled the pipe and waits for room */
+	while (queued < 4096) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+
+		cr_assert_lt(time(NULL), deadline, "result.json was never written: %s", buf);
+		cr_assert_eq(ioctl(fifo, FIONREAD, &queued), 0);
+		if (poll(&p, 1, 10) > 0 && len < sizeof(buf) - 1 &&
+		    (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0) {
+			len += (size_t)n;
+			buf[len] = '\0';
+		}
+	}
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	/* to the end of its stderr: a writer that went on waiting never gets there */
+	deadline = time(NULL) + 60;
+	await_text(fds[0], buf, sizeof(buf), &len, NULL, deadline);
+	close(fds[0]);
+	close(fifo);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "killed by signal %d: %s",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : 0, buf);
+	cr_expect_eq(WEXITSTATUS(status), 130, "%s", buf);
+	cr_expect_not_null(strstr(buf, "interrupted again while writing"), "%s", buf);
+	cr_expect_not(has_temporary(out), "a temporary file was left in %s", out);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	n = readlink(path, now, sizeof(now) - 1);
+	now[n > 0 ? n : 0] = '\0';
+	cr_expect_str_eq(now, good, "latest still points at the run before");
+	snprintf(path, sizeof(path), "%s/report.md", run_dir);
+	cr_expect_eq(access(path, F_OK), -1, "report.md was written after the second signal");
+}
+
 /* Several workloads: stdout is one JSON array of their results, in the order given. */
 Test(run_cli, json_with_two_workloads_is_one_array, .timeout = 120)
 {
@@ -636,15 +790,24 @@ Test(run_cli, json_with_two_workloads_is_one_array, .timeout = 120)
 	cr_expect_eq(system(cmd), 0, "not one array of both results: %s", out_text);
 }
 
-/* A full file system fails the run with the real errno, and latest keeps the good run. */
-Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
+/* Entries in the folder path, 0 when it cannot be read. */
+static size_t count_entries(const char *path)
 {
-	const char *mnt = in_dir("fs"), *out = in_dir("fs/r");
-	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
-			       "none", "-o", out, NULL };
-	char cmd[1200], path[1024], good[512], now[512];
-	ssize_t len;
-	int st;
+	DIR *d = opendir(path);
+	struct dirent *e;
+	size_t n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A 256 KiB tmpfs at mnt (a new folder); the test is skipped where mounts are refused. */
+static void mount_small_tmpfs(const char *mnt)
+{
+	char cmd[1200];
 
 	cr_assert_eq(mkdir(mnt, 0755), 0);
 	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=256k tmpfs %s 2>/dev/null", mnt);
@@ -652,6 +815,20 @@ Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
 		rmdir(mnt);
 		cr_skip_test("mount -t tmpfs was refused (not root, or no mount namespace)");
 	}
+}
+
+/* A full file system fails the run with the real errno, and latest keeps the good run. */
+Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
+{
+	const char *mnt = in_dir("fs"), *out = in_dir("fs/r");
+	const char *argv[] = { "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
+			       "none", "-o", out, NULL };
+	char cmd[1200], path[1024], good[512], now[512];
+	size_t out_entries;
+	ssize_t len;
+	int st;
+
+	mount_small_tmpfs(mnt);
 	st = run_schedlab(argv);
 	snprintf(path, sizeof(path), "%s/latest", out);
 	len = readlink(path, good, sizeof(good) - 1);
@@ -663,10 +840,48 @@ Test(run_cli, a_full_file_system_fails_the_run_and_keeps_latest, .timeout = 120)
 		st = -2;
 	len = readlink(path, now, sizeof(now) - 1);
 	now[len > 0 ? len : 0] = '\0';
+	out_entries = count_entries(out);
 	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
 	cr_assert_eq(system(cmd), 0, "umount %s", mnt);
 	cr_assert_neq(st, -2, "the good run failed: %s", err_text);
 	cr_expect_eq(st, 0, "the run on a full file system did not exit 1: %s", err_text);
 	cr_expect_not_null(strstr(err_text, "No space left on device"), "%s", err_text);
 	cr_expect_str_eq(now, good, "latest still points at the good run");
+	/* the failed run's folder held nothing of it, and went: the good run and latest */
+	cr_expect_eq(out_entries, 2, "%zu entries in %s, not the good run and latest: %s",
+		     out_entries, out, out_text);
+	cr_expect_not_null(strstr(out_text, "(not written, removed)"), "%s", out_text);
+}
+
+/* A run folder that cannot be made on a read-only file system is the machine's
+ * failure (exit 1), named; an --out that is a file is the user's (exit 2, naming
+ * --out); neither runs anything. */
+Test(run_cli, a_run_folder_that_cannot_be_made_is_named, .timeout = 60)
+{
+	const char *mnt = in_dir("ro"), *out = in_dir("ro/r");
+	const char *argv[] = { "run", "spawn-join", "--quick", "--probes", "none", "-o", out,
+			       NULL };
+	const char *file_argv[] = { "run", "spawn-join", "--quick", "--probes", "none", "-o",
+				    in_dir("a-file"), NULL };
+	char cmd[1200];
+	int st;
+
+	mount_small_tmpfs(mnt);
+	cr_assert_eq(mkdir(out, 0755), 0);
+	snprintf(cmd, sizeof(cmd), "mount -o remount,ro %s", mnt);
+	st = system(cmd) == 0 ? run_schedlab(argv) : -1;
+	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
+	cr_assert_eq(system(cmd), 0, "umount %s", mnt);
+	cr_assert_neq(st, -1, "remount read-only refused");
+	cr_expect_eq(st, 1, "stderr: %s", err_text);
+	cr_expect(!strncmp(err_text, "schedlab: cannot create ", 24) &&
+			  strstr(err_text, "/ro/r/") &&
+			  strstr(err_text, ": Read-only file system\n"),
+		  "%s", err_text);
+	cr_expect_null(strstr(err_text, "fork 1/1"), "nothing ran: %s", err_text);
+
+	write_file(in_dir("a-file"), "mine\n");
+	cr_expect_eq(run_schedlab(file_argv), 2);
+	expect_one_error_line("--out ");
+	cr_expect_not_null(strstr(err_text, "a-file: Not a directory"), "%s", err_text);
 }

@@ -151,6 +151,9 @@ try "--warmup -1" 2 "$BIN" run spawn-join --warmup -1 --probes none
 try "--forks × --iterations beyond memory" 2 "$BIN" run spawn-join --forks 4000000000 --iterations 4000000000 --probes none
 try "--freq 0" 2 "$BIN" run spawn-join --freq 0 --quick
 try "--freq above perf_event_max_sample_rate" 2 "$BIN" run spawn-join --freq 100000000 --quick
+# where 100 kHz costs more of a CPU than perf_cpu_time_max_percent it is refused at once;
+# where it does not, the run ends (a hang is the failure)
+try "--freq 100000: refused where it costs more than perf_cpu_time_max_percent, else run" "2|0" "$BIN" run spawn-join --freq 100000 --quick -o "$tmp/freq"
 try "--stack-copy not a multiple of 8" 2 "$BIN" run spawn-join --stack-copy 1001 --quick
 try "--stack-copy above 64 KiB" 2 "$BIN" run spawn-join --stack-copy 131072 --quick
 try "--call-graph unknown" 2 "$BIN" run spawn-join --call-graph lbr --quick
@@ -256,6 +259,8 @@ if mount -t tmpfs -o size=256k tmpfs "$tmp/full" 2>/dev/null; then
 	try "run into a full file system" 1 "$BIN" run spawn-join --quick --probes none -o "$tmp/full"
 	says "No space left on device" "exit 1 but not ENOSPC"
 	check "silent loss" "latest was switched to a failed run" is_link_to "$tmp/full/latest" "$good"
+	check "silent loss" "the failed run left its empty folder" \
+		test "$(find "$tmp/full" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 1
 	rm -f "$tmp/full/filler"
 	# room for result.json and report.md, not for the SVG
 	avail=$(df --output=avail -B1 "$tmp/full" | tail -1)
@@ -263,10 +268,22 @@ if mount -t tmpfs -o size=256k tmpfs "$tmp/full" 2>/dev/null; then
 	try "run into a file system that fills mid-run" 1 "$BIN" run spawn-join --quick -o "$tmp/full"
 	says "No space left on device" "exit 1 but not ENOSPC"
 	check "silent loss" "latest was switched to a failed run" is_link_to "$tmp/full/latest" "$good"
+	rm -f "$tmp/full/filler"
+	# read-only: no run folder can be made, the machine's failure, exit 1
+	mount -o remount,ro "$tmp/full"
+	try "run into a read-only file system" 1 "$BIN" run spawn-join --quick --probes none -o "$tmp/full"
+	says "Read-only file system" "exit 1 but not EROFS"
+	check "silent loss" "latest was switched to a failed run" is_link_to "$tmp/full/latest" "$good"
 	umount "$tmp/full" && mounts=()
 else
 	group="$group (tmpfs refused: the full-disk rows were not run)"
 fi
+
+# --out that is a file: the user's to fix, exit 2 naming --out; the file stays.
+echo "mine" >"$tmp/outfile"
+try "run --out a regular file" 2 "$BIN" run spawn-join --quick --probes none -o "$tmp/outfile"
+says "^schedlab: --out " "the error does not name --out"
+check "destroyed file" "the file given as --out changed" grep -qx mine "$tmp/outfile"
 
 # results/latest that is not a symlink is not ours to replace.
 mkdir -p "$tmp/notlink"
