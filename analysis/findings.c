@@ -40,7 +40,6 @@ enum {
 	TH_STACKCAP_SHARE,
 	TH_ALLOC_SHARE,
 	TH_ALLOC_BYTES_PER_OP,
-	TH_PROBE_SHORT_PCT,
 	TH_PROBE_LOSS_SHARE,
 	TH_PROBE_KERNEL_SHARE,
 	TH_FORKS_P,
@@ -97,14 +96,11 @@ static const struct threshold {
 	/* A MiB asked for per op touches 256 pages: page faults and cache misses that a
 	 * reused buffer would not pay, whatever the profile says. */
 	[TH_ALLOC_BYTES_PER_OP] = { "alloc_bytes_per_op", 1048576 },
-	/* The probe's own sampling tolerance (AN_SAMPLING_TOLERANCE_PCT): beyond it the
-	 * kernel throttled the event and the profile under-samples busy stretches. */
-	[TH_PROBE_SHORT_PCT] = { "probe_short_pct", AN_SAMPLING_TOLERANCE_PCT },
 	/* A hundredth of the samples lost or truncated: the shares then move by a point. */
 	[TH_PROBE_LOSS_SHARE] = { "probe_loss_share", 0.01 },
-	/* The sampling program's kernel time above a twentieth of the sampled CPU time:
-	 * timer sampling at 999 Hz costs about 2% here with any tool, so beyond 5% the probe
-	 * itself slows what it measures. */
+	/* The sampling program's kernel time in the forks' own context (its mean run × their
+	 * samples) above a twentieth of their CPU time: timer sampling at 999 Hz costs about
+	 * 2% here with any tool, so beyond 5% the probe itself slows what it measures. */
 	[TH_PROBE_KERNEL_SHARE] = { "probe_kernel_share", 0.05 },
 	/* Forks disagree when one-way ANOVA (forks as groups) gives p below this ... */
 	[TH_FORKS_P] = { "forks_p", 0.01 },
@@ -684,9 +680,11 @@ static void probe_distortion(struct ctx *c)
 		"lost.truncated_stacks",
 	};
 	double expected = probe_num(c, "sampling.expected"), taken = probe_num(c, "sampling.taken");
-	double freq = probe_num(c, "frequency_hz"), prog_ns = probe_num(c, "program.ns");
-	double short_pct = an_sampling_short_pct((uint64_t)expected, (uint64_t)taken);
-	double lost = 0, loss_share, kernel_share, sev = 0;
+	double short_pct = probe_num(c, "sampling.short_pct");
+	double tolerance = probe_num(c, "sampling.tolerance_pct");
+	double cost = probe_num(c, "sampling.cost_pct"), cpu_ns = probe_num(c, "sampling.cpu_ns");
+	double runs = probe_num(c, "program.runs"), prog_ns = probe_num(c, "program.ns");
+	double lost = 0, loss_share, own_ns, kernel_share, sev = 0;
 	bool is_short, is_lossy, is_costly;
 	char a[64], b[64];
 	struct an_finding *f;
@@ -696,14 +694,18 @@ static void probe_distortion(struct ctx *c)
 	for (size_t i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
 		lost += probe_num(c, losses[i]);
 	loss_share = c->samples > 0 ? lost / c->samples : 0;
-	/* expected / freq: the CPU-seconds sampled (the window on every sampled CPU) */
-	kernel_share = expected > 0 && freq > 0 ? prog_ns / (expected / freq * 1e9) : 0;
-	is_short = short_pct > TH(TH_PROBE_SHORT_PCT);
+	/* the program runs on every CPU for every process; the forks pay for their own
+	 * samples: its mean run times the samples they got */
+	own_ns = runs > 0 && taken > 0 ? prog_ns / runs * taken : 0;
+	kernel_share = cpu_ns > 0 ? own_ns / cpu_ns : 0;
+	/* the report's own judgement: a shortfall beyond chance that sampling's cost
+	 * explains (a shortfall from timers lapsing in idle leaves what is sampled true) */
+	is_short = probe_num(c, "sampling.throttled") > 0;
 	is_lossy = loss_share > TH(TH_PROBE_LOSS_SHARE);
 	is_costly = kernel_share > TH(TH_PROBE_KERNEL_SHARE);
 	if (!is_short && !is_lossy && !is_costly)
 		return;
-	sev = fmax(short_pct / TH(TH_PROBE_SHORT_PCT),
+	sev = fmax(is_short ? 1 + short_pct / 100 : 0,
 		   fmax(loss_share / TH(TH_PROBE_LOSS_SHARE),
 			kernel_share / TH(TH_PROBE_KERNEL_SHARE)));
 	f = emit(c, "probe-distortion", NAN, sev, "The probe may distort this profile:%s%s%s",
@@ -715,15 +717,17 @@ static void probe_distortion(struct ctx *c)
 		return;
 	fmt_count(expected, a, sizeof(a));
 	fmt_count(taken, b, sizeof(b));
-	EVIDENCE(f, "samples expected %s, taken %s: short by %.1f%% (tolerance %.0f%%) (oncpu "
-		    "probe, sampling)", a, b, short_pct, TH(TH_PROBE_SHORT_PCT));
+	EVIDENCE(f, "samples expected %s (the forks' CPU time × frequency), taken %s: short by "
+		    "%.1f%% (chance allows %.0f%%), sampling taking %.0f%% of a CPU%s (oncpu "
+		    "probe, sampling)", a, b, isnan(short_pct) ? 0 : short_pct,
+		 isnan(tolerance) ? 0 : tolerance, isnan(cost) ? 0 : cost,
+		 is_short ? ": throttled" : "");
 	EVIDENCE(f, "; lost or truncated %.0f of %.0f samples kept (%.1f%%) (oncpu probe, lost)",
 		 lost, c->samples, 100 * loss_share);
-	fmt_time(c->samples > 0 ? prog_ns / c->samples : 0, a, sizeof(a));
-	fmt_time(prog_ns, b, sizeof(b));
-	EVIDENCE(f, "; the sampling program ran %s in the kernel, %s per sample kept, %.1f%% of "
-		    "the %.2f CPU-seconds sampled (oncpu probe, program)",
-		 b, a, 100 * kernel_share, freq > 0 ? expected / freq : 0);
+	fmt_time(runs > 0 ? prog_ns / runs : 0, a, sizeof(a));
+	fmt_time(own_ns, b, sizeof(b));
+	EVIDENCE(f, "; the sampling program took %s per run, %s over the forks' samples, %.1f%% "
+		    "of their CPU time (oncpu probe, program)", a, b, 100 * kernel_share);
 	ACTION(f, "sample less often (--freq 499), or raise the kernel's limits "
 		  "(perf_event_max_sample_rate, perf_cpu_time_max_percent); for losses, "
 		  "--call-graph fp copies no stacks");
