@@ -150,6 +150,11 @@ struct an_compare {
 	/* each run's findings (an_findings), for those that appear, vanish or stay */
 	struct an_finding fa[AN_FINDINGS_MAX], fb[AN_FINDINGS_MAX];
 	size_t nfa, nfb;
+	struct finding_row { /* B's findings in its ranking, then those only A had */
+		const struct an_finding *a, *b; /* NULL: not in that run */
+		const char *change;             /* "appears", "vanishes", "in both" */
+	} rows[2 * AN_FINDINGS_MAX];
+	size_t nrows;
 };
 
 static const char *run_id(const struct an_result *r)
@@ -433,6 +438,15 @@ static int make_functions(struct an_compare *c)
 	return 0;
 }
 
+/* The finding called id among n, or NULL. */
+static const struct an_finding *finding(const struct an_finding *v, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].id, id))
+			return &v[i];
+	return NULL;
+}
+
 static int make_findings(struct an_compare *c)
 {
 	int na = an_findings(c->a.r, c->fa, AN_FINDINGS_MAX);
@@ -442,16 +456,16 @@ static int make_findings(struct an_compare *c)
 		return na < 0 ? na : nb;
 	c->nfa = (size_t)na < AN_FINDINGS_MAX ? (size_t)na : AN_FINDINGS_MAX;
 	c->nfb = (size_t)nb < AN_FINDINGS_MAX ? (size_t)nb : AN_FINDINGS_MAX;
-	return 0;
-}
+	for (size_t i = 0; i < c->nfb; i++) {
+		const struct an_finding *fa = finding(c->fa, c->nfa, c->fb[i].id);
 
-/* The finding called id among n, or NULL. */
-static const struct an_finding *finding(const struct an_finding *v, size_t n, const char *id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].id, id))
-			return &v[i];
-	return NULL;
+		c->rows[c->nrows++] = (struct finding_row){ fa, &c->fb[i],
+							    fa ? "in both" : "appears" };
+	}
+	for (size_t i = 0; i < c->nfa; i++)
+		if (!finding(c->fb, c->nfb, c->fa[i].id))
+			c->rows[c->nrows++] = (struct finding_row){ &c->fa[i], NULL, "vanishes" };
+	return 0;
 }
 
 struct an_compare *an_compare_new(const struct an_result *a, const struct an_result *b,
@@ -812,26 +826,17 @@ static void md_findings(FILE *out, const struct an_compare *c)
 		return;
 	}
 	fputs("| finding | A | B | |\n|---|---:|---:|---|\n", out);
-	for (int side = 0; side < 2; side++) {
-		/* B's findings in its ranking, then those only A had */
-		const struct an_finding *v = side ? c->fa : c->fb;
-		size_t n = side ? c->nfa : c->nfb;
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct finding_row *r = &c->rows[i];
+		const struct an_finding *f = r->b ? r->b : r->a;
 
-		for (size_t i = 0; i < n; i++) {
-			const struct an_finding *fa = side ? &v[i] : finding(c->fa, c->nfa, v[i].id);
-			const struct an_finding *fb = side ? finding(c->fb, c->nfb, v[i].id) : &v[i];
-
-			if (side && fb)
-				continue;
-			fprintf(out, "| %s | ", v[i].id);
-			if (fa)
-				md_share(out, fa->share);
-			fputs(" | ", out);
-			if (fb)
-				md_share(out, fb->share);
-			fprintf(out, " | %s: %s |\n", !fa ? "appears" : !fb ? "vanishes" : "in both",
-				v[i].claim);
-		}
+		fprintf(out, "| %s | ", f->id);
+		if (r->a)
+			md_share(out, r->a->share);
+		fputs(" | ", out);
+		if (r->b)
+			md_share(out, r->b->share);
+		fprintf(out, " | %s: %s |\n", r->change, f->claim);
 	}
 	fprintf(out, "\nEach run's findings (`schedlab diagnose` gives their evidence), by the "
 		"share of its measured time each explains (— where it is not a share of time): "
@@ -966,24 +971,16 @@ int an_compare_json(const struct an_compare *c, FILE *out)
 	}
 	fputs(k ? "\n  ]" : "]", out);
 	fputs(",\n  \"findings\": [", out);
-	k = 0;
-	for (int side = 0; side < 2; side++) {
-		const struct an_finding *v = side ? c->fa : c->fb;
-		size_t n = side ? c->nfa : c->nfb;
+	for (k = 0; k < c->nrows; k++) {
+		const struct finding_row *r = &c->rows[k];
+		const struct an_finding *f = r->b ? r->b : r->a;
 
-		for (size_t i = 0; i < n; i++) {
-			const struct an_finding *fa = side ? &v[i] : finding(c->fa, c->nfa, v[i].id);
-			const struct an_finding *fb = side ? finding(c->fb, c->nfb, v[i].id) : &v[i];
-
-			if (side && fb)
-				continue;
-			jstr(out, next_elem(k++), "id", v[i].id);
-			jstr(out, ", ", "change", !fa ? "appears" : !fb ? "vanishes" : "in both");
-			jnum(out, ", ", "a_share", fa ? fa->share : NAN);
-			jnum(out, ", ", "b_share", fb ? fb->share : NAN);
-			jstr(out, ", ", "claim", v[i].claim);
-			fputs("}", out);
-		}
+		jstr(out, next_elem(k), "id", f->id);
+		jstr(out, ", ", "change", r->change);
+		jnum(out, ", ", "a_share", r->a ? r->a->share : NAN);
+		jnum(out, ", ", "b_share", r->b ? r->b->share : NAN);
+		jstr(out, ", ", "claim", f->claim);
+		fputs("}", out);
 	}
 	fputs(k ? "\n  ]" : "]", out);
 	jstr(out, ",\n  ", "flame", c->flame);
