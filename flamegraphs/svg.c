@@ -64,6 +64,20 @@ struct frame {
 struct frames {
 	struct frame *v;
 	size_t n, cap;
+	size_t seq;          /* frames made so far, kept or not */
+};
+
+/* Frames too narrow to draw, and the samples under the widest of them. */
+struct pruned {
+	uint64_t frames, samples;
+};
+
+/* What build_frames() decides as each frame closes: whether it is wide enough to draw,
+ * and what it adds to the legend and to the count of what was left out. */
+struct keep {
+	double per_sample, min_width; /* px per sample; the narrowest frame drawn */
+	uint64_t *by_category;        /* samples under each category's root */
+	struct pruned *pruned;
 };
 
 static int frames_push(struct frames *fr, const char *name, size_t len, size_t depth,
@@ -78,21 +92,45 @@ static int frames_push(struct frames *fr, const char *name, size_t len, size_t d
 		fr->v = v;
 		fr->cap = cap;
 	}
-	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->n, 0, 0, 0, cat };
+	fr->v[fr->n] = (struct frame){ name, len, depth, start, start, fr->seq++, 0, 0, 0, cat };
 	fr->n++;
 	return 0;
 }
 
 static int category_of(const char *name, size_t len);
 
+/* Close the open frame at open[k] at sample t: a frame narrower than k->min_width px is
+ * dropped (it is the last one made: its descendants, narrower still, went before it)
+ * and its samples go to its parent's hidden count; a frame drawn adds its own hidden
+ * count (its dropped children's samples) to what was left out. */
+static void close_frame(struct frames *fr, const struct keep *kp, size_t idx, uint64_t t,
+			uint64_t *hidden, uint64_t *parent_hidden)
+{
+	struct frame *f = &fr->v[idx];
+	uint64_t count = t - f->start;
+
+	f->end = t;
+	if (f->depth == 1 && f->cat >= 0)
+		kp->by_category[f->cat] += count;
+	if (!count || (double)count * kp->per_sample < kp->min_width) {
+		kp->pruned->frames++;
+		*parent_hidden += count;
+		fr->n = idx;
+	} else {
+		kp->pruned->samples += *hidden;
+	}
+	*hidden = 0;
+}
+
 /* Merge the sorted lines into frames. Lines sharing a prefix of frames are adjacent in
- * byte order, so one pass with the path of open frames is enough. A frame's category is
- * its root's (the open frame at depth 1). */
+ * byte order, so one pass with the path of open frames is enough; a frame too narrow to
+ * draw is dropped as it closes, so that only what is drawn is kept. A frame's category
+ * is its root's (the open frame at depth 1). */
 static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t total,
-			struct frames *fr)
+			const struct keep *kp, struct frames *fr)
 {
 	size_t *open = NULL, nopen = 0, open_cap = 0;
-	uint64_t t = 0;
+	uint64_t t = 0, *hidden = NULL, root_hidden = 0;
 	int err;
 
 	err = frames_push(fr, "all", 3, 0, 0, -1);
@@ -112,20 +150,25 @@ static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t t
 
 				if (o->len == len && !memcmp(o->name, p, len))
 					goto next_frame;
-				/* the path diverges here: close what was open below */
-				for (size_t k = depth; k < nopen; k++)
-					fr->v[open[k]].end = t;
+				/* the path diverges here: close what was open below, deepest
+				 * first */
+				for (size_t k = nopen; k-- > depth;)
+					close_frame(fr, kp, open[k], t, &hidden[k],
+						    k ? &hidden[k - 1] : &root_hidden);
 				nopen = depth;
 			}
 			if (nopen == open_cap) {
 				size_t cap = open_cap ? open_cap * 2 : 64;
 				size_t *v = reallocarray(open, cap, sizeof(*v));
+				uint64_t *h = v ? reallocarray(hidden, cap, sizeof(*h)) : NULL;
 
-				if (!v) {
+				if (v)
+					open = v;
+				if (!h) {
 					err = -ENOMEM;
 					goto out_free_open;
 				}
-				open = v;
+				hidden = h;
 				open_cap = cap;
 			}
 			err = frames_push(fr, p, len, depth + 1, t,
@@ -133,6 +176,7 @@ static int build_frames(const struct an_folded_line *lines, size_t n, uint64_t t
 			if (err)
 				goto out_free_open;
 			fr->v[fr->n - 1].parent = depth ? open[depth - 1] : 0;
+			hidden[nopen] = 0;
 			open[nopen++] = fr->n - 1;
 next_frame:
 			depth++;
@@ -144,11 +188,13 @@ next_frame:
 		 * open path sorts before it, never after. */
 		t += lines[i].count;
 	}
-	for (size_t k = 0; k < nopen; k++)
-		fr->v[open[k]].end = t;
+	for (size_t k = nopen; k-- > 0;)
+		close_frame(fr, kp, open[k], t, &hidden[k], k ? &hidden[k - 1] : &root_hidden);
+	kp->pruned->samples += root_hidden;
 	err = 0;
 out_free_open:
 	free(open);
+	free(hidden);
 	return err;
 }
 
@@ -422,11 +468,6 @@ static void put_tenths(FILE *out, long long v)
 	fprintf(out, "%lld.%lld", v / 10, v % 10);
 }
 
-/* Frames too narrow to draw, and the samples under the widest of them. */
-struct pruned {
-	uint64_t frames, samples;
-};
-
 static void put_head(FILE *out, const struct fg_options *o, const char *count_name,
 		     unsigned height, uint64_t total, const struct pruned *pruned)
 {
@@ -580,9 +621,10 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	unsigned top, height, fh, legend_rows;
 	uint64_t by_category[NCATEGORIES] = { 0 };
 	struct pruned pruned = { 0 };
+	struct keep kp;
 	size_t n, kept = 0, max_depth = 0;
 	uint64_t total;
-	double per_sample, maxdelta = 0;
+	double maxdelta = 0;
 	int err;
 
 	if (!f || !out)
@@ -611,43 +653,22 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	lines = an_folded_lines(f, &n);
 	if (!lines)
 		return -errno;
-	err = build_frames(lines, n, total, &fr);
+	kp = (struct keep){ (double)(o.width - 2 * XPAD) / (double)total, o.min_width,
+			    by_category, &pruned };
+	err = build_frames(lines, n, total, &kp, &fr);
 	if (!err && o.baseline)
 		err = diff_frames(&fr, o.baseline, total);
 	if (err)
 		goto out_free;
-	/* the categories' shares, from their roots, before narrow frames are left out */
-	for (size_t i = 0; i < fr.n; i++)
-		if (fr.v[i].depth == 1 && fr.v[i].cat >= 0)
-			by_category[fr.v[i].cat] += fr.v[i].end - fr.v[i].start;
-	/* a differential graph is coloured by change, not by category: no legend */
-	legend_rows = o.baseline ? 0 : put_legend(NULL, by_category, total, o.width, 0, count_name);
-
-	/* Leave out frames narrower than min_width px; a child is never wider than its
-	 * parent, so no frame loses its parent this way. What is left out is counted: the
-	 * frames, and the samples under the widest of them (those whose parent is drawn),
-	 * whose detail the image does not show. */
-	per_sample = (double)(o.width - 2 * XPAD) / (double)total;
-	for (size_t i = 1; i < fr.n; i++) {
-		const struct frame *f = &fr.v[i], *up = &fr.v[f->parent];
-
-		if ((double)(f->end - f->start) * per_sample >= o.min_width)
-			continue;
-		pruned.frames++;
-		if ((double)(up->end - up->start) * per_sample >= o.min_width)
-			pruned.samples += f->end - f->start;
-	}
 	for (size_t i = 0; i < fr.n; i++) {
-		uint64_t count = fr.v[i].end - fr.v[i].start;
-
-		if (count == 0 || (double)count * per_sample < o.min_width)
-			continue;
-		fr.v[kept++] = fr.v[i];
 		if (fr.v[i].depth > max_depth)
 			max_depth = fr.v[i].depth;
 		if (o.baseline)
 			maxdelta = fmax(maxdelta, fabs(fr.v[i].delta));
 	}
+	kept = fr.n;
+	/* a differential graph is coloured by change, not by category: no legend */
+	legend_rows = o.baseline ? 0 : put_legend(NULL, by_category, total, o.width, 0, count_name);
 	/* at least one sample's share, as flamegraph.pl's scale starts at one sample */
 	if (o.baseline)
 		maxdelta = fmax(maxdelta, 1.0 / (double)total);
