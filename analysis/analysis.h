@@ -322,6 +322,12 @@ struct an_finding {
 /* More than every kind of finding there is: an array this long holds them all. */
 #define AN_FINDINGS_MAX 32
 
+/* What no finding can speak to yet, said after the findings so that an empty list is not
+ * read as a clean bill: the data for it comes from probes not built yet. */
+#define AN_FINDINGS_NOT_EXAMINED \
+	"Not examined: run-queue latency, migrations and off-CPU time, which need the " \
+	"scheduler and off-CPU probes (--probes sched, --probes offcpu), not built yet."
+
 /* The findings of a run, ranked by share (most first; NAN shares after, by severity): at most max written;
  * returns how many there are, or -errno. */
 int an_findings(const struct an_result *r, struct an_finding *out, size_t max);

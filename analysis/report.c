@@ -682,8 +682,7 @@ static void md_findings(FILE *out, const struct an_run *r)
 		fprintf(out, " `%s`  \n   Evidence: %s.  \n   Try: %s.\n", f->id, f->evidence,
 			f->action);
 	}
-	if (r->nfindings)
-		fputs("\n", out);
+	fprintf(out, "%s" AN_FINDINGS_NOT_EXAMINED "\n\n", r->nfindings ? "\n" : "");
 }
 
 /* The per-worker counters that show placement, and the steal matrix when anyone stole. */

@@ -105,6 +105,7 @@ static void print_text(const char *run, const struct diagnosis *d)
 			printf("%2zu. %3.0f%%  %s [%s]\n", i + 1, 100 * f->share, f->claim, f->id);
 		printf("    evidence: %s\n    try: %s\n", f->evidence, f->action);
 	}
+	printf("  %s\n", AN_FINDINGS_NOT_EXAMINED);
 }
 
 static void print_json(const char *run, const struct diagnosis *d)

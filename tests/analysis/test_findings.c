@@ -645,6 +645,8 @@ Test(findings, a_report_says_when_none_crossed)
 	out = render_both(&run);
 	cr_expect_not_null(strstr(out.md, "## Findings\n\nNo finding crossed its threshold.\n"),
 			   "%s", out.md);
+	cr_expect_not_null(strstr(out.md, "threshold.\n\n" AN_FINDINGS_NOT_EXAMINED "\n"), "%s",
+			   out.md);
 	cr_expect_not_null(strstr(out.json, "\"findings\": []"), "%s", out.json);
 	free(out.md);
 	free(out.json);

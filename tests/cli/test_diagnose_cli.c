@@ -121,6 +121,7 @@ Test(diagnose_cli, no_finding_is_said)
 
 	cr_expect_eq(diagnose1(run), 0);
 	cr_expect_not_null(strstr(out_text, "No finding crossed its threshold."), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, AN_FINDINGS_NOT_EXAMINED), "%s", out_text);
 }
 
 Test(diagnose_cli, json_holds_the_findings_of_each_run)
