@@ -84,7 +84,7 @@ big_samples=$(awk '{ t += $NF } END { print t }' "$tmp/big.folded")
 t_svg=$(secs "$SL" flame "$tmp/big.folded" -o "$tmp/big.svg")
 svg_frames=$(grep -o '<g><title>' "$tmp/big.svg" | wc -l)
 svg_mib=$(du -m "$tmp/big.svg" | cut -f1)
-pruned=$(grep -o 'left out[^<]*' "$tmp/big.svg" | head -1 || true)
+pruned=$(grep -o '[0-9]* frames narrower than [^<]*' "$tmp/big.svg" | head -1 || true)
 
 cat <<EOF
 ## Folding, symbolizing and rendering
@@ -107,6 +107,6 @@ user addresses (offsets into their files) were turned back into the addresses th
 Its folded total equals the samples recorded. Goal: 1,000,000 samples in under 1 s.
 
 \`schedlab flame\` on $(fmt 100000) distinct stacks ($(fmt "$big_samples") samples, 4 to 27 frames,
-fixed seed): $t_svg s for the whole command, a ${svg_mib} MiB SVG of $(fmt "$svg_frames") frames${pruned:+ ($pruned)}.
+fixed seed): $t_svg s for the whole command, a ${svg_mib} MiB SVG of $(fmt "$svg_frames") frames${pruned:+; $pruned}.
 Goal: under 1 s.
 EOF

@@ -3,8 +3,8 @@
 # cost: a Markdown section on stdout (make bench appends it to BENCHMARKS.md), progress on
 # stderr. Needs root and perf (Debian linux-perf).
 #
-#   1. Inclusive shares: bind-chain with the naive interpreter (much of its time in malloc,
-#      free and memcpy, which have no frame pointers) sampled at once by schedlab's probe
+#   1. Inclusive shares: bind-chain with the naive interpreter (much of its time in malloc
+#      and free, which have no frame pointers) sampled at once by schedlab's probe
 #      (--call-graph auto) and by `perf record -a --call-graph dwarf` on the same fork: the
 #      share of the workers' samples whose stack holds loop, rt_alloc and rt_free, by each,
 #      and the monitor thread's share.
@@ -238,8 +238,8 @@ cat <<EOF
 
 Reproduce with \`make bench\` (this part alone: \`bench/stacks.sh\`, as root, with Debian's
 \`linux-perf\`). Workload: \`bind-chain -P interpreter=naive\`, whose naive interpreter copies
-its continuation on every bind, so that malloc, free and memcpy — glibc, built without frame
-pointers — hold most of its time.
+its continuations on every bind (in its own code, \`copy_list\`) into an array that glibc's
+malloc and free, built without frame pointers, allocate and free.
 
 **The same fork, two profilers.** \`perf record -a -m 16M --call-graph dwarf,16384 -F $FREQ -e
 cpu-clock\` around \`schedlab run ${naive[*]} --forks 1 --warmup 0 --iterations $ITER --time 1\`,
@@ -256,12 +256,8 @@ or \`start_thread\`, and a trial where it is below 99% compares nothing. Two hal
 profile disagree by up to 2.4 points per function at about 3,000 samples: that is the chance
 level.
 
-\`rt_free\`'s time is mostly the kernel's: \`madvise\` flushing TLBs, which waits for the other
-CPU to acknowledge an interrupt, and whose cost changes from run to run (the ranges under *The probe's own
-effect* below). It is where the two profilers differ most, in either direction from trial to trial;
-one likely cause, not established, is that each profiler's sample handler, running on the
-other CPU with interrupts off at the moment it samples this one, delays the acknowledgement
-its own sample then finds awaited. What the probe's stacks say of its own samples is checked
+\`rt_alloc\` and \`rt_free\` are where glibc's code, built without frame pointers, is
+on the stack: there the probe's stacks come from DWARF, as perf's do. What the probe's stacks say of its own samples is checked
 separately, against the phase word the runtime set at each of them (the allocation
 category is exactly the time in \`rt_alloc\` and \`rt_free\`): in these trials allocation by
 the phase word and by the stacks was $alloc_agree of the probe's samples.
@@ -339,7 +335,7 @@ in $uw_qsort.
 --iterations $ITER --time 1\` with the cheap frame-pointer walk and with every sample's 16 KiB
 stack copied, alternated, $OBS runs each. A shift between the two would be the cost of a
 sample changing the workload it measures; the range within one mode is the workload's own
-variation from run to run (its \`madvise\` flushes).
+variation from run to run.
 
 | mode | allocation (mean) | range | runs |
 | --- | ---: | ---: | ---: |
