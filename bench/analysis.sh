@@ -47,13 +47,14 @@ perf record -q -e cpu-clock -F "$RATE" -g -p "$pid" -o "$tmp/perf.data" -- sleep
 	2>/dev/null
 wait "$runner"
 perf script -i "$tmp/perf.data" -F tid,ip,dso 2>/dev/null > "$tmp/raw.txt"
-samples=$(grep -c '^[^[:space:]]' "$tmp/raw.txt" || true)
+# a sample's first line is its tid, padded with spaces; its frames' lines begin with a tab
+samples=$(grep -c -v -e $'^\t' -e '^$' "$tmp/raw.txt" || true)
 say "$samples samples recorded"
 
 # stackcollapse-perf.pl's folding: one line per sample, frames root first, counts summed
 collapse='
-	/^[^\t ]/ { n = 0; next }
-	/^[\t ]/ { f[n++] = $2; next }
+	/^\t/ { f[n++] = $2; next }
+	/^[^\t]/ && !/^$/ { n = 0; next }
 	/^$/ { if (n) { s = f[n - 1]; for (i = n - 2; i >= 0; i--) s = s ";" f[i]; c[s]++ } n = 0 }
 	END { for (s in c) print s, c[s] }'
 perf_fold() {

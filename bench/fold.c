@@ -110,8 +110,8 @@ static void push_frame(uint64_t addr)
 	frames[nframes++] = addr;
 }
 
-/* The samples, as perf script prints them: "TID" alone on a line, then a line per frame
- * "\t ADDR (DSO)" leaf first, then an empty line. */
+/* The samples, as perf script prints them: the tid alone on a line (right-aligned in five
+ * columns), then a line per frame "\t ADDR (DSO)" leaf first, then an empty line. */
 static void read_samples(FILE *in)
 {
 	char line[1024];
@@ -122,7 +122,7 @@ static void read_samples(FILE *in)
 		unsigned long long addr;
 		char dso[512];
 
-		if (line[0] != '\t' && line[0] != ' ') {
+		if (line[0] != '\t') { /* "  TID": a sample begins (or ends, when empty) */
 			if (open && cur.n) {
 				if (nstacks == stacks_cap &&
 				    !(stacks = realloc(stacks, (stacks_cap = stacks_cap ? 2 * stacks_cap
