@@ -102,9 +102,9 @@ static const struct argp_option options[] = {
 	{ "quick", OPT_QUICK, NULL, 0, "1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured", 1 },
 	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 2 },
 	{ "freq", OPT_FREQ, "HZ", 0,
-	  "on-CPU samples per second per CPU (default 999); a rate whose sampling would take "
-	  "more of a CPU than kernel.perf_cpu_time_max_percent (measured as the probe opens) is "
-	  "refused",
+	  "on-CPU samples per second per CPU (default 999); a rate above 1000 whose sampling "
+	  "would take more of a CPU than kernel.perf_cpu_time_max_percent (measured as the "
+	  "probe opens) is refused",
 	  2 },
 	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0,
 	  "how user stacks are walked: fp (frame pointers), dwarf (every sample's stack copied "

@@ -86,7 +86,8 @@ struct probe_oncpu_opts {
 				  * (about 33 ms of CPU time): above it the open fails with
 				  * ERANGE, saying what fits. 0: kernel.perf_cpu_time_max_percent
 				  * (25 by default; 90 where it sets no limit); >= 100: none,
-				  * the cost still measured */
+				  * the cost still measured. A freq of 1,000 Hz or less is never
+				  * refused (its cost is reported) */
 };
 
 /* Code ranges of the target, for the frame-pointer walk: sorted by start, disjoint. */

@@ -160,6 +160,11 @@ static void step_error(char *err, size_t len, const char *step, int e)
 #define COST_ROUNDS	 5                 /* pairs of phases, events off then on */
 #define COST_CHUNK	 4096              /* spin iterations between clock reads */
 #define NO_LIMIT_PCT	 90                /* the budget where the kernel's sets none */
+/* At or below this rate (the default's, 999 Hz, and perf's own are of this order) the
+ * cost is measured and reported but never refused: a burst of other work on the CPU
+ * during the measurement reads as cost, and to refuse the default run on a busy
+ * machine would be worse than what such a rate costs, which the report then shows. */
+#define ALWAYS_FITS_HZ	 1000
 
 struct cost_run {
 	struct probe_oncpu *p;
@@ -307,7 +312,7 @@ static int check_cost(struct probe_oncpu *p, int budget_pct, char *err, size_t e
 		return ret;
 	}
 	p->cost_share = c.share;
-	if (budget_pct >= 100 || c.share * 100 <= budget_pct)
+	if (budget_pct >= 100 || c.share * 100 <= budget_pct || p->freq <= ALWAYS_FITS_HZ)
 		return 0;
 	/* Below saturation the share grows with the frequency about in proportion; near
 	 * it, it does not, and only "lower" is known. */

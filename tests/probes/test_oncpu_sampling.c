@@ -186,6 +186,23 @@ Test(oncpu_sampling, a_frequency_over_the_cpu_budget_is_refused_at_open)
 	probe_oncpu_free(p);
 }
 
+/* The default rate's run is never refused on a busy machine, where other work on the
+ * CPU during the measurement reads as cost: at 999 Hz even a budget of 1% admits it, and
+ * the cost is measured all the same. */
+Test(oncpu_sampling, the_default_rate_is_never_refused)
+{
+	struct probe_oncpu_opts o = { .freq = 999, .software_only = true, .cpu_budget_pct = 1 };
+	struct probe_oncpu *p;
+	char err[400] = "";
+
+	need_bpf();
+	p = probe_oncpu_open(&o, err, sizeof(err));
+	cr_expect_not_null(p, "999 Hz refused: %s", err);
+	if (p)
+		cr_expect_geq(probe_oncpu_cost_share(p), 0);
+	probe_oncpu_free(p);
+}
+
 /* Throttling still shows: a spinning target at 50 kHz, with no budget, on a VM that
  * delivers about 16,000 samples a CPU-second while the timers take most of the CPU
  * (measured: 67% short, 89% of a CPU), is reported throttled. */
