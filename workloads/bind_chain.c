@@ -77,6 +77,11 @@ static bool bind_chain_check(struct wl_ctx *ctx, uint64_t result, char *err, siz
 
 static int bind_chain_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 {
+#if defined(RT_SANITIZE_ADDRESS)
+	/* AddressSanitizer's allocator replaces glibc's and takes no mallopt (it returns 0):
+	 * it has neither threshold, and its own policy is what a sanitizer build runs */
+	return 0;
+#endif
 	if (!mallopt(M_MMAP_THRESHOLD, BIND_CHAIN_MMAP_THRESHOLD) ||
 	    !mallopt(M_TRIM_THRESHOLD, BIND_CHAIN_TRIM_THRESHOLD)) {
 		snprintf(err, errlen, "bind-chain: mallopt refused the allocator thresholds");
