@@ -27,6 +27,19 @@
 #define AN_CF_TINY	  1e-300
 #define AN_SOLVE_MAX_ITER 400
 
+/* One step of modified Lentz with coefficient aa: the factor it multiplies the fraction by. */
+static double lentz_step(double *c, double *d, double aa)
+{
+	*d = 1 + aa * *d;
+	if (fabs(*d) < AN_CF_TINY)
+		*d = AN_CF_TINY;
+	*c = 1 + aa / *c;
+	if (fabs(*c) < AN_CF_TINY)
+		*c = AN_CF_TINY;
+	*d = 1 / *d;
+	return *d * *c;
+}
+
 /* The continued fraction of I_x(a, b) (Numerical Recipes §6.4, modified Lentz); it
  * converges quickly for x < (a + 1) / (a + b + 2). */
 static double beta_cf(double a, double b, double x)
@@ -42,24 +55,10 @@ static double beta_cf(double a, double b, double x)
 		double m2 = 2.0 * m;
 		double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
 
-		d = 1 + aa * d;
-		if (fabs(d) < AN_CF_TINY)
-			d = AN_CF_TINY;
-		c = 1 + aa / c;
-		if (fabs(c) < AN_CF_TINY)
-			c = AN_CF_TINY;
-		d = 1 / d;
-		h *= d * c;
-
+		h *= lentz_step(&c, &d, aa);
 		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-		d = 1 + aa * d;
-		if (fabs(d) < AN_CF_TINY)
-			d = AN_CF_TINY;
-		c = 1 + aa / c;
-		if (fabs(c) < AN_CF_TINY)
-			c = AN_CF_TINY;
-		d = 1 / d;
-		double del = d * c;
+		double del = lentz_step(&c, &d, aa);
+
 		h *= del;
 		if (fabs(del - 1) < AN_CF_EPS)
 			break;
