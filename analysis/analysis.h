@@ -484,6 +484,27 @@ struct an_probe_summary {
 	size_t nrules;          /* stack rules the agreement used */
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
+	uint64_t attach_ns;     /* open, load and attach, once per run (0: not attached) */
+};
+
+/* A probe other than oncpu as a run's report shows it: its status, what attaching cost,
+ * and its own figures, written by the probe's callbacks. In result.json it is an entry of
+ * "probes" after oncpu's ({"name", "attached", "status", "attach_ns", "files", then the
+ * members json writes}); in report.md a line under Probes and, when md is given, a
+ * section of its own. */
+struct an_probe_part {
+	const char *name;       /* "offcpu" */
+	bool attached;
+	const char *status;     /* "attached", or "not attached: <reason and fix>" */
+	uint64_t attach_ns;     /* open, load and attach (0: not attached) */
+	const char *summary;    /* one line after the status ("812 ms off-CPU in 2,013
+				 * intervals; nothing lost"); NULL: none */
+	const char *files[4];   /* what it wrote into the run folder, NULL-terminated */
+	/* JSON members, each preceded by ", " (no braces), and a report.md section (from its
+	 * "### " heading); NULL: none */
+	void (*json)(FILE *out, const void *data);
+	void (*md)(FILE *out, const void *data);
+	const void *data;
 };
 
 /* A sampling shortfall within this share of the expected samples, or within four
@@ -550,8 +571,10 @@ struct an_run {
 	const struct an_kv *workload_metrics; /* the workload's own figures (medians over forks) */
 	const char *const *workload_units;
 	size_t nworkload_metrics;
-	const struct an_probe_summary *probes;
+	const struct an_probe_summary *probes; /* oncpu, first: "probes.0" is always it */
 	size_t nprobes;
+	const struct an_probe_part *parts;     /* the other probes, after it in "probes" */
+	size_t nparts;
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */

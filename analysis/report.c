@@ -319,6 +319,25 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
 	json_str(out, p->svg);
+	fprintf(out, ", \"attach_ns\": %llu}", (unsigned long long)p->attach_ns);
+}
+
+static void json_part(FILE *out, const struct an_probe_part *p)
+{
+	fputs("{\"name\": ", out);
+	json_str(out, p->name);
+	fprintf(out, ", \"attached\": %s, \"status\": ", p->attached ? "true" : "false");
+	json_str(out, p->status);
+	fprintf(out, ", \"attach_ns\": %llu, \"summary\": ", (unsigned long long)p->attach_ns);
+	json_str(out, p->summary);
+	fputs(", \"files\": [", out);
+	for (size_t i = 0; i < sizeof(p->files) / sizeof(p->files[0]) && p->files[i]; i++) {
+		fputs(i ? ", " : "", out);
+		json_str(out, p->files[i]);
+	}
+	fputc(']', out);
+	if (p->attached && p->json)
+		p->json(out, p->data);
 	fputc('}', out);
 }
 
@@ -429,7 +448,12 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs(i ? ",\n    " : "\n    ", out);
 		json_probe(out, &r->probes[i]);
 	}
-	fputs(r->nprobes ? "\n  ],\n  \"failure\": " : "],\n  \"failure\": ", out);
+	for (size_t i = 0; i < r->nparts; i++) {
+		fputs(i || r->nprobes ? ",\n    " : "\n    ", out);
+		json_part(out, &r->parts[i]);
+	}
+	fputs(r->nprobes || r->nparts ? "\n  ],\n  \"failure\": " : "],\n  \"failure\": ",
+	      out);
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
 	json_str(out, r->partial);
@@ -607,6 +631,26 @@ static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
 	fputs("\n", out);
 }
 
+/* " (attached in 12.3 ms)" */
+static void md_attach_time(FILE *out, uint64_t ns)
+{
+	if (ns)
+		fprintf(out, " (attached in %.1f ms)", ns / 1e6);
+}
+
+static void md_part(FILE *out, const struct an_probe_part *p)
+{
+	fprintf(out, "- **%s**: %s", p->name, p->status);
+	if (p->attach_ns && !strcmp(p->status, "attached"))
+		fprintf(out, " in %.1f ms", p->attach_ns / 1e6);
+	if (p->attached && p->summary && *p->summary)
+		fprintf(out, "; %s", p->summary);
+	for (size_t i = 0; p->attached && i < sizeof(p->files) / sizeof(p->files[0]) && p->files[i];
+	     i++)
+		fprintf(out, "%s[%s](%s)", i ? ", " : " → ", p->files[i], p->files[i]);
+	fputs("\n", out);
+}
+
 static void md_probe(FILE *out, const struct an_probe_summary *p)
 {
 	uint64_t lost = p->ustack_full + p->kstack_full + p->ustack_errors + p->kstack_errors +
@@ -619,10 +663,12 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		return;
 	}
 	an_format_number((double)p->samples, 0, n, sizeof(n));
-	fprintf(out, "- **%s**: %s, %u Hz%s%s%s; %s samples of the measured iterations", p->name,
-		p->event, p->freq, p->event_note && *p->event_note ? " (" : "",
+	fprintf(out, "- **%s**: %s, %u Hz%s%s%s", p->name, p->event, p->freq,
+		p->event_note && *p->event_note ? " (" : "",
 		p->event_note && *p->event_note ? p->event_note : "",
-		p->event_note && *p->event_note ? ")" : "", n);
+		p->event_note && *p->event_note ? ")" : "");
+	md_attach_time(out, p->attach_ns);
+	fprintf(out, "; %s samples of the measured iterations", n);
 	why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 	if (*shortfall)
 		fprintf(out, "; %s", shortfall);
@@ -786,11 +832,18 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fputs("\n", out);
 	}
-	if (r->nprobes) {
+	if (r->nprobes || r->nparts) {
 		fputs("## Probes\n\n", out);
 		for (size_t i = 0; i < r->nprobes; i++)
 			md_probe(out, &r->probes[i]);
+		for (size_t i = 0; i < r->nparts; i++)
+			md_part(out, &r->parts[i]);
 		fputs("\n", out);
+		for (size_t i = 0; i < r->nparts; i++)
+			if (r->parts[i].attached && r->parts[i].md) {
+				r->parts[i].md(out, r->parts[i].data);
+				fputs("\n", out);
+			}
 	}
 	if (r->nknobs) {
 		fprintf(out, "## Runtime\n\nPreset %s%s%s. ", r->preset,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "harness/harness.h"
 #include "probes/probes.h"
 #include "runtime/rt.h"
 #include "workloads/workload.h"
@@ -124,19 +125,35 @@ static void list_knobs(void)
 		       rt_knob_accepts(knobs[k]));
 }
 
+/* Each probe, and whether it can attach here: "yes", or "no: <why and the fix>". */
 static void list_probes(void)
 {
 	char why[256];
 	bool ok = probe_bpf_available(why, sizeof(why));
 
 	printf("Probes (schedlab run WORKLOAD --probes LIST):\n");
-	printf("  %-12s %s\n", "oncpu",
-	       "on-CPU stacks, sampled per CPU (hardware cycles with a PMU, else cpu-clock)");
-	printf("  %-12s %s\n", "none", "no probes: throughput only");
-	if (ok)
-		printf("BPF programs can load on this machine.\n");
-	else
-		printf("BPF programs cannot load on this machine: %s\n", why);
+	printf("  %-10s %s\n  %-10s   here: %s%s\n", "oncpu",
+	       "on-CPU stacks, sampled per CPU (hardware cycles with a PMU, else cpu-clock)", "",
+	       ok ? "can attach" : "cannot attach: ", ok ? "" : why);
+	for (const struct hx_probe_ops *const *o = hx_probe_ops_all(); *o; o++) {
+		char pwhy[256];
+		bool can = (*o)->available ? (*o)->available(pwhy, sizeof(pwhy))
+					   : probe_bpf_available(pwhy, sizeof(pwhy));
+
+		printf("  %-10s %s%s\n  %-10s   here: %s%s\n", (*o)->name, (*o)->summary,
+		       (*o)->opt_in ? " (opt-in)" : "", "", can ? "can attach" : "cannot attach: ",
+		       can ? "" : pwhy);
+	}
+	for (int id = 0; id < HX_NPROBES; id++) {
+		const struct hx_probe_ops *const *o = hx_probe_ops_all();
+
+		while (*o && (int)(*o)->id != id)
+			o++;
+		if (id != HX_PROBE_ONCPU && !*o)
+			printf("  %-10s not built yet\n", hx_probe_name(id));
+	}
+	printf("  %-10s %s\n  %-10s %s\n", "all", "every probe above that is built", "none",
+	       "no probes: throughput only");
 }
 
 int cmd_list(int argc, char **argv)

@@ -100,7 +100,9 @@ static const struct argp_option options[] = {
 	{ "iterations", OPT_ITERATIONS, "N", 0, "measured iterations per fork (default 3)", 1 },
 	{ "time", OPT_TIME, "SECONDS", 0, "length of each iteration (default 1)", 1 },
 	{ "quick", OPT_QUICK, NULL, 0, "1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 2 },
+	{ "probes", OPT_PROBES, "LIST", 0,
+	  "the probes, separated by commas: oncpu (the default), offcpu, sched, runtime, alloc, "
+	  "counters, all or none; `schedlab list --probes` says which can attach here", 2 },
 	{ "freq", OPT_FREQ, "HZ", 0,
 	  "on-CPU samples per second per CPU (default 999); a rate above 1000 whose sampling "
 	  "would take more of a CPU than kernel.perf_cpu_time_max_percent (measured as the "
@@ -144,7 +146,8 @@ struct run_args {
 	size_t nknobs;
 	long forks, warmup, iterations; /* -1: not given */
 	double time_s;                  /* < 0: not given */
-	bool quick, json, oncpu;
+	bool quick, json, oncpu;        /* oncpu: probes has HX_PROBE_ONCPU */
+	unsigned probes;                /* 1 << enum hx_probe_id */
 	long freq, stack_copy;
 	int callgraph;
 	bool group_task;                /* --group task */
@@ -290,16 +293,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		}
 		a->group_task = !strcmp(arg, "task");
 		return 0;
-	case OPT_PROBES:
-		if (!strcmp(arg, "oncpu")) {
-			a->oncpu = true;
-		} else if (!strcmp(arg, "none")) {
-			a->oncpu = false;
-		} else {
-			a->bad = cli_usage_error("--probes '%s': the probes are oncpu and none", arg);
+	case OPT_PROBES: {
+		char why[256];
+
+		if (hx_probes_parse(arg, &a->probes, why, sizeof(why))) {
+			a->bad = cli_usage_error("%s", why);
 			return EINVAL;
 		}
+		a->oncpu = a->probes & (1u << HX_PROBE_ONCPU);
 		return 0;
+	}
 	case 'o':
 		a->out = arg;
 		return 0;
@@ -600,13 +603,15 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 			      size_t len)
 {
 	char params[512];
+	char probes[128];
 	size_t off;
 
+	hx_probes_text(a->probes, probes, sizeof(probes));
 	off = (size_t)snprintf(buf, len,
 			       "schedlab run %s --preset %s --forks %u --warmup %u --iterations %u "
 			       "--time %g --probes %s",
 			       s->wl->name, s->rt.preset, s->opt.forks, s->opt.warmup,
-			       s->opt.iterations, s->opt.time_s, a->oncpu ? "oncpu" : "none");
+			       s->opt.iterations, s->opt.time_s, probes);
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --freq %ld --call-graph %s", a->freq,
 					hx_callgraph_name(a->callgraph));
@@ -727,13 +732,14 @@ static void print_json(const struct an_run *run, const struct run_args *a, size_
 	fflush(stdout);
 }
 
-static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_profile *prof,
+static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_probeset *set,
 		   const char *self, struct run_row *row, size_t *printed)
 {
 	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
 	struct an_probe_summary probe = { .name = "oncpu" };
 	struct an_finding findings[AN_FINDINGS_MAX];
 	struct hx_result res_store, *res = &res_store;
+	struct hx_profile *prof = set->oncpu;
 	struct report_parts *parts;
 	const char *const *cols;
 	size_t ncols;
@@ -764,9 +770,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	fprintf(stderr, "# %s · preset %s%s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
 		s->wl->name, s->rt.preset, s->nknobs ? " (with -c)" : "", params, s->opt.forks,
 		s->opt.warmup, s->opt.iterations, s->opt.time_s);
-	if (hx_profile_reset(prof))
+	if (hx_probeset_reset(set))
 		return CLI_EXIT_FAIL;
-	hx_profile_hooks(prof, &hooks);
+	hx_probeset_hooks(set, &hooks);
 	err = hx_run(s, self, &hooks, res, stderr);
 	/* interrupted: what was measured is kept, and the run is not a failure */
 	partial = err == -EINTR;
@@ -781,6 +787,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 
 	probe.attached = prof->attached;
 	probe.status = prof->status;
+	probe.attach_ns = prof->attach_ns;
 	if (prof->attached) {
 		probe.event = probe_oncpu_event(prof->oncpu);
 		probe.event_note = probe_oncpu_event_note(prof->oncpu);
@@ -848,6 +855,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	}
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
+	/* the other probes' files; one that failed says so in its status, the run goes on */
+	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
+		write_failed = true;
 
 	memset(&run, 0, sizeof(run));
 	run.id = id;
@@ -890,6 +900,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.nworkload_metrics = err ? 0 : res->nwl_metrics;
 	run.probes = &probe;
 	run.nprobes = 1;
+	run.parts = set->parts;
+	run.nparts = set->n;
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
 	attach_findings(&run, row->dir, findings);
@@ -1017,13 +1029,16 @@ int cmd_run(int argc, char **argv)
 	static const struct argp argp = { options, parse, "WORKLOAD...", doc, NULL, NULL, NULL };
 	struct run_args a = {
 		.forks = -1, .warmup = -1, .iterations = -1, .time_s = -1,
-		.oncpu = true, .freq = 999, .out = "results",
+		.oncpu = true, .probes = 1u << HX_PROBE_ONCPU, .freq = 999, .out = "results",
 		.callgraph = PROBE_CG_AUTO, .stack_copy = PROBE_STACK_COPY_DEFAULT,
 	};
 	struct probe_oncpu_opts po = { 0 };
 	struct hx_spec *specs = NULL;
 	struct run_row *rows = NULL;
 	struct hx_profile prof;
+	struct hx_probeset set;
+	struct hx_probe_config pc = { 0 };
+	char why[320];
 	char self[PATH_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
 	size_t printed = 0, nspecs;
@@ -1076,12 +1091,28 @@ int cmd_run(int argc, char **argv)
 	}
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
+	for (size_t i = 0; i < nspecs; i++) {
+		double m = specs[i].opt.iterations * specs[i].opt.time_s;
+
+		if (m > pc.measure_s)
+			pc.measure_s = m;
+		if (specs[i].opt.forks > pc.forks)
+			pc.forks = specs[i].opt.forks;
+	}
+	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
+		status = cli_usage_error("%s", why);
+		goto out_close_profile;
+	}
+	for (size_t i = 0; i < set.n; i++)
+		if (!set.probes[i].state)
+			fprintf(stderr, "schedlab: %s: %s; the benchmarks run without it\n",
+				set.probes[i].ops->name, set.probes[i].status);
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	for (size_t i = 0; i < nspecs && !hx_interrupted(); i++) {
-		int st = run_one(&specs[i], &a, &prof, self, &rows[i], &printed);
+		int st = run_one(&specs[i], &a, &set, self, &rows[i], &printed);
 
 		if (st == CLI_EXIT_USAGE) {
 			status = st;
@@ -1109,6 +1140,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
+	hx_probeset_close(&set);
 out_close_profile:
 	hx_profile_close(&prof);
 out_free:

@@ -85,7 +85,8 @@ static const struct argp_option options[] = {
 	{ "warmup", OPT_WARMUP, "N", 0, "each point: warm-up iterations per fork", 1 },
 	{ "iterations", OPT_ITERATIONS, "N", 0, "each point: measured iterations per fork", 1 },
 	{ "time", OPT_TIME, "SECONDS", 0, "each point: length of an iteration", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 1 },
+	{ "probes", OPT_PROBES, "LIST", 0, "as run's: oncpu (the default), offcpu, sched, "
+	  "runtime, alloc, counters, all or none", 1 },
 	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
 	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
 	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },

@@ -160,6 +160,7 @@ struct hx_profile {
 	uint64_t breaks_overflow;
 	struct hx__live *live;       /* the fork being measured */
 	int error;                   /* the first failure while collecting, -errno */
+	uint64_t attach_ns;          /* probe_oncpu_open: open, load, attach */
 };
 
 /* Open the probe (want_oncpu false: record "not attached: disabled"). o->dwarf_fn is
@@ -171,6 +172,103 @@ void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
 /* Forget the collected profile before the next benchmark; the probe stays loaded. */
 int hx_profile_reset(struct hx_profile *p);
 void hx_profile_close(struct hx_profile *p);
+/* ---- the probe set ------------------------------------------------------------------ */
+
+/* The probes a run can use, as --probes names them: oncpu (the profile above) and the
+ * ones beside it, each driven through struct hx_probe_ops around the same measured
+ * iterations. */
+enum hx_probe_id {
+	HX_PROBE_ONCPU,
+	HX_PROBE_OFFCPU,
+	HX_PROBE_SCHED,
+	HX_PROBE_RUNTIME,
+	HX_PROBE_ALLOC,
+	HX_PROBE_COUNTERS,
+	HX_NPROBES,
+};
+
+/* What the probes beside oncpu are given when they open; each reads its own fields. */
+struct hx_probe_config {
+	unsigned min_block_us;   /* offcpu: the shortest off-CPU interval kept; 0: 1 */
+	bool wakers;             /* offcpu: the waker's stack as well */
+	uint64_t alloc_sample;   /* alloc: bytes between samples; 0: 512 KiB */
+	const char *events;      /* counters: libpfm4 event names, comma-separated; NULL:
+				  * the default set */
+	double measure_s;        /* one fork's measured time (iterations × time), to size
+				  * what the kernel side must hold */
+	unsigned forks;
+};
+
+/* A probe beside oncpu. begin and end run in the controller as each fork begins and ends
+ * its measured iterations (the fork waits for both); finish writes what was collected
+ * over every fork into the run folder and describes it, once per benchmark. */
+struct hx_probe_ops {
+	enum hx_probe_id id;
+	const char *name;        /* as --probes takes it */
+	const char *summary;     /* one line for `schedlab list --probes` */
+	bool opt_in;             /* never on by default: each of its events costs a trap */
+	/* Whether it can attach here; if not, why and the fix, one line. NULL: as
+	 * probe_bpf_available(). */
+	bool (*available)(char *why, size_t len);
+	/* Open, load, attach. 0, or -errno with one line in why ("not root: run as root or
+	 * grant CAP_BPF and CAP_PERFMON"): a probe that cannot attach is not the run's
+	 * failure, the report says why. -EINVAL: the configuration is bad input (why names
+	 * the option and the fix), and the run does not start. */
+	int (*open)(void **state, const struct hx_probe_config *cfg, char *why, size_t len);
+	int (*begin)(void *state, pid_t pid, int64_t phase_tls_off);
+	int (*end)(void *state, pid_t pid);
+	/* Forget what was collected, before the next benchmark. */
+	int (*reset)(void *state);
+	/* Write the probe's files into dir and describe them in part (its strings and data
+	 * stay valid until the next reset). 0 or -errno. */
+	int (*finish)(void *state, const char *dir, struct an_probe_part *part);
+	void (*close)(void *state);
+};
+
+/* The probes beside oncpu that are built, NULL-terminated, in enum order. */
+const struct hx_probe_ops *const *hx_probe_ops_all(void);
+const char *hx_probe_name(enum hx_probe_id id);
+/* Parse a --probes list ("oncpu,offcpu", "all", "none") into a mask of 1 << id. 0, or
+ * -EINVAL with one line in err naming the word and what the probes are; a probe that
+ * is not built is refused too, saying so. */
+int hx_probes_parse(const char *list, unsigned *mask, char *err, size_t errlen);
+/* The mask as a --probes list ("oncpu,sched"; "none"). */
+void hx_probes_text(unsigned mask, char *buf, size_t len);
+
+struct hx_probeset_entry {
+	const struct hx_probe_ops *ops;
+	void *state;             /* NULL: not attached */
+	char status[320];        /* "attached", or "not attached: <reason>" */
+	uint64_t attach_ns;
+	int error;               /* the first failure of begin or end, -errno */
+};
+
+/* The profile (oncpu) and the probes beside it, driven together. */
+struct hx_probeset {
+	struct hx_profile *oncpu;  /* NULL: oncpu not asked for */
+	struct hx_probeset_entry probes[HX_NPROBES];
+	size_t n;
+	struct an_probe_part parts[HX_NPROBES];
+};
+
+/* Open the probes of mask other than oncpu (prof is the opened profile, or NULL). 0, or
+ * -EINVAL with one line in err when a probe's configuration is bad input; a probe that
+ * cannot attach is recorded in its status. */
+int hx_probeset_open(struct hx_probeset *s, struct hx_profile *prof, unsigned mask,
+		     const struct hx_probe_config *cfg, char *err, size_t errlen);
+/* Open one more probe into s (hx_probeset_open() does this for each built one asked
+ * for). 0, -EINVAL as above, -ENOSPC when s is full. */
+int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
+		    const struct hx_probe_config *cfg, char *err, size_t errlen);
+/* Hooks for hx_run() that drive the profile and every attached probe: begun in order,
+ * ended in reverse. */
+void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h);
+int hx_probeset_reset(struct hx_probeset *s);
+/* Each probe's finish, into dir; s->parts[0..n) describe them afterwards (a probe that
+ * is not attached, or whose finish failed, only by its status). The first error. */
+int hx_probeset_finish(struct hx_probeset *s, const char *dir);
+void hx_probeset_close(struct hx_probeset *s);
+
 /* "fp", "dwarf" or "auto"; and back (-1: not a mode). */
 const char *hx_callgraph_name(enum probe_callgraph cg);
 int hx_callgraph_parse(const char *name);

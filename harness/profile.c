@@ -430,6 +430,7 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o)
 {
 	struct probe_oncpu_opts opts = o ? *o : (struct probe_oncpu_opts){ 0 };
+	struct timespec t0, t1;
 	char why[256];
 
 	memset(p, 0, sizeof(*p));
@@ -454,7 +455,9 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	}
 	opts.dwarf_fn = fold_dwarf;
 	opts.dwarf_ctx = p;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	p->oncpu = probe_oncpu_open(&opts, why, sizeof(why));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!p->oncpu) {
 		p->open_error = -errno;
 		/* the reason already names the probe: "oncpu: not permitted: ..." */
@@ -464,6 +467,8 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 		return 0;
 	}
 	p->attached = true;
+	p->attach_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+		       (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	snprintf(p->status, sizeof(p->status), "attached");
 	p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
 	return 0;

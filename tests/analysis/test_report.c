@@ -380,3 +380,58 @@ Test(report, the_category_table_counts_every_thread_and_names_the_method)
 	cr_expect_not_null(strstr(js, "\"attribution\": null"), "%s", js);
 	free(js);
 }
+
+static void part_json(FILE *out, const void *data)
+{
+	fprintf(out, ", \"intervals\": %d", *(const int *)data);
+}
+
+static void part_md(FILE *out, const void *data)
+{
+	fprintf(out, "### Off-CPU\n\n%d intervals\n", *(const int *)data);
+}
+
+Test(report, other_probes_follow_oncpu_with_status_attach_time_and_their_own_figures)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	static const int intervals = 42;
+	struct an_probe_part parts[2] = {
+		{ .name = "offcpu", .attached = true, .status = "attached", .attach_ns = 12300000,
+		  .summary = "1 s off-CPU", .files = { "offcpu.folded", "offcpu.svg" },
+		  .json = part_json, .md = part_md, .data = &intervals },
+		{ .name = "sched", .status = "not attached: not root (run as root)",
+		  .json = part_json, .md = part_md, .data = &intervals },
+	};
+	struct an_run r = run_with(&p);
+	struct an_result *res;
+	char *js, *md, err[256];
+
+	p.attach_ns = 4500000;
+	r.parts = parts;
+	r.nparts = 2;
+	js = render(an_report_json, &r);
+	res = an_result_parse(js, strlen(js), "memory", err, sizeof(err));
+	cr_assert_not_null(res, "%s\n%s", err, js);
+	cr_expect_str_eq(an_result_str(res, "probes.0.name"), "oncpu");
+	cr_expect_eq(an_result_num(res, "probes.0.attach_ns"), 4500000);
+	cr_expect_str_eq(an_result_str(res, "probes.1.name"), "offcpu");
+	cr_expect_eq(an_result_num(res, "probes.1.attach_ns"), 12300000);
+	cr_expect_eq(an_result_num(res, "probes.1.intervals"), 42);
+	cr_expect_str_eq(an_result_str(res, "probes.1.files.1"), "offcpu.svg");
+	cr_expect_str_eq(an_result_str(res, "probes.2.status"),
+			 "not attached: not root (run as root)");
+	cr_expect(!an_result_has(res, "probes.2.intervals"), "a probe not attached has no figures");
+	an_result_free(res);
+	free(js);
+
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "- **oncpu**: cpu-clock, 999 Hz (attached in 4.5 ms);"), "%s", md);
+	cr_expect_not_null(strstr(md, "- **offcpu**: attached in 12.3 ms; 1 s off-CPU → "
+				      "[offcpu.folded](offcpu.folded), [offcpu.svg](offcpu.svg)\n"),
+			   "%s", md);
+	cr_expect_not_null(strstr(md, "- **sched**: not attached: not root (run as root)\n"), "%s", md);
+	cr_expect_not_null(strstr(md, "### Off-CPU\n\n42 intervals\n"), "%s", md);
+	free(md);
+}

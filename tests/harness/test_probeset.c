@@ -1,0 +1,181 @@
+/*
+ * The probe set: --probes lists, and probes beside oncpu driven in order around a
+ * fork's measured iterations, with their attach time, status and files reported.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/harness.h"
+
+Test(probes_parse, names_all_and_none)
+{
+	unsigned mask = 99;
+	char err[256], text[128];
+
+	cr_assert_eq(hx_probes_parse("oncpu", &mask, err, sizeof(err)), 0);
+	cr_assert_eq(mask, 1u << HX_PROBE_ONCPU);
+	cr_assert_eq(hx_probes_parse("none", &mask, err, sizeof(err)), 0);
+	cr_assert_eq(mask, 0);
+	hx_probes_text(mask, text, sizeof(text));
+	cr_assert_str_eq(text, "none");
+	cr_assert_eq(hx_probes_parse("all", &mask, err, sizeof(err)), 0);
+	cr_assert(mask & (1u << HX_PROBE_ONCPU));
+	for (const struct hx_probe_ops *const *o = hx_probe_ops_all(); *o; o++)
+		cr_assert(mask & (1u << (*o)->id), "all leaves out %s", (*o)->name);
+	hx_probes_text(1u << HX_PROBE_ONCPU, text, sizeof(text));
+	cr_assert_str_eq(text, "oncpu");
+	/* the text parses back to the same mask */
+	hx_probes_text(mask, text, sizeof(text));
+	unsigned again = 0;
+	cr_assert_eq(hx_probes_parse(text, &again, err, sizeof(err)), 0, "%s: %s", text, err);
+	cr_assert_eq(again, mask);
+}
+
+Test(probes_parse, a_bad_list_is_named_with_the_choices)
+{
+	unsigned mask = 7;
+	char err[256];
+
+	cr_assert_eq(hx_probes_parse("oncpu,bogus", &mask, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "'bogus'") && strstr(err, "oncpu"), "%s", err);
+	cr_assert_eq(mask, 7, "a refused list changes nothing");
+	cr_assert_eq(hx_probes_parse("", &mask, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(hx_probes_parse("oncpu,,none", &mask, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "separated by commas"), "%s", err);
+	for (int id = 0; id < HX_NPROBES; id++) {
+		const struct hx_probe_ops *const *o = hx_probe_ops_all();
+
+		while (*o && (int)(*o)->id != id)
+			o++;
+		if (id == HX_PROBE_ONCPU || *o)
+			continue;
+		cr_assert_eq(hx_probes_parse(hx_probe_name(id), &mask, err, sizeof(err)), -EINVAL);
+		cr_assert(strstr(err, "not built"), "%s", err);
+	}
+}
+
+/* A probe that records the calls it gets, in one log shared by two of them. */
+struct fake {
+	char tag;
+	int fail_open, fail_end;
+	char *log;
+};
+
+static char fake_log[64];
+static struct fake fakes[2] = { { 'a', 0, 0, fake_log }, { 'b', 0, 0, fake_log } };
+static int next_fake;
+
+static void note(struct fake *f, char what)
+{
+	size_t n = strlen(f->log);
+
+	f->log[n] = what;
+	f->log[n + 1] = f->tag;
+	f->log[n + 2] = '\0';
+}
+
+static int fake_open(void **state, const struct hx_probe_config *cfg, char *why, size_t len)
+{
+	struct fake *f = &fakes[next_fake++];
+
+	cr_assert_eq(cfg->forks, 3);
+	if (f->fail_open) {
+		snprintf(why, len, "fake %c: refused (fix it)", f->tag);
+		return f->fail_open;
+	}
+	*state = f;
+	return 0;
+}
+
+static int fake_begin(void *state, pid_t pid, int64_t off)
+{
+	(void)pid, (void)off;
+	note(state, 'B');
+	return 0;
+}
+
+static int fake_end(void *state, pid_t pid)
+{
+	struct fake *f = state;
+
+	(void)pid;
+	note(f, 'E');
+	return f->fail_end;
+}
+
+static void fake_json(FILE *out, const void *data)
+{
+	fprintf(out, ", \"tag\": \"%c\"", ((const struct fake *)data)->tag);
+}
+
+static int fake_finish(void *state, const char *dir, struct an_probe_part *part)
+{
+	struct fake *f = state;
+
+	cr_assert_str_eq(dir, "/nowhere");
+	note(f, 'F');
+	part->summary = "fine";
+	part->files[0] = "fake.folded";
+	part->json = fake_json;
+	part->data = f;
+	return 0;
+}
+
+static const struct hx_probe_ops fake_ops = {
+	.id = HX_PROBE_OFFCPU, .name = "fake", .summary = "records its calls",
+	.open = fake_open, .begin = fake_begin, .end = fake_end, .finish = fake_finish,
+};
+
+Test(probeset, probes_begin_in_order_end_in_reverse_and_report_their_state)
+{
+	struct hx_probe_config cfg = { .forks = 3 };
+	struct hx_probeset s;
+	struct hx_hooks h;
+	char err[256];
+
+	fake_log[0] = '\0';
+	next_fake = 0;
+	fakes[1].fail_end = -EIO;
+	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(s.n, 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	cr_assert_str_eq(s.probes[0].status, "attached");
+	cr_assert_gt(s.probes[0].attach_ns, 0, "the attach time is measured");
+	hx_probeset_hooks(&s, &h);
+	cr_assert_eq(h.measure_begin(h.ctx, 1, 0), 0);
+	cr_assert_eq(h.measure_end(h.ctx, 1), 0, "a probe's failure is its own, not the fork's");
+	cr_assert_str_eq(fake_log, "BaBbEbEa");
+	cr_assert_eq(hx_probeset_finish(&s, "/nowhere"), -EIO);
+	cr_assert_str_eq(fake_log, "BaBbEbEaFa", "a probe whose end failed is not finished");
+	cr_assert(s.parts[0].attached && !strcmp(s.parts[0].summary, "fine"));
+	cr_assert_str_eq(s.parts[0].files[0], "fake.folded");
+	cr_assert(strstr(s.parts[1].status, "collection failed") && !s.parts[1].json,
+		  "%s", s.parts[1].status);
+	hx_probeset_reset(&s);
+	cr_assert_eq(s.probes[1].error, 0, "a reset forgets the failure");
+	hx_probeset_close(&s);
+}
+
+Test(probeset, a_probe_that_cannot_attach_says_why_and_bad_input_stops_the_run)
+{
+	struct hx_probe_config cfg = { .forks = 3 };
+	struct hx_probeset s;
+	char err[256] = "";
+
+	next_fake = 0;
+	fakes[0].fail_open = -EPERM;
+	fakes[1].fail_open = -EINVAL;
+	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	cr_assert_str_eq(s.probes[0].status, "not attached: fake a: refused (fix it)");
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "fake b: refused (fix it)");
+	cr_assert_eq(s.n, 1, "a probe refused as bad input is not kept");
+	cr_assert_eq(hx_probeset_finish(&s, "/nowhere"), 0);
+	cr_assert(!s.parts[0].attached);
+	hx_probeset_close(&s);
+	fakes[0].fail_open = fakes[1].fail_open = 0;
+}
