@@ -541,6 +541,16 @@ enum an_shortfall {
 enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *buf,
 					size_t len);
 
+/* --overhead: the same benchmark with and without its probes, forks interleaved. */
+struct an_overhead {
+	const char *probes;      /* "oncpu,sched" */
+	unsigned forks;          /* forks of each kind */
+	struct an_summary on, off;
+	struct an_ratio ratio;   /* on / off: below 1 a cost in ops/s, above 1 in time per op */
+	bool measured;           /* false: too few iterations of one kind (why) */
+	const char *why;
+};
+
 /* One benchmark run: what ran, how, the score and what the probes saw. */
 struct an_run {
 	const char *id;
@@ -575,6 +585,7 @@ struct an_run {
 	size_t nprobes;
 	const struct an_probe_part *parts;     /* the other probes, after it in "probes" */
 	size_t nparts;
+	const struct an_overhead *overhead;    /* NULL: not measured (no --overhead) */
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */

@@ -341,6 +341,39 @@ static void json_part(FILE *out, const struct an_probe_part *p)
 	fputc('}', out);
 }
 
+static void json_summary(FILE *out, const struct an_summary *s)
+{
+	fprintf(out, "{\"n\": %zu, \"mean\": ", s->n);
+	json_num(out, s->mean);
+	fputs(", \"error\": ", out);
+	json_num(out, s->ci_half);
+	fputc('}', out);
+}
+
+static void json_overhead(FILE *out, const struct an_overhead *o)
+{
+	if (!o) {
+		fputs("null", out);
+		return;
+	}
+	fputs("{\"probes\": ", out);
+	json_str(out, o->probes);
+	fprintf(out, ", \"forks_each\": %u, \"measured\": %s, \"why_not\": ", o->forks,
+		o->measured ? "true" : "false");
+	json_str(out, o->measured ? NULL : o->why);
+	fputs(", \"with_probes\": ", out);
+	json_summary(out, &o->on);
+	fputs(", \"without_probes\": ", out);
+	json_summary(out, &o->off);
+	fputs(", \"ratio\": ", out);
+	json_num(out, o->measured ? o->ratio.value : NAN);
+	fputs(", \"ratio_low\": ", out);
+	json_num(out, o->measured && o->ratio.bounded ? o->ratio.lo : NAN);
+	fputs(", \"ratio_high\": ", out);
+	json_num(out, o->measured && o->ratio.bounded ? o->ratio.hi : NAN);
+	fputs(", \"confidence\": 0.999}", out);
+}
+
 static void json_table(FILE *out, const struct an_table *t)
 {
 	fputs("{\"columns\": [", out);
@@ -452,8 +485,9 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs(i || r->nprobes ? ",\n    " : "\n    ", out);
 		json_part(out, &r->parts[i]);
 	}
-	fputs(r->nprobes || r->nparts ? "\n  ],\n  \"failure\": " : "],\n  \"failure\": ",
-	      out);
+	fputs(r->nprobes || r->nparts ? "\n  ],\n  \"overhead\": " : "],\n  \"overhead\": ", out);
+	json_overhead(out, r->overhead);
+	fputs(",\n  \"failure\": ", out);
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
 	json_str(out, r->partial);
@@ -629,6 +663,34 @@ static void md_agreement(FILE *out, const struct an_agreement *a, size_t nrules)
 			fabs(pct(a->by_phase[c], a->samples) - pct(a->by_stack[c], a->samples)));
 	}
 	fputs("\n", out);
+}
+
+/* The probes' cost as a throughput ratio: with them over without, forks interleaved. */
+static void md_overhead(FILE *out, const struct an_overhead *o, const char *unit)
+{
+	char on[64], off[64], eon[64], eoff[64];
+	int d;
+
+	if (!o->measured) {
+		fprintf(out, "- **Overhead** (--overhead, probes %s): not measured: %s\n", o->probes,
+			o->why);
+		return;
+	}
+	d = an_score_decimals(o->off.mean, o->off.ci_half);
+	an_format_number(o->on.mean, d, on, sizeof(on));
+	an_format_number(o->on.ci_half, d, eon, sizeof(eon));
+	an_format_number(o->off.mean, d, off, sizeof(off));
+	an_format_number(o->off.ci_half, d, eoff, sizeof(eoff));
+	fprintf(out, "- **Overhead** (--overhead): with the probes (%s) %s ± %s %s, without %s ± "
+		"%s (%u fork%s each, interleaved, the first without); with / without = %.3f",
+		o->probes, on, eon, unit, off, eoff, o->forks, o->forks == 1 ? "" : "s",
+		o->ratio.value);
+	if (o->ratio.bounded)
+		fprintf(out, " (99.9%% CI %.3f–%.3f)", o->ratio.lo, o->ratio.hi);
+	else
+		fputs(" (no 99.9% interval: the runs without the probes vary too much)", out);
+	fputs(an_unit_higher_is_better(unit) == 0 ? "; for time per op above 1 is the cost\n"
+						  : "; below 1 is the cost\n", out);
 }
 
 /* " (attached in 12.3 ms)" */
@@ -838,6 +900,8 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 			md_probe(out, &r->probes[i]);
 		for (size_t i = 0; i < r->nparts; i++)
 			md_part(out, &r->parts[i]);
+		if (r->overhead)
+			md_overhead(out, r->overhead, r->unit);
 		fputs("\n", out);
 		for (size_t i = 0; i < r->nparts; i++)
 			if (r->parts[i].attached && r->parts[i].md) {

@@ -82,6 +82,7 @@ enum {
 	OPT_CALL_GRAPH,
 	OPT_STACK_COPY,
 	OPT_BASELINE,
+	OPT_OVERHEAD,
 	OPT_GROUP,
 };
 
@@ -126,6 +127,10 @@ static const struct argp_option options[] = {
 	  "print result.json on stdout instead of the table (an array of them for several "
 	  "workloads)",
 	  3 },
+	{ "overhead", OPT_OVERHEAD, NULL, 0,
+	  "measure what the probes cost: twice the forks, every other one (the first) without "
+	  "the probes; the score and profiles are the probed forks', and the report gives with / "
+	  "without as a ratio with its 99.9% interval", 2 },
 	{ "baseline", OPT_BASELINE, "RUN", 0,
 	  "afterwards, compare the new run with RUN, a run folder of the same workload "
 	  "('schedlab compare RUN NEW'): printed, and written into the new run's folder as "
@@ -151,6 +156,7 @@ struct run_args {
 	long freq, stack_copy;
 	int callgraph;
 	bool group_task;                /* --group task */
+	bool overhead;                  /* --overhead */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -308,6 +314,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_JSON:
 		a->json = true;
+		return 0;
+	case OPT_OVERHEAD:
+		a->overhead = true;
 		return 0;
 	case OPT_BASELINE:
 		a->baseline = arg;
@@ -620,6 +629,8 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --group %s",
 					a->group_task ? "task" : "thread");
+	if (a->overhead && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --overhead");
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -732,6 +743,31 @@ static void print_json(const struct an_run *run, const struct run_args *a, size_
 	fflush(stdout);
 }
 
+/* --overhead: split the interleaved forks into those with the probes (kept as the run's)
+ * and those without, and set the first against the second. */
+static void measure_overhead(struct hx_result *res, const struct hx_spec *s,
+			     const struct run_args *a, struct an_overhead *o, char *probes,
+			     size_t len)
+{
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	hx_probes_text(a->probes, probes, len);
+	o->probes = probes;
+	o->forks = s->opt.forks;
+	err = hx_result_split_alternate(res, s->opt.iterations, &o->off);
+	o->on = res->summary;
+	if (err) {
+		o->why = err == -EINVAL ? "fewer than two iterations with or without the probes"
+					: strerror(-err);
+		return;
+	}
+	err = an_ratio_fieller(&o->on, &o->off, 0.999, &o->ratio);
+	o->measured = !err;
+	if (err)
+		o->why = strerror(-err);
+}
+
 static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_probeset *set,
 		   const char *self, struct run_row *row, size_t *printed)
 {
@@ -744,6 +780,10 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	const char *const *cols;
 	size_t ncols;
 	struct hx_hooks hooks;
+	struct hx_alternate alternate;
+	struct hx_spec doubled;
+	struct an_overhead overhead;
+	char probes_text[128];
 	struct an_run run;
 	time_t now = time(NULL);
 	struct tm tm;
@@ -773,11 +813,24 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (hx_probeset_reset(set))
 		return CLI_EXIT_FAIL;
 	hx_probeset_hooks(set, &hooks);
-	err = hx_run(s, self, &hooks, res, stderr);
+	if (a->overhead) {
+		struct hx_hooks probed = hooks;
+
+		doubled = *s;
+		doubled.opt.forks *= 2;
+		fprintf(stderr, "  --overhead: %u forks, every other one (the first) without the "
+			"probes\n", doubled.opt.forks);
+		hx_alternate_hooks(&alternate, &probed, &hooks);
+		err = hx_run(&doubled, self, &hooks, res, stderr);
+	} else {
+		err = hx_run(s, self, &hooks, res, stderr);
+	}
 	/* interrupted: what was measured is kept, and the run is not a failure */
 	partial = err == -EINTR;
 	if (partial)
 		err = 0;
+	if (a->overhead && !err)
+		measure_overhead(res, s, a, &overhead, probes_text, sizeof(probes_text));
 	parts = malloc(sizeof(*parts));
 	if (!parts) {
 		hx_result_free(res);
@@ -902,6 +955,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.nprobes = 1;
 	run.parts = set->parts;
 	run.nparts = set->n;
+	run.overhead = a->overhead && !err ? &overhead : NULL;
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
 	attach_findings(&run, row->dir, findings);

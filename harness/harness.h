@@ -269,6 +269,21 @@ int hx_probeset_reset(struct hx_probeset *s);
 int hx_probeset_finish(struct hx_probeset *s, const char *dir);
 void hx_probeset_close(struct hx_probeset *s);
 
+/* --overhead: the probes on every other fork only, the first fork without them, so that
+ * the forks with and without are measured interleaved and share whatever the machine
+ * does meanwhile. Hooks for hx_run() that hand inner the forks with probes. */
+struct hx_alternate {
+	struct hx_hooks inner;
+	unsigned fork;           /* forks begun so far */
+	bool probed;             /* the fork being measured has the probes */
+};
+void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, struct hx_hooks *h);
+/* After such a run of `iterations` per fork: keep in res the iterations of the forks with
+ * probes (samples, iter_rt, summary; the counters summed over every fork stay so, with
+ * ops over every fork, so per-op figures hold), and summarize those without into *off.
+ * 0, or -EINVAL when fewer than two iterations of either kind were measured. */
+int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct an_summary *off);
+
 /* "fp", "dwarf" or "auto"; and back (-1: not a mode). */
 const char *hx_callgraph_name(enum probe_callgraph cg);
 int hx_callgraph_parse(const char *name);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -274,4 +275,63 @@ void hx_probeset_close(struct hx_probeset *s)
 		if (s->probes[i].state && s->probes[i].ops->close)
 			s->probes[i].ops->close(s->probes[i].state);
 	s->n = 0;
+}
+
+static int alt_begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct hx_alternate *a = ctx;
+
+	a->probed = a->fork++ % 2 == 1;
+	return a->probed && a->inner.measure_begin ? a->inner.measure_begin(a->inner.ctx, pid, tls_off)
+						   : 0;
+}
+
+static int alt_end(void *ctx, pid_t pid)
+{
+	struct hx_alternate *a = ctx;
+
+	return a->probed && a->inner.measure_end ? a->inner.measure_end(a->inner.ctx, pid) : 0;
+}
+
+void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, struct hx_hooks *h)
+{
+	a->inner = *inner;
+	a->fork = 0;
+	a->probed = false;
+	h->ctx = a;
+	h->measure_begin = alt_begin;
+	h->measure_end = alt_end;
+}
+
+int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct an_summary *off)
+{
+	size_t n = res->nsamples, non = 0, noff = 0;
+	double *offs;
+	int err;
+
+	if (!iterations)
+		return -EINVAL;
+	offs = malloc((n + 1) * sizeof(*offs));
+	if (!offs)
+		return -ENOMEM;
+	/* forks 0, 2, 4 ... ran without the probes; an interrupted fork's iterations count
+	 * for what it was */
+	for (size_t i = 0; i < n; i++) {
+		if ((i / iterations) % 2 == 0) {
+			offs[noff++] = res->samples[i];
+			continue;
+		}
+		res->samples[non] = res->samples[i];
+		if (res->iter_rt)
+			res->iter_rt[non] = res->iter_rt[i];
+		non++;
+	}
+	res->nsamples = non;
+	err = noff < 2 || non < 2 ? -EINVAL : 0;
+	if (!err)
+		err = an_summarize(offs, noff, 0.999, off);
+	if (!err)
+		err = an_summarize(res->samples, non, 0.999, &res->summary);
+	free(offs);
+	return err;
 }

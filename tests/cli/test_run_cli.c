@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <time.h>
 
+#include "analysis/analysis.h"
 #include "probes/probes.h"
 #include "tests/cli/cli_run.h"
 
@@ -199,8 +200,10 @@ Test(run_cli, knobs_that_cannot_go_together_are_bad_input)
 
 Test(run_cli, unknown_probe_is_bad_input)
 {
-	cr_expect_eq(run_args("run", "spawn-join", "--probes", "offcpu", NULL), 2);
-	expect_one_error_line("--probes 'offcpu'");
+	cr_expect_eq(run_args("run", "spawn-join", "--probes", "oncpu,bogus", NULL), 2);
+	expect_one_error_line("--probes 'oncpu,bogus': no probe is called 'bogus'");
+	cr_expect_eq(run_args("run", "spawn-join", "--probes", "oncpu,,none", NULL), 2);
+	expect_one_error_line("--probes 'oncpu,,none'");
 }
 
 Test(run_cli, unknown_command_is_bad_input)
@@ -385,6 +388,40 @@ Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
 	free(md);
 	snprintf(path, sizeof(path), "%s/latest/oncpu.folded", in_dir("results"));
 	cr_expect_neq(access(path, F_OK), 0);
+}
+
+/* --overhead: twice the forks, the first without the probes; the run's score is the
+ * probed forks' and the report sets it against the others'. */
+Test(run_cli, overhead_interleaves_forks_without_and_with_the_probes, .timeout = 120)
+{
+	const char *argv[] = { "run", "spawn-join", "--quick", "--forks", "2", "--time", "0.05",
+			       "--overhead", "--out", in_dir("results"), NULL };
+	char path[1024], err[256], *md;
+	struct an_result *r;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	cr_expect_not_null(strstr(err_text, "4 forks, every other one (the first) without"), "%s",
+			   err_text);
+	cr_expect_not_null(strstr(err_text, "fork 4/4"), "%s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	r = an_result_load(path, err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	cr_expect_eq(an_result_num(r, "forks"), 2);
+	cr_expect_eq(an_result_len(r, "samples"), 6, "the probed forks' iterations alone");
+	cr_expect_str_eq(an_result_str(r, "overhead.probes"), "oncpu");
+	cr_expect_eq(an_result_num(r, "overhead.forks_each"), 2);
+	cr_expect_eq(an_result_num(r, "overhead.with_probes.n"), 6);
+	cr_expect_eq(an_result_num(r, "overhead.without_probes.n"), 6);
+	cr_expect_eq(an_result_num(r, "overhead.with_probes.mean"), an_result_num(r, "score"));
+	cr_expect_gt(an_result_num(r, "overhead.ratio"), 0);
+	cr_expect_not_null(strstr(an_result_str(r, "command"), " --overhead"));
+	an_result_free(r);
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md);
+	cr_expect_not_null(strstr(md, "- **Overhead** (--overhead): with the probes (oncpu) "), "%s", md);
+	cr_expect_not_null(strstr(md, "(2 forks each, interleaved, the first without)"), "%s", md);
+	free(md);
 }
 
 /* Copy the file at from to a new file at to with the given mode, all of it or fail. */

@@ -179,3 +179,47 @@ Test(probeset, a_probe_that_cannot_attach_says_why_and_bad_input_stops_the_run)
 	hx_probeset_close(&s);
 	fakes[0].fail_open = fakes[1].fail_open = 0;
 }
+
+Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
+{
+	struct hx_probe_config cfg = { .forks = 3 };
+	double samples[] = { 1, 2, 3, 10, 11, 12, 4, 5, 6, 13, 14, 15, 7 };
+	struct rt_worker_stats iter[13];
+	struct hx_result res = { .samples = samples, .nsamples = 13, .iter_rt = iter };
+	struct hx_alternate alt;
+	struct hx_probeset s;
+	struct an_summary off;
+	struct hx_hooks inner, h;
+	char err[256];
+
+	for (int i = 0; i < 13; i++)
+		iter[i].tasks_run = (uint64_t)samples[i];
+	fake_log[0] = '\0';
+	next_fake = 0;
+	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	hx_probeset_hooks(&s, &inner);
+	hx_alternate_hooks(&alt, &inner, &h);
+	for (int fork = 0; fork < 4; fork++) {
+		cr_assert_eq(h.measure_begin(h.ctx, 100 + fork, 0), 0);
+		cr_assert_eq(h.measure_end(h.ctx, 100 + fork), 0);
+	}
+	cr_assert_str_eq(fake_log, "BaEaBaEa", "forks 1 and 3 alone are probed");
+	hx_probeset_close(&s);
+
+	/* three iterations a fork; the fifth fork (unprobed) was interrupted after one */
+	cr_assert_eq(hx_result_split_alternate(&res, 3, &off), 0);
+	cr_assert_eq(res.nsamples, 6);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(samples[i], 10 + i, "%d: %g", i, samples[i]);
+		cr_assert_eq(iter[i].tasks_run, (uint64_t)samples[i]);
+	}
+	cr_assert_eq(res.summary.n, 6);
+	cr_assert_float_eq(res.summary.mean, 12.5, 1e-12);
+	cr_assert_eq(off.n, 7);
+	cr_assert_float_eq(off.mean, 4, 1e-12);
+
+	struct hx_result one = { .samples = samples, .nsamples = 4 };
+	cr_assert_eq(hx_result_split_alternate(&one, 3, &off), -EINVAL,
+		     "one probed iteration is too few");
+}
