@@ -485,6 +485,7 @@ struct an_probe_summary {
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
 	uint64_t attach_ns;     /* open, load and attach, once per run (0: not attached) */
+	uint64_t cost_ns;       /* measuring a sample's cost at open, apart from attach_ns */
 };
 
 /* A probe other than oncpu as a run's report shows it: its status, what attaching cost,

@@ -319,7 +319,8 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
 	json_str(out, p->svg);
-	fprintf(out, ", \"attach_ns\": %llu}", (unsigned long long)p->attach_ns);
+	fprintf(out, ", \"attach_ns\": %llu, \"cost_measure_ns\": %llu}",
+		(unsigned long long)p->attach_ns, (unsigned long long)p->cost_ns);
 }
 
 static void json_part(FILE *out, const struct an_probe_part *p)
@@ -693,11 +694,11 @@ static void md_overhead(FILE *out, const struct an_overhead *o, const char *unit
 						  : "; below 1 is the cost\n", out);
 }
 
-/* " (attached in 12.3 ms)" */
+/* " attached in 12.3 ms" */
 static void md_attach_time(FILE *out, uint64_t ns)
 {
 	if (ns)
-		fprintf(out, " (attached in %.1f ms)", ns / 1e6);
+		fprintf(out, "; attached in %.1f ms", ns / 1e6);
 }
 
 static void md_part(FILE *out, const struct an_probe_part *p)
@@ -730,6 +731,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		p->event_note && *p->event_note ? p->event_note : "",
 		p->event_note && *p->event_note ? ")" : "");
 	md_attach_time(out, p->attach_ns);
+	if (p->cost_ns)
+		fprintf(out, " and %.0f ms measuring what a sample costs", p->cost_ns / 1e6);
 	fprintf(out, "; %s samples of the measured iterations", n);
 	why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 	if (*shortfall)

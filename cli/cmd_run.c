@@ -841,6 +841,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	probe.attached = prof->attached;
 	probe.status = prof->status;
 	probe.attach_ns = prof->attach_ns;
+	probe.cost_ns = prof->cost_ns;
 	if (prof->attached) {
 		probe.event = probe_oncpu_event(prof->oncpu);
 		probe.event_note = probe_oncpu_event_note(prof->oncpu);

@@ -160,7 +160,9 @@ struct hx_profile {
 	uint64_t breaks_overflow;
 	struct hx__live *live;       /* the fork being measured */
 	int error;                   /* the first failure while collecting, -errno */
-	uint64_t attach_ns;          /* probe_oncpu_open: open, load, attach */
+	uint64_t attach_ns;          /* probe_oncpu_open: open, load, attach (without
+				      * measuring a sample's cost, cost_ns) */
+	uint64_t cost_ns;            /* measuring a sample's cost, at open */
 };
 
 /* Open the probe (want_oncpu false: record "not attached: disabled"). o->dwarf_fn is

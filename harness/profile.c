@@ -467,8 +467,9 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 		return 0;
 	}
 	p->attached = true;
+	p->cost_ns = probe_oncpu_cost_ns(p->oncpu);
 	p->attach_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-		       (uint64_t)(t1.tv_nsec - t0.tv_nsec);
+		       (uint64_t)(t1.tv_nsec - t0.tv_nsec) - p->cost_ns;
 	snprintf(p->status, sizeof(p->status), "attached");
 	p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
 	return 0;

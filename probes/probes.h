@@ -122,6 +122,9 @@ unsigned probe_oncpu_freq(const struct probe_oncpu *p);
 /* The share of a CPU (0..1) that sampling at that frequency took when measured at
  * open: the timer interrupts and the program on a CPU that runs a task. */
 double probe_oncpu_cost_share(const struct probe_oncpu *p);
+/* How long that measurement took at open, wall clock: part of the open's time, and not
+ * of loading and attaching. */
+uint64_t probe_oncpu_cost_ns(const struct probe_oncpu *p);
 /* Why the software event was used ("cycles refused: No such file or directory (no
  * hardware PMU)"), or "" when cycles are in use. */
 const char *probe_oncpu_event_note(const struct probe_oncpu *p);

@@ -74,6 +74,7 @@ struct probe_oncpu {
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
 	double cost_share;         /* the share of a CPU sampling took, measured at open */
+	uint64_t cost_ns;          /* how long measuring it took, wall clock */
 	bool started;
 	bool group_task;           /* the entry word is read and kept in the key */
 	int *ctl_fds;              /* each CPU's perf event again (the link owns the first
@@ -388,6 +389,7 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 {
 	struct probe_oncpu_opts d = {};
 	char why[256], msg[256];
+	struct timespec t0, t1;
 	struct probe_oncpu *p;
 	unsigned stack_entries;
 	struct stat ns;
@@ -533,7 +535,11 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		step_error(err, errlen, "switching the events off", -ret);
 		goto out_close_perf;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = check_cost(p, o->cpu_budget_pct, err, errlen);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	p->cost_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+		     (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	if (ret)
 		goto out_close_perf;
 	/* What a sample costs is measured, not guessed: the kernel times every BPF
@@ -598,6 +604,11 @@ unsigned probe_oncpu_freq(const struct probe_oncpu *p)
 double probe_oncpu_cost_share(const struct probe_oncpu *p)
 {
 	return p->cost_share;
+}
+
+uint64_t probe_oncpu_cost_ns(const struct probe_oncpu *p)
+{
+	return p->cost_ns;
 }
 
 int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns)

@@ -409,6 +409,7 @@ Test(report, other_probes_follow_oncpu_with_status_attach_time_and_their_own_fig
 	char *js, *md, err[256];
 
 	p.attach_ns = 4500000;
+	p.cost_ns = 31000000;
 	r.parts = parts;
 	r.nparts = 2;
 	js = render(an_report_json, &r);
@@ -427,7 +428,8 @@ Test(report, other_probes_follow_oncpu_with_status_attach_time_and_their_own_fig
 	free(js);
 
 	md = render(an_report_markdown, &r);
-	cr_expect_not_null(strstr(md, "- **oncpu**: cpu-clock, 999 Hz (attached in 4.5 ms);"), "%s", md);
+	cr_expect_not_null(strstr(md, "- **oncpu**: cpu-clock, 999 Hz; attached in 4.5 ms and 31 ms measuring what a "
+				      "sample costs;"), "%s", md);
 	cr_expect_not_null(strstr(md, "- **offcpu**: attached in 12.3 ms; 1 s off-CPU → "
 				      "[offcpu.folded](offcpu.folded), [offcpu.svg](offcpu.svg)\n"),
 			   "%s", md);
