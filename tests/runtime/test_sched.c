@@ -476,3 +476,79 @@ Test(fiber, dedicated_stacks_do_not_take_a_mapping_each, .timeout = 120,
 	free(t);
 	rt_sched_free(s);
 }
+
+/* Threads blocked off their worker still count their placements on it, beside the
+ * worker's new driver: the counters they share are bumped atomically, so none of the
+ * placements is lost from them. Each of BLOCKED tasks enters a blocking section, waits
+ * until all are in theirs, and submits from there (the section's thread is outside the
+ * pool: the submission policy places it, counted on the worker it left). The counters
+ * are read while every task is still in its section, before their returns are placed. */
+#define BLOCKED 4
+#define SUBMITS RT_TEST_N(50000)
+
+static struct rt_sched *counted_sched;
+static unsigned in_section, submitted, counted;
+static struct rt_worker_stats counted_stats;
+
+static uint64_t nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void wait_for_all(unsigned *n)
+{
+	while (__atomic_load_n(n, __ATOMIC_SEQ_CST) < BLOCKED)
+		sched_yield();
+}
+
+static uint64_t submit_while_blocked(void *arg)
+{
+	(void)arg;
+	rt_blocking_begin();
+	__atomic_fetch_add(&in_section, 1, __ATOMIC_SEQ_CST);
+	wait_for_all(&in_section);
+	for (int i = 0; i < SUBMITS; i++)
+		rt_detach(rt_submit(counted_sched, nothing, NULL));
+	if (__atomic_add_fetch(&submitted, 1, __ATOMIC_SEQ_CST) == BLOCKED) {
+		rt_sched_stats_total(counted_sched, &counted_stats);
+		__atomic_store_n(&counted, BLOCKED, __ATOMIC_SEQ_CST);
+	}
+	wait_for_all(&counted);
+	rt_blocking_end();
+	return 0;
+}
+
+/* Every submission placed by scan counts one place_scan; one that goes to the shared
+ * queue (by policy, or a scan that found no worker) one place_external. */
+static void count_placements_from_blocked_threads(struct rt_sched *s, bool scan)
+{
+	const struct rt_worker_stats *st = &counted_stats;
+	const uint64_t all = (uint64_t)BLOCKED * SUBMITS;
+	struct rt_task *t[BLOCKED];
+
+	counted_sched = s;
+	in_section = submitted = counted = 0;
+	for (int i = 0; i < BLOCKED; i++)
+		t[i] = rt_submit(s, submit_while_blocked, NULL);
+	for (int i = 0; i < BLOCKED; i++)
+		rt_join(t[i]);
+	if (scan) {
+		cr_expect_eq(st->place_scan, all, "submit=scan: %lu scans counted of %lu",
+			     (unsigned long)st->place_scan, (unsigned long)all);
+		cr_expect_leq(st->place_external, all);
+	} else {
+		cr_expect_eq(st->place_external, all, "submit=external: %lu counted of %lu",
+			     (unsigned long)st->place_external, (unsigned long)all);
+		cr_expect_eq(st->place_scan, 0);
+	}
+	rt_sched_free(s);
+}
+
+Test(sched, placements_from_blocked_threads_are_all_counted, .timeout = 120)
+{
+	count_placements_from_blocked_threads(
+		rt_test_start_with("ce", 2, "blocking", "handoff", "submit", "external", NULL), false);
+	count_placements_from_blocked_threads(
+		rt_test_start_with("ce", 2, "blocking", "handoff", "submit", "scan", NULL), true);
+}
