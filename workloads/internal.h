@@ -9,6 +9,8 @@
  * derived from the exchange number; the server sleeps `delay` and echoes it. A task
  * checks each echo against its request and folds the tags in order; the op folds the
  * tasks' results in connection order, which setup computed without the network.
+ *
+ * And the simulated CPU work of every workload that has some, consume_cpu().
  */
 #ifndef SCHEDLAB_WORKLOADS_INTERNAL_H
 #define SCHEDLAB_WORKLOADS_INTERNAL_H
@@ -76,5 +78,15 @@ bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)
 
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
+
+/* ---- simulated work (consume.c) ---------------------------------------------------- */
+
+/* Spend `tokens` steps of a dependent arithmetic chain that the compiler cannot remove
+ * (a benchmark harness's black hole); returns the chain's value. Any thread. */
+uint64_t consume_cpu(uint64_t tokens);
+/* What one token costs on this thread now, in ns: the fastest of a few timed spins. */
+double wl__consume_cpu_ns_per_token(void);
+/* Append that calibration to a workload's report as "consume_cpu", ns/token. */
+void wl__consume_cpu_metric(struct wl_metric *out, size_t *n, size_t max);
 
 #endif /* SCHEDLAB_WORKLOADS_INTERNAL_H */
