@@ -79,6 +79,13 @@ bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
 
+/* ---- test hooks ---------------------------------------------------------------------- */
+
+/* sequentially: make the next op break its impl's promise once (actors: two messages of
+ * one key handled out of order; buckets, converted: a bucket let go while its body is
+ * still inside), so that a test sees the check catch it. */
+void wl__sequentially_inject(struct wl_ctx *ctx);
+
 /* ---- simulated work (consume.c) ---------------------------------------------------- */
 
 /* Spend `tokens` steps of a dependent arithmetic chain that the compiler cannot remove

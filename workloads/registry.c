@@ -16,6 +16,7 @@ extern const struct wl_desc wl_bind_chain;
 extern const struct wl_desc wl_error_pipeline;
 extern const struct wl_desc wl_permit;
 extern const struct wl_desc wl_queue_spsc;
+extern const struct wl_desc wl_sequentially;
 extern const struct wl_desc wl_spawn_join;
 extern const struct wl_desc wl_tcp_blocking;
 extern const struct wl_desc wl_tcp_callback;
@@ -32,6 +33,7 @@ static const struct wl_desc *const all[] = {
 	&wl_queue_spsc,
 	&wl_bind_chain,
 	&wl_error_pipeline,
+	&wl_sequentially,
 	NULL,
 };
 
