@@ -246,7 +246,9 @@ static uint64_t either_flat_map(uint64_t w, const struct ep_closure *k)
 static uint64_t either_fold(uint64_t w, const struct ep_closure *on_left,
 			    const struct ep_closure *on_right)
 {
-	return ep_is_left(w) ? on_left->fn(w & ~EP_LEFT, on_left->env) : on_right->fn(w, on_right->env);
+	if (ep_is_left(w))
+		return on_left->fn(w & ~EP_LEFT, on_left->env);
+	return on_right->fn(w, on_right->env);
 }
 
 static uint64_t ep_closure_step(uint64_t v, void *arg)
@@ -311,8 +313,9 @@ static uint64_t ep_step(struct ep_run *run, enum ep_step s, uint64_t w)
 	case EP_VALUE:
 		return s == EP_FINISH ? ep_value_finish(run, w) : ep_value_step(run, s, w);
 	case EP_COMBINATOR:
-		return s == EP_FINISH ? either_fold(w, &run->cl[EP_FINISH], &run->cl[EP_FINISH + 1])
-				      : either_flat_map(w, &run->cl[s]);
+		if (s == EP_FINISH)
+			return either_fold(w, &run->cl[EP_FINISH], &run->cl[EP_FINISH + 1]);
+		return either_flat_map(w, &run->cl[s]);
 	default: /* the last step is the handler: w is a value, or (pool) a caught error */
 		return s == EP_FINISH ? ep_value_finish(run, w) : ep_raise_step(run, s, w);
 	}
@@ -462,9 +465,12 @@ static bool error_pipeline_check(struct wl_ctx *ctx, uint64_t result, char *err,
 		 "error-pipeline: op %llu (input %llu): %s, the sequential replay gives %s; "
 		 "outcomes ok/invalid/failed so far %llu/%llu/%llu, replayed %llu/%llu/%llu",
 		 (unsigned long long)k, (unsigned long long)ep_input(st, k).x, got_s, want_s,
-		 (unsigned long long)st->counts[EP_OK], (unsigned long long)st->counts[EP_INVALID],
-		 (unsigned long long)st->counts[EP_FAILED], (unsigned long long)st->replay[EP_OK],
-		 (unsigned long long)st->replay[EP_INVALID], (unsigned long long)st->replay[EP_FAILED]);
+		 (unsigned long long)st->counts[EP_OK],
+		 (unsigned long long)st->counts[EP_INVALID],
+		 (unsigned long long)st->counts[EP_FAILED],
+		 (unsigned long long)st->replay[EP_OK],
+		 (unsigned long long)st->replay[EP_INVALID],
+		 (unsigned long long)st->replay[EP_FAILED]);
 	return false;
 }
 

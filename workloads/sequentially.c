@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "workloads/internal.h"
 
@@ -270,8 +271,10 @@ static void sq_converted(struct sq_state *st)
 	long started = 0;
 
 	for (; started < st->n; started++) {
-		st->tasks[started] = rt_submit(st->sched, sq_converted_task, &st->slots[started]);
-		if (!st->tasks[started]) {
+		struct rt_task *t = rt_submit(st->sched, sq_converted_task, &st->slots[started]);
+
+		st->tasks[started] = t;
+		if (!t) {
 			sq_failed(st, started);
 			break;
 		}
@@ -424,8 +427,15 @@ static int sequentially_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 	st->keys = wl_int(ctx, "keys");
 	st->seed = (uint64_t)wl_int(ctx, "seed");
 	st->nbuckets = wl_int(ctx, "buckets");
-	if (!st->nbuckets)
-		st->nbuckets = 5 * (long)rt_sched_workers(ctx->sched);
+	if (!st->nbuckets) {
+		/* the study's CPUs x 5, with the runtime's workers for CPUs; the threads
+		 * executor has no workers, and runs on the machine's CPUs */
+		long cpus = (long)rt_sched_workers(ctx->sched);
+
+		if (!cpus)
+			cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		st->nbuckets = 5 * (cpus > 0 ? cpus : 1);
+	}
 	keys = (size_t)st->keys;
 	st->slots = calloc((size_t)st->n, sizeof(*st->slots));
 	st->tasks = calloc((size_t)st->n, sizeof(*st->tasks));
@@ -467,9 +477,11 @@ static const struct wl_param params[] = {
 	  "buckets: a task per operation takes its key's semaphore; actors: one per key, a "
 	  "mailbox and a completion per operation; converted: buckets, each operation "
 	  "submitted from outside and awaited through an external completion" },
-	{ "buckets", WL_INT, "0", 0, 65536, NULL, "one-permit semaphores the keys share; 0: 5 x workers" },
+	{ "buckets", WL_INT, "0", 0, 65536, NULL,
+	  "one-permit semaphores the keys share; 0: 5 x workers (threads: 5 x CPUs)" },
 	{ "n", WL_INT, "1000", 1, 1000000, NULL, "operations per op" },
-	{ "keys", WL_INT, "1000", 1, 100000, NULL, "the operations' keys are drawn from [0, keys)" },
+	{ "keys", WL_INT, "1000", 1, 100000, NULL,
+	  "the operations' keys are drawn from [0, keys)" },
 	{ "seed", WL_INT, "1", 0, 4294967295.0, NULL, "seed of the keys" },
 	{ 0 },
 };
