@@ -1,11 +1,11 @@
 /*
- * error-pipeline: one pipeline per op, in one of four error styles and two ways to run.
+ * error-pipeline: n pipelines per op, in one of four error styles and two ways to run.
  *
- * Study 3's pipeline: take an input in [0,100) (from `seed` and the op's number, so any
- * op can be replayed alone); validate it (valid below `valid`); transform it (`tokens`
- * units of consume_cpu); fetch data and call the outside world, which fails with
- * probability `fail`; then record the failure (an invalid input or a failed call) or
- * process the output. Fetch, the outside world and the last step spend tf x tokens each.
+ * Study 3's pipeline: take an input in [0,100) (from `seed` and the pipeline's number,
+ * so any pipeline can be replayed alone); validate it (valid below `valid`); transform
+ * it (`tokens` units of consume_cpu); fetch data and call the outside world, which
+ * fails with probability `fail`; then record the failure (an invalid input or a failed
+ * call) or process the output. Fetch, the outside world and the last step spend tf x tokens each.
  *
  * Styles, which differ only in how a failure travels:
  *   value          each step returns an either word and the next checks it by hand;
@@ -23,10 +23,12 @@
  * effect interpreter, in the op's task, with one async boundary (a yield) before the
  * outside-world call.
  *
- * The op returns its outcome word: the outcome in the low two bits, above them the
- * processed output or the error's code. The check replays the op's input sequentially
- * (no runtime, no spinning) and compares the word and the running outcome counts, so
- * for one seed every style and execution gives the same words.
+ * A pipeline's outcome word holds the outcome in the low two bits, above them the
+ * processed output or the error's code. An op runs n pipelines one after another (the
+ * study awaited each; n of them make the harness's own submission of the op a small
+ * part of its time) and returns the fold of their words. The check replays the op's
+ * inputs sequentially (no runtime, no spinning) and compares every word, the outcome
+ * counts and the fold, so for one seed every style and execution gives the same words.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +51,7 @@ enum ep_step { EP_VALIDATE, EP_TRANSFORM, EP_FETCH, EP_OUTSIDE, EP_FINISH, EP_ST
 
 #define EP_INVALID_CODE EINVAL
 #define EP_FAILED_CODE	EIO
-#define EP_BROKEN	UINT64_MAX /* the op could not run its steps (out of stacks or memory) */
+#define EP_BROKEN	UINT64_MAX /* a pipeline could not run its steps (out of stacks or memory) */
 
 /* ---- either words: a value below 2^63, or an error object with the top bit set --------- */
 
@@ -78,10 +80,12 @@ struct ep_state {
 	uint64_t tokens, step_tokens; /* tokens; tf x tokens */
 	uint64_t valid, seed;
 	double fail;
-	uint64_t next;                /* the number of the next op */
-	uint64_t replayed;            /* ops the check has replayed */
-	uint64_t counts[EP_OUTCOMES]; /* outcomes the ops returned */
-	uint64_t replay[EP_OUTCOMES]; /* outcomes of the sequential replay */
+	long n;                       /* pipelines per op */
+	uint64_t next;                /* the number of the next pipeline */
+	uint64_t first;               /* the last op's first pipeline */
+	long ran;                     /* pipelines it ran */
+	uint64_t *words;              /* their outcome words, n */
+	uint64_t counts[EP_OUTCOMES]; /* outcomes of every op the check passed */
 	uint64_t errors, frames;      /* errors the last step recorded, frames they captured */
 };
 
@@ -420,10 +424,10 @@ static uint64_t ep_loop(struct ep_run *run)
 
 /* ---- the descriptor ------------------------------------------------------------------------ */
 
-static uint64_t error_pipeline_op(struct wl_ctx *ctx)
+/* Pipeline k, alone: its outcome word. */
+static uint64_t ep_pipeline(struct ep_state *st, uint64_t k)
 {
-	struct ep_state *st = ctx->state;
-	struct ep_run run = { .st = st, .in = ep_input(st, st->next++) };
+	struct ep_run run = { .st = st, .in = ep_input(st, k) };
 	uint64_t w;
 
 	for (int s = 0; s < EP_STEPS; s++)
@@ -435,10 +439,36 @@ static uint64_t error_pipeline_op(struct wl_ctx *ctx)
 	return w;
 }
 
+#define EP_FOLD_START 0xcbf29ce484222325ull
+
+static uint64_t ep_fold(uint64_t h, uint64_t w)
+{
+	return (h ^ w) * 0x100000001b3ull;
+}
+
+/* n pipelines in sequence, each awaited before the next begins; the fold of their words,
+ * which are kept for the check. */
+static uint64_t error_pipeline_op(struct wl_ctx *ctx)
+{
+	struct ep_state *st = ctx->state;
+	uint64_t h = EP_FOLD_START;
+
+	st->first = st->next;
+	for (st->ran = 0; st->ran < st->n;) {
+		uint64_t w = ep_pipeline(st, st->next++);
+
+		st->words[st->ran++] = w;
+		if (w == EP_BROKEN)
+			break;
+		h = ep_fold(h, w);
+	}
+	return h;
+}
+
 static void ep_describe(char *buf, size_t len, uint64_t w)
 {
 	if (w == EP_BROKEN)
-		snprintf(buf, len, "no outcome (the steps could not run: out of stacks or memory)");
+		snprintf(buf, len, "no outcome (its steps could not run: out of stacks or memory)");
 	else if ((w & 3) == EP_OK)
 		snprintf(buf, len, "ok with output %llu", (unsigned long long)(w >> 2));
 	else if ((w & 3) < EP_OUTCOMES)
@@ -448,29 +478,47 @@ static void ep_describe(char *buf, size_t len, uint64_t w)
 		snprintf(buf, len, "the word %#llx, no outcome", (unsigned long long)w);
 }
 
+/* Replay the op's pipelines without the runtime and compare word by word, then the
+ * outcome counts and the op's fold. */
 static bool error_pipeline_check(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen)
 {
 	struct ep_state *st = ctx->state;
-	uint64_t k = st->replayed++, want = ep_replay(st, k);
-	char got_s[96], want_s[96];
+	uint64_t h = EP_FOLD_START, got[EP_OUTCOMES] = { 0 }, want[EP_OUTCOMES] = { 0 };
+	char got_s[96] = "not run", want_s[96];
+	long bad = -1;
 
-	st->replay[want & 3]++;
-	if (result != EP_BROKEN && (result & 3) < EP_OUTCOMES)
-		st->counts[result & 3]++;
-	if (result == want && !memcmp(st->counts, st->replay, sizeof(st->counts)))
+	for (long j = 0; j < st->n; j++) {
+		uint64_t w = ep_replay(st, st->first + (uint64_t)j);
+
+		want[w & 3]++;
+		h = ep_fold(h, w);
+		if (j < st->ran && st->words[j] != EP_BROKEN && (st->words[j] & 3) < EP_OUTCOMES)
+			got[st->words[j] & 3]++;
+		if (bad < 0 && (j >= st->ran || st->words[j] != w))
+			bad = j;
+	}
+	if (bad < 0 && result == h) {
+		for (int o = 0; o < EP_OUTCOMES; o++)
+			st->counts[o] += got[o];
 		return true;
-	ep_describe(got_s, sizeof(got_s), result);
-	ep_describe(want_s, sizeof(want_s), want);
+	}
+	if (bad < 0) {
+		snprintf(err, errlen,
+			 "error-pipeline: the op's fold of its %ld outcomes is %#llx, the "
+			 "sequential replay's %#llx",
+			 st->n, (unsigned long long)result, (unsigned long long)h);
+		return false;
+	}
+	if (bad < st->ran)
+		ep_describe(got_s, sizeof(got_s), st->words[bad]);
+	ep_describe(want_s, sizeof(want_s), ep_replay(st, st->first + (uint64_t)bad));
 	snprintf(err, errlen,
-		 "error-pipeline: op %llu (input %llu): %s, the sequential replay gives %s; "
-		 "outcomes ok/invalid/failed so far %llu/%llu/%llu, replayed %llu/%llu/%llu",
-		 (unsigned long long)k, (unsigned long long)ep_input(st, k).x, got_s, want_s,
-		 (unsigned long long)st->counts[EP_OK],
-		 (unsigned long long)st->counts[EP_INVALID],
-		 (unsigned long long)st->counts[EP_FAILED],
-		 (unsigned long long)st->replay[EP_OK],
-		 (unsigned long long)st->replay[EP_INVALID],
-		 (unsigned long long)st->replay[EP_FAILED]);
+		 "error-pipeline: pipeline %ld of the op (input %llu): %s, the sequential replay "
+		 "gives %s; outcomes ok/invalid/failed %llu/%llu/%llu, replayed %llu/%llu/%llu",
+		 bad, (unsigned long long)ep_input(st, st->first + (uint64_t)bad).x, got_s, want_s,
+		 (unsigned long long)got[EP_OK], (unsigned long long)got[EP_INVALID],
+		 (unsigned long long)got[EP_FAILED], (unsigned long long)want[EP_OK],
+		 (unsigned long long)want[EP_INVALID], (unsigned long long)want[EP_FAILED]);
 	return false;
 }
 
@@ -480,6 +528,13 @@ static int error_pipeline_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 
 	if (!st) {
 		snprintf(err, errlen, "error-pipeline: out of memory");
+		return -ENOMEM;
+	}
+	st->n = wl_int(ctx, "n");
+	st->words = calloc((size_t)st->n, sizeof(*st->words));
+	if (!st->words) {
+		free(st);
+		snprintf(err, errlen, "error-pipeline: out of memory for n=%ld", wl_int(ctx, "n"));
 		return -ENOMEM;
 	}
 	st->style = wl_choice(ctx, "style");
@@ -493,16 +548,20 @@ static int error_pipeline_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 	return 0;
 }
 
-/* The spin's calibration, and what an error carried: frames per recorded error is the
- * backtrace that raise captures and the other styles do not. */
+/* The spin's calibration; the shares of the outcomes, as the check confirmed them; and
+ * what an error carried: frames per recorded error is the backtrace that raise
+ * captures and the other styles do not. */
 static size_t error_pipeline_report(struct wl_ctx *ctx, struct wl_metric *out, size_t max)
 {
 	const struct ep_state *st = ctx->state;
+	double all = (double)(st->counts[EP_OK] + st->counts[EP_INVALID] + st->counts[EP_FAILED]);
 	size_t n = 0;
 
 	wl__consume_cpu_metric(out, &n, max);
-	wl_metric_add(out, &n, max, "errors_per_op", "errors",
-		      st->next ? (double)st->errors / (double)st->next : 0);
+	wl_metric_add(out, &n, max, "invalid_share", "%",
+		      all ? 100.0 * (double)st->counts[EP_INVALID] / all : 0);
+	wl_metric_add(out, &n, max, "failed_share", "%",
+		      all ? 100.0 * (double)st->counts[EP_FAILED] / all : 0);
 	wl_metric_add(out, &n, max, "frames_per_error", "frames",
 		      st->errors ? (double)st->frames / (double)st->errors : 0);
 	return n;
@@ -510,7 +569,11 @@ static size_t error_pipeline_report(struct wl_ctx *ctx, struct wl_metric *out, s
 
 static void error_pipeline_teardown(struct wl_ctx *ctx)
 {
-	free(ctx->state);
+	struct ep_state *st = ctx->state;
+
+	if (st)
+		free(st->words);
+	free(st);
 	ctx->state = NULL;
 }
 
@@ -522,6 +585,8 @@ static const struct wl_param params[] = {
 	{ "exec", WL_CHOICE, "pool", 0, 0, "pool,loop",
 	  "pool: each step a task, joined; loop: one task through the effect interpreter, "
 	  "one async boundary" },
+	{ "n", WL_INT, "1000", 1, 1000000, NULL,
+	  "pipelines per op, in sequence (the study's ns/op is per pipeline: 1e9 / (ops/s x n))" },
 	{ "tf", WL_INT, "2", 1, 100000, NULL,
 	  "work factor: fetch, the outside world and the last step spend tf x tokens each" },
 	{ "tokens", WL_INT, "10", 0, 1000000, NULL, "units of consume_cpu the transform spends" },

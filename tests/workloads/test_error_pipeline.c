@@ -16,20 +16,20 @@
 static const char *const styles[] = { "value", "combinator", "raise", "raise-notrace" };
 static const char *const execs[] = { "pool", "loop" };
 
-#define OPS 300
-
-/* A pipeline with little work; fail 0.3 gives many failures of both kinds. */
+/* Pipelines with little work, n of them per op; fail 0.3 gives many failures of both
+ * kinds. */
 static struct wl_ctx small_ctx(const char *preset, const char *style, const char *exec,
-			       const char *seed, const char *fail)
+			       const char *n, const char *fail)
 {
 	struct wl_ctx ctx = wl_test_ctx("error-pipeline", preset, 2);
 
 	wl_test_param(&ctx, "style", style);
 	wl_test_param(&ctx, "exec", exec);
+	wl_test_param(&ctx, "n", n);
 	wl_test_param(&ctx, "tokens", "2");
 	wl_test_param(&ctx, "tf", "2");
 	wl_test_param(&ctx, "fail", fail);
-	wl_test_param(&ctx, "seed", seed);
+	wl_test_param(&ctx, "seed", "7");
 	wl_test_setup(&ctx);
 	return ctx;
 }
@@ -48,42 +48,49 @@ static double metric(struct wl_ctx *ctx, const char *name)
 
 Test(error_pipeline, outcomes_match_the_replay_and_are_the_same_in_every_style, .timeout = 120)
 {
-	static uint64_t words[8][OPS];
-	unsigned outcomes[3] = { 0 };
-	int combo = 0;
+	uint64_t folds[8][3];
+	double invalid[8], failed[8];
+	int c = 0;
 
 	for (size_t s = 0; s < 4; s++)
-		for (size_t e = 0; e < 2; e++, combo++) {
-			struct wl_ctx ctx = small_ctx("ce", styles[s], execs[e], "7", "0.3");
+		for (size_t e = 0; e < 2; e++, c++) {
+			struct wl_ctx ctx = small_ctx("ce", styles[s], execs[e], "100", "0.3");
 			char err[512] = "";
 
-			for (int i = 0; i < OPS; i++) {
-				words[combo][i] = wl_test_op(&ctx);
-				cr_assert(ctx.desc->check(&ctx, words[combo][i], err, sizeof(err)),
-					  "%s/%s op %d: %s", styles[s], execs[e], i, err);
+			for (int op = 0; op < 3; op++) {
+				folds[c][op] = wl_test_op(&ctx);
+				cr_assert(ctx.desc->check(&ctx, folds[c][op], err, sizeof(err)),
+					  "%s/%s op %d: %s", styles[s], execs[e], op, err);
 			}
+			invalid[c] = metric(&ctx, "invalid_share");
+			failed[c] = metric(&ctx, "failed_share");
 			wl_test_finish(&ctx);
 		}
-	for (int c = 1; c < 8; c++)
-		cr_expect_arr_eq(words[c], words[0], sizeof(words[0]),
-				 "%s/%s differs from value/pool", styles[c / 2], execs[c % 2]);
-	for (int i = 0; i < OPS; i++)
-		outcomes[words[0][i] & 3]++;
-	/* 20% invalid and 30% of the rest failing: each outcome shows many times */
-	cr_expect_gt(outcomes[0], OPS / 4, "ok %u", outcomes[0]);
-	cr_expect_gt(outcomes[1], OPS / 10, "invalid %u", outcomes[1]);
-	cr_expect_gt(outcomes[2], OPS / 10, "failed %u", outcomes[2]);
+	for (c = 1; c < 8; c++) {
+		cr_expect_arr_eq(folds[c], folds[0], sizeof(folds[0]),
+				 "%s/%s folds differ from value/pool's", styles[c / 2], execs[c % 2]);
+		cr_expect_float_eq(invalid[c], invalid[0], 1e-9, "%s/%s", styles[c / 2],
+				   execs[c % 2]);
+		cr_expect_float_eq(failed[c], failed[0], 1e-9, "%s/%s", styles[c / 2], execs[c % 2]);
+	}
+	cr_expect_neq(folds[0][0], folds[0][1], "each op has pipelines of its own");
+	/* 20% invalid, 30% of the rest failing (24%) over 300 pipelines */
+	cr_expect(invalid[0] > 10 && invalid[0] < 30, "invalid %.1f%%", invalid[0]);
+	cr_expect(failed[0] > 14 && failed[0] < 34, "failed %.1f%%", failed[0]);
 }
 
 Test(error_pipeline, another_seed_gives_other_inputs)
 {
-	struct wl_ctx a = small_ctx("ce", "value", "loop", "7", "0.3");
-	struct wl_ctx b = small_ctx("ce", "value", "loop", "8", "0.3");
-	int differ = 0;
+	struct wl_ctx a = small_ctx("ce", "value", "loop", "20", "0.3");
+	struct wl_ctx b = wl_test_ctx("error-pipeline", "ce", 2);
 
-	for (int i = 0; i < 50; i++)
-		differ += wl_test_op(&a) != wl_test_op(&b);
-	cr_expect_gt(differ, 10, "%d of 50 differ", differ);
+	wl_test_param(&b, "n", "20");
+	wl_test_param(&b, "tokens", "2");
+	wl_test_param(&b, "fail", "0.3");
+	wl_test_param(&b, "seed", "8");
+	wl_test_setup(&b);
+	for (int op = 0; op < 5; op++)
+		cr_expect_neq(wl_test_op(&a), wl_test_op(&b));
 	wl_test_finish(&a);
 	wl_test_finish(&b);
 }
@@ -93,12 +100,12 @@ Test(error_pipeline, every_style_and_exec_checks_under_every_preset, .timeout = 
 	for (const char *const *p = rt_preset_names(); *p; p++)
 		for (size_t s = 0; s < 4; s++)
 			for (size_t e = 0; e < 2; e++) {
-				struct wl_ctx ctx = small_ctx(*p, styles[s], execs[e], "7", "0.3");
+				struct wl_ctx ctx = small_ctx(*p, styles[s], execs[e], "20", "0.3");
 				char err[512] = "";
 
-				for (int i = 0; i < 20; i++)
+				for (int op = 0; op < 2; op++)
 					cr_assert(wl_test_op_check(&ctx, err, sizeof(err)),
-						  "%s %s/%s op %d: %s", *p, styles[s], execs[e], i,
+						  "%s %s/%s op %d: %s", *p, styles[s], execs[e], op,
 						  err);
 				wl_test_finish(&ctx);
 			}
@@ -118,17 +125,16 @@ Test(error_pipeline, raise_captures_a_backtrace_and_the_other_styles_do_not, .ti
 		double frames[4], bytes[4];
 
 		for (size_t s = 0; s < 4; s++) {
-			/* fail=1: every op fails, one way or the other */
-			struct wl_ctx ctx = small_ctx("ce", styles[s], execs[e], "7", "1");
+			/* fail=1: every pipeline fails, one way or the other */
+			struct wl_ctx ctx = small_ctx("ce", styles[s], execs[e], "100", "1");
 			char err[512] = "";
-			uint64_t before;
+			uint64_t before = alloc_bytes(ctx.sched);
 
-			before = alloc_bytes(ctx.sched);
-			for (int i = 0; i < 100; i++)
-				cr_assert(wl_test_op_check(&ctx, err, sizeof(err)), "%s", err);
+			cr_assert(wl_test_op_check(&ctx, err, sizeof(err)), "%s", err);
 			bytes[s] = (double)(alloc_bytes(ctx.sched) - before) / 100;
-			cr_expect_float_eq(metric(&ctx, "errors_per_op"), 1.0, 1e-9, "%s/%s",
-					   styles[s], execs[e]);
+			cr_expect_float_eq(metric(&ctx, "invalid_share") +
+						   metric(&ctx, "failed_share"),
+					   100.0, 1e-9, "%s/%s", styles[s], execs[e]);
 			frames[s] = metric(&ctx, "frames_per_error");
 			wl_test_finish(&ctx);
 		}
@@ -140,27 +146,25 @@ Test(error_pipeline, raise_captures_a_backtrace_and_the_other_styles_do_not, .ti
 		cr_expect_eq(frames[1], 0, "combinator/%s", execs[e]);
 		/* the frames are stored in the error: 8 bytes each */
 		cr_expect_geq(bytes[2], bytes[3] + 8 * 3,
-			      "raise/%s %.0f bytes per op, notrace %.0f", execs[e], bytes[2],
+			      "raise/%s %.0f bytes per pipeline, notrace %.0f", execs[e], bytes[2],
 			      bytes[3]);
-		/* the combinator's closures are allocated per op */
+		/* the combinator's closures are allocated per pipeline */
 		cr_expect_gt(bytes[1], bytes[0], "combinator/%s %.0f, value %.0f", execs[e],
 			     bytes[1], bytes[0]);
 	}
 }
 
-Test(error_pipeline, check_names_a_wrong_outcome_and_the_replay)
+Test(error_pipeline, check_names_a_wrong_fold)
 {
-	struct wl_ctx ctx = small_ctx("ce", "value", "pool", "7", "0.3");
+	struct wl_ctx ctx = small_ctx("ce", "value", "pool", "10", "0.3");
 	char err[512] = "";
-	uint64_t w = wl_test_op(&ctx);
-	uint64_t other = (w & ~3ull) | ((w & 3) == 0 ? 2 : 0); /* another outcome */
+	uint64_t h = wl_test_op(&ctx);
 
-	cr_expect_not(ctx.desc->check(&ctx, other, err, sizeof(err)));
-	cr_expect(strstr(err, "op 0") && strstr(err, "sequential replay gives"), "%s", err);
+	cr_expect_not(ctx.desc->check(&ctx, h ^ 1, err, sizeof(err)));
+	cr_expect(strstr(err, "fold of its 10 outcomes") && strstr(err, "sequential replay"),
+		  "%s", err);
 	cr_expect_null(strchr(err, '\n'), "one line");
-	/* the counts now differ from the replay's, so even a right word fails */
-	cr_expect_not(ctx.desc->check(&ctx, wl_test_op(&ctx), err, sizeof(err)));
-	cr_expect(strstr(err, "so far"), "%s", err);
+	cr_expect(ctx.desc->check(&ctx, h, err, sizeof(err)), "%s", err);
 	wl_test_finish(&ctx);
 }
 
