@@ -94,18 +94,10 @@ struct ep_input {
 	bool fails; /* the outside world fails for this op */
 };
 
-static uint64_t splitmix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Op k's input: a counter-based draw, so the replay needs no sequence of calls. */
 static struct ep_input ep_input(const struct ep_state *st, uint64_t k)
 {
-	uint64_t a = splitmix64(st->seed ^ splitmix64(k)), b = splitmix64(a);
+	uint64_t a = wl__splitmix64(st->seed ^ wl__splitmix64(k)), b = wl__splitmix64(a);
 
 	return (struct ep_input){ .x = (a >> 32) % 100,
 				  .fails = (double)(b >> 11) * 0x1p-53 < st->fail };

@@ -79,6 +79,18 @@ bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
 
+/* ---- seeded inputs ------------------------------------------------------------------- */
+
+/* SplitMix64's output for state z (Steele, Lea and Flood): a counter-based generator, so
+ * that a workload's check can replay any draw from its number alone. */
+static inline uint64_t wl__splitmix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* ---- test hooks ---------------------------------------------------------------------- */
 
 /* sequentially: make the next op break its impl's promise once (actors: two messages of

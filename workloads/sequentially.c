@@ -5,9 +5,9 @@
  * operation per key, all at once, by one of three means:
  *   buckets    a task per operation, which takes its key's bucket (one of `buckets`
  *              one-permit semaphores, 5 x workers by default) inside the task;
- *   actors     one actor per key, started on the key's first use and kept until teardown:
- *              a task reading a mailbox; the op sends each operation to its key's actor
- *              and then awaits the operation's completion (a latch each);
+ *   actors     one actor per key, made on the key's first use and kept: a mailbox that a
+ *              task drains whenever it holds messages; the op sends each operation to its
+ *              key's actor and then awaits the operation's completion (a latch each);
  *   converted  buckets again, but each operation is handed to the runtime from outside
  *              (rt_submit, the global queue) with an external completion, and awaited.
  *
@@ -19,7 +19,8 @@
  * actors, whose mailbox is FIFO, each operation ran at its issue position (per-key order
  * preserved). A bucket serializes but does not order: its operations run in the order
  * they reach it. wl__sequentially_inject() breaks each impl's promise once, so that a
- * test can see the check catch it.
+ * test can see the check catch it: actors get two operations of one key in the wrong
+ * order, buckets let go while the body is still inside.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,8 +33,6 @@
 /* The order of the `impl` choices. */
 enum sq_impl { SQ_BUCKETS, SQ_ACTORS, SQ_CONVERTED };
 
-#define SQ_MAILBOX 16 /* a mailbox's capacity: the op waits when an actor falls behind */
-
 struct sq_state;
 
 /* One operation of the op. */
@@ -44,25 +43,20 @@ struct sq_slot {
 	uint32_t pos;        /* the place at which it ran */
 	uint32_t runs;       /* times its body ran */
 	struct rt_latch done; /* actors, converted: its completion */
+	struct sq_slot *next; /* actors: the next older message in the mailbox */
 };
 
-struct sq_actor {
-	struct rt_chan mbox; /* first: the struct is 64-byte aligned */
-	void *slots[RT_CHAN_SLOTS(SQ_MAILBOX)];
-	struct sq_state *st;
-	struct rt_task *task;
-	uint32_t key;
-	bool reorder; /* the injected fault: handle the first two messages swapped */
-};
+struct sq_actor;
 
 struct sq_state {
 	struct rt_sched *sched;
 	long impl, n, keys, nbuckets;
 	uint64_t seed, ops;
 	struct sq_slot *slots;   /* n */
-	struct rt_task **tasks;  /* n: buckets, converted */
+	struct rt_task **tasks;  /* n: buckets, converted; actors: the drains */
+	long ndrains;
 	struct rt_sem *buckets;  /* nbuckets */
-	struct sq_actor *actors; /* keys, 64-byte aligned: actors */
+	struct sq_actor **actors; /* keys: actors, each made on first use */
 	uint32_t *issued;        /* keys: operations issued per key this op */
 	uint32_t *ran;           /* keys: bodies run per key, counted inside the section */
 	uint8_t *busy;           /* keys: a body of the key is inside */
@@ -138,79 +132,90 @@ static uint64_t sq_converted_task(void *arg)
 	return 0;
 }
 
-/* ---- actors ------------------------------------------------------------------------------ */
+/* ---- actors ------------------------------------------------------------------------------ *
+ *
+ * An actor is a mailbox and a "scheduled" flag, as in Akka's dispatcher: a send that
+ * finds the actor idle schedules it, i.e. spawns a task that drains the mailbox in
+ * arrival order and goes idle again when it finds it empty; an idle actor costs no
+ * task. The mailbox is a lock-free stack of the operations (one push per send), which the
+ * drain takes whole and reverses: FIFO per sender, and the op is the only sender.
+ */
 
-static void sq_handle(struct sq_slot *s)
-{
-	sq_enter(s);
-	sq_leave(s);
-	rt_latch_count_down(&s->done);
-}
+struct sq_actor {
+	struct sq_slot *head; /* the mailbox: newest first */
+	uint32_t scheduled;   /* a drain task runs or is about to */
+};
 
-static uint64_t sq_actor_task(void *arg)
+static uint64_t sq_drain_task(void *arg)
 {
 	struct sq_actor *a = arg;
-	void *m, *held = NULL;
 
-	while (!rt_chan_recv(&a->mbox, &m)) {
-		/* reorder is set before the op sends; the channel carries it here */
-		if (__atomic_load_n(&a->reorder, __ATOMIC_RELAXED) && !held) {
-			held = m; /* the injected fault: handled after the next one */
+	for (;;) {
+		struct sq_slot *m = __atomic_exchange_n(&a->head, NULL, __ATOMIC_ACQUIRE);
+		struct sq_slot *fifo = NULL;
+
+		if (!m) {
+			/* idle again, then look once more: a send that pushed before this saw
+			 * scheduled still set and left its message to us. Both sides do an
+			 * atomic exchange, a full barrier here, so one of them sees the other
+			 * (pairs with the push and the exchange in sq_send()) */
+			__atomic_exchange_n(&a->scheduled, 0, __ATOMIC_SEQ_CST);
+			if (!__atomic_load_n(&a->head, __ATOMIC_SEQ_CST) ||
+			    __atomic_exchange_n(&a->scheduled, 1, __ATOMIC_SEQ_CST))
+				return 0;
 			continue;
 		}
-		sq_handle(m);
-		if (held) {
-			sq_handle(held);
-			held = NULL;
-			__atomic_store_n(&a->reorder, false, __ATOMIC_RELAXED);
+		while (m) { /* newest first: reversed, the order they were sent */
+			struct sq_slot *next = m->next;
+
+			m->next = fifo;
+			fifo = m;
+			m = next;
+		}
+		while (fifo) {
+			struct sq_slot *next = fifo->next; /* before the completion frees it */
+
+			sq_enter(fifo);
+			sq_leave(fifo);
+			rt_latch_count_down(&fifo->done);
+			fifo = next;
 		}
 	}
-	if (held)
-		sq_handle(held);
-	return 0;
 }
 
-/* The key's actor, started on the key's first use; NULL when it cannot start. */
+/* The key's actor, made on the key's first use and kept; NULL when out of memory. */
 static struct sq_actor *sq_actor(struct sq_state *st, uint32_t key)
 {
-	struct sq_actor *a = &st->actors[key];
-
-	if (a->task)
-		return a;
-	rt_chan_init(&a->mbox, a->slots, SQ_MAILBOX);
-	a->task = rt_spawn(sq_actor_task, a);
-	return a->task ? a : NULL;
+	if (!st->actors[key])
+		st->actors[key] = rt_calloc(1, sizeof(struct sq_actor));
+	return st->actors[key];
 }
 
-/* Stop every actor: its mailbox closes, it drains and returns. */
-static void sq_actors_stop(struct sq_state *st)
+/* Post s to a; 0, or -errno when a drain was needed and could not start. */
+static int sq_send(struct sq_state *st, struct sq_actor *a, struct sq_slot *s)
 {
-	for (long k = 0; st->actors && k < st->keys; k++) {
-		struct sq_actor *a = &st->actors[k];
+	struct rt_task *t;
 
-		if (a->task) {
-			rt_chan_close(&a->mbox);
-			rt_join(a->task);
-			a->task = NULL;
-		}
-	}
+	s->next = __atomic_load_n(&a->head, __ATOMIC_RELAXED);
+	/* publishes the slot's fields with it; pairs with the drain's acquiring exchange */
+	while (!__atomic_compare_exchange_n(&a->head, &s->next, s, true, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED))
+		;
+	if (__atomic_exchange_n(&a->scheduled, 1, __ATOMIC_SEQ_CST))
+		return 0; /* a drain is on it */
+	t = rt_spawn(sq_drain_task, a);
+	if (!t)
+		return -errno;
+	st->tasks[st->ndrains++] = t;
+	return 0;
 }
 
 /* ---- the op ------------------------------------------------------------------------------ */
 
-static uint64_t sq_next(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Draw the op's keys and number each key's operations in issue order. */
 static void sq_prepare(struct sq_state *st)
 {
-	uint64_t x = st->seed ^ (st->ops++ * 0xd1b54a32d192ed03ull);
+	uint64_t x = wl__splitmix64(st->seed ^ wl__splitmix64(st->ops++));
 
 	memset(st->issued, 0, (size_t)st->keys * sizeof(*st->issued));
 	memset(st->ran, 0, (size_t)st->keys * sizeof(*st->ran));
@@ -221,7 +226,7 @@ static void sq_prepare(struct sq_state *st)
 	for (long i = 0; i < st->n; i++) {
 		struct sq_slot *s = &st->slots[i];
 
-		s->key = (uint32_t)(sq_next(&x) % (uint64_t)st->keys);
+		s->key = (uint32_t)(wl__splitmix64(x + (uint64_t)i) % (uint64_t)st->keys);
 		s->seq = st->issued[s->key]++;
 		s->runs = 0;
 		s->pos = UINT32_MAX;
@@ -237,9 +242,6 @@ static void sq_prepare(struct sq_state *st)
 				st->inject_key = st->slots[i].key;
 			}
 		rt_latch_init(&st->inject_inside, 1);
-		if (st->inject && st->actors)
-			__atomic_store_n(&st->actors[st->inject_key].reorder, true,
-					 __ATOMIC_RELAXED);
 	}
 }
 
@@ -290,19 +292,37 @@ static void sq_converted(struct sq_state *st)
 
 static void sq_actors(struct sq_state *st)
 {
+	struct sq_slot *held = NULL;
 	long sent = 0;
 
+	st->ndrains = 0;
 	for (; sent < st->n; sent++) {
 		struct sq_slot *s = &st->slots[sent];
 		struct sq_actor *a = sq_actor(st, s->key);
 
-		if (!a || rt_chan_send(&a->mbox, s)) {
+		if (st->inject && s->key == st->inject_key && s->seq == 0) {
+			held = s; /* the injected fault: sent after the key's next one */
+			continue;
+		}
+		if (!a || sq_send(st, a, s)) {
 			sq_failed(st, sent);
 			break;
 		}
+		if (held && s->key == held->key) {
+			if (sq_send(st, a, held)) {
+				sq_failed(st, held - st->slots);
+				break;
+			}
+			held = NULL;
+		}
 	}
 	for (long i = 0; i < sent; i++)
-		rt_latch_wait(&st->slots[i].done);
+		if (&st->slots[i] != held)
+			rt_latch_wait(&st->slots[i].done);
+	/* the completions were the answers; the joins end the drains' use of the slots,
+	 * before the next op initialises them again */
+	for (long i = 0; i < st->ndrains; i++)
+		rt_join(st->tasks[i]);
 }
 
 static uint64_t sequentially_op(struct wl_ctx *ctx)
@@ -397,7 +417,8 @@ static void sequentially_teardown(struct wl_ctx *ctx)
 
 	if (!st)
 		return;
-	sq_actors_stop(st);
+	for (long k = 0; st->actors && k < st->keys; k++)
+		rt_free(st->actors[k]);
 	for (long b = 0; st->buckets && b < st->nbuckets; b++)
 		rt_sem_destroy(&st->buckets[b]);
 	free(st->slots);
@@ -449,14 +470,9 @@ static int sequentially_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 	    !st->base || !st->seen)
 		goto out_nomem;
 	if (st->impl == SQ_ACTORS) {
-		st->actors = aligned_alloc(_Alignof(struct sq_actor), keys * sizeof(*st->actors));
+		st->actors = calloc(keys, sizeof(*st->actors));
 		if (!st->actors)
 			goto out_nomem;
-		memset(st->actors, 0, keys * sizeof(*st->actors));
-		for (size_t k = 0; k < keys; k++) {
-			st->actors[k].st = st;
-			st->actors[k].key = (uint32_t)k;
-		}
 	}
 	for (long b = 0; b < st->nbuckets; b++)
 		rt_sem_init(&st->buckets[b], 1);
