@@ -10,7 +10,7 @@
  * Styles, which differ only in how a failure travels:
  *   value          each step returns an either word and the next checks it by hand;
  *   combinator     the same steps as closures (a function pointer and what it captured,
- *                  allocated per op) run by a generic flat-map and a fold;
+ *                  allocated per pipeline) run by a generic flat-map and a fold;
  *   raise          a failing step raises an error object that captured the stack
  *                  (rt_raise: the phase word says STACKCAP while it captures);
  *   raise-notrace  the same raise with an error that captured nothing.
@@ -51,7 +51,7 @@ enum ep_step { EP_VALIDATE, EP_TRANSFORM, EP_FETCH, EP_OUTSIDE, EP_FINISH, EP_ST
 
 #define EP_INVALID_CODE EINVAL
 #define EP_FAILED_CODE	EIO
-#define EP_BROKEN	UINT64_MAX /* a pipeline could not run its steps (out of stacks or memory) */
+#define EP_BROKEN	UINT64_MAX /* a pipeline's steps could not run (no stack, no memory) */
 
 /* ---- either words: a value below 2^63, or an error object with the top bit set --------- */
 
@@ -137,11 +137,11 @@ static uint64_t ep_replay(const struct ep_state *st, uint64_t k)
 
 struct ep_closure;
 
-/* One op in flight: what every step of it is handed. */
+/* One pipeline in flight: what every step of it is handed. */
 struct ep_run {
 	struct ep_state *st;
 	struct ep_input in;
-	struct ep_closure *cl; /* combinator: the op's closures */
+	struct ep_closure *cl; /* combinator: the pipeline's closures */
 	struct ep_env {
 		struct ep_run *run;
 		enum ep_step step;
@@ -268,7 +268,7 @@ static uint64_t ep_closure_output(uint64_t v, void *arg)
 	return ep_process_output(((struct ep_env *)arg)->run, v);
 }
 
-/* The op's closures: one per step before the last, then the fold's two branches. */
+/* The pipeline's closures: one per step before the last, then the fold's two branches. */
 #define EP_CLOSURES (EP_FINISH + 2)
 
 static struct ep_closure *ep_closures(struct ep_run *run)
