@@ -591,8 +591,9 @@ static const struct wl_param params[] = {
 
 const struct wl_desc wl_error_pipeline = {
 	.name = "error-pipeline",
-	.summary = "validate, transform, fetch, call the outside world, then record the failure "
-		   "or process the output, in one error style and one way to run",
+	.summary = "n pipelines in sequence, each validating, transforming, fetching, calling "
+		   "the outside world, then recording the failure or processing the output, in "
+		   "one error style and one way to run",
 	.unit = "ops/s",
 	.params = params,
 	.setup = error_pipeline_setup,
