@@ -9,6 +9,8 @@
  * derived from the exchange number; the server sleeps `delay` and echoes it. A task
  * checks each echo against its request and folds the tags in order; the op folds the
  * tasks' results in connection order, which setup computed without the network.
+ *
+ * And the simulated CPU work of every workload that has some, consume_cpu().
  */
 #ifndef SCHEDLAB_WORKLOADS_INTERNAL_H
 #define SCHEDLAB_WORKLOADS_INTERNAL_H
@@ -76,5 +78,34 @@ bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)
 
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
+
+/* ---- seeded inputs ------------------------------------------------------------------- */
+
+/* SplitMix64's output for state z (Steele, Lea and Flood): a counter-based generator, so
+ * that a workload's check can replay any draw from its number alone. */
+static inline uint64_t wl__splitmix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- test hooks ---------------------------------------------------------------------- */
+
+/* sequentially: make the next op break its impl's promise once (actors: two messages of
+ * one key handled out of order; buckets, converted: a bucket let go while its body is
+ * still inside), so that a test sees the check catch it. */
+void wl__sequentially_inject(struct wl_ctx *ctx);
+
+/* ---- simulated work (consume.c) ---------------------------------------------------- */
+
+/* Spend `tokens` steps of a dependent arithmetic chain that the compiler cannot remove
+ * (a benchmark harness's black hole); returns the chain's value. Any thread. */
+uint64_t consume_cpu(uint64_t tokens);
+/* What one token costs on this thread now, in ns: the fastest of a few timed spins. */
+double wl__consume_cpu_ns_per_token(void);
+/* Append that calibration to a workload's report as "consume_cpu", ns/token. */
+void wl__consume_cpu_metric(struct wl_metric *out, size_t *n, size_t max);
 
 #endif /* SCHEDLAB_WORKLOADS_INTERNAL_H */

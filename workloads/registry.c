@@ -13,8 +13,10 @@
 #include "workloads/workload.h"
 
 extern const struct wl_desc wl_bind_chain;
+extern const struct wl_desc wl_error_pipeline;
 extern const struct wl_desc wl_permit;
 extern const struct wl_desc wl_queue_spsc;
+extern const struct wl_desc wl_sequentially;
 extern const struct wl_desc wl_spawn_join;
 extern const struct wl_desc wl_tcp_blocking;
 extern const struct wl_desc wl_tcp_callback;
@@ -30,6 +32,8 @@ static const struct wl_desc *const all[] = {
 	&wl_permit,
 	&wl_queue_spsc,
 	&wl_bind_chain,
+	&wl_error_pipeline,
+	&wl_sequentially,
 	NULL,
 };
 
@@ -177,4 +181,15 @@ double wl_real(const struct wl_ctx *ctx, const char *name)
 long wl_choice(const struct wl_ctx *ctx, const char *name)
 {
 	return ctx->values[index_or_die(ctx, name)].i;
+}
+
+void wl_metric_add(struct wl_metric *out, size_t *n, size_t max, const char *name,
+		   const char *unit, double value)
+{
+	if (*n == max)
+		return;
+	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
+	snprintf(out[*n].unit, sizeof(out[*n].unit), "%s", unit);
+	out[*n].value = value;
+	(*n)++;
 }

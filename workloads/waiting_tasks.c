@@ -263,17 +263,6 @@ static uint64_t waiting_tasks_sample_op(void *arg)
 	return waiting_tasks_op(arg);
 }
 
-static void metric(struct wl_metric *out, size_t *n, size_t max, const char *name,
-		   const char *unit, double value)
-{
-	if (*n == max)
-		return;
-	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
-	snprintf(out[*n].unit, sizeof(out[*n].unit), "%s", unit);
-	out[*n].value = value;
-	(*n)++;
-}
-
 /* The dedicated pass: one more op, sampled at its peak. No figures if it failed. */
 static size_t waiting_tasks_report(struct wl_ctx *ctx, struct wl_metric *out, size_t max)
 {
@@ -290,15 +279,15 @@ static size_t waiting_tasks_report(struct wl_ctx *ctx, struct wl_metric *out, si
 	st->sample = false;
 	if (!t || !waiting_tasks_check(ctx, r, err, sizeof(err)))
 		return 0;
-	metric(out, &n, max, "live_heap", "MiB", m->live_heap / MIB);
-	metric(out, &n, max, "payload_heap", "MiB", m->op_heap / MIB);
+	wl_metric_add(out, &n, max, "live_heap", "MiB", m->live_heap / MIB);
+	wl_metric_add(out, &n, max, "payload_heap", "MiB", m->op_heap / MIB);
 	if (m->smaps) {
-		metric(out, &n, max, "rss", "MiB", m->rss / MIB);
-		metric(out, &n, max, "pss", "MiB", m->pss / MIB);
-		metric(out, &n, max, "rss_per_task", "KiB",
+		wl_metric_add(out, &n, max, "rss", "MiB", m->rss / MIB);
+		wl_metric_add(out, &n, max, "pss", "MiB", m->pss / MIB);
+		wl_metric_add(out, &n, max, "rss_per_task", "KiB",
 		       (m->rss - m->rss_before) / 1024.0 / (double)st->ntasks);
 	}
-	metric(out, &n, max, "compact_stacks", "0/1",
+	wl_metric_add(out, &n, max, "compact_stacks", "0/1",
 	       rt_sched_config(ctx->sched)->stack_mode == RT_STACK_COMPACT);
 	return n;
 }

@@ -56,6 +56,10 @@ struct wl_metric {
 
 #define WL_MAX_METRICS 16
 
+/* Append a metric to out[*n] and count it, unless out already holds max. */
+void wl_metric_add(struct wl_metric *out, size_t *n, size_t max, const char *name,
+		   const char *unit, double value);
+
 struct wl_desc {
 	const char *name;
 	const char *summary; /* what one op does */
