@@ -12,10 +12,14 @@
 
 #include "workloads/workload.h"
 
+extern const struct wl_desc wl_attempt_collect;
 extern const struct wl_desc wl_bind_chain;
+extern const struct wl_desc wl_bounded_workers;
 extern const struct wl_desc wl_permit;
 extern const struct wl_desc wl_queue_spsc;
 extern const struct wl_desc wl_spawn_join;
+extern const struct wl_desc wl_stream_par;
+extern const struct wl_desc wl_stream_queue;
 extern const struct wl_desc wl_tcp_blocking;
 extern const struct wl_desc wl_tcp_callback;
 extern const struct wl_desc wl_waiting_tasks;
@@ -29,6 +33,10 @@ static const struct wl_desc *const all[] = {
 	&wl_waiting_tasks,
 	&wl_permit,
 	&wl_queue_spsc,
+	&wl_stream_queue,
+	&wl_stream_par,
+	&wl_bounded_workers,
+	&wl_attempt_collect,
 	&wl_bind_chain,
 	NULL,
 };
