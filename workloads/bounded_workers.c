@@ -60,13 +60,8 @@ static uint64_t bounded_worker(void *arg)
 static int bounded_workers_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 {
 	long cap = wl_int(ctx, "cap");
-	struct bounded_workers *bw;
+	struct bounded_workers *bw = aligned_alloc(64, sizeof(*bw));
 
-	if (cap & (cap - 1)) {
-		snprintf(err, errlen, "bounded-workers: -P cap=%ld: expected a power of two", cap);
-		return -EINVAL;
-	}
-	bw = aligned_alloc(64, sizeof(*bw));
 	if (!bw || !(bw->slots = calloc(RT_CHAN_SLOTS(cap), sizeof(void *)))) {
 		free(bw);
 		snprintf(err, errlen, "bounded-workers: out of memory");
@@ -143,7 +138,7 @@ static const struct wl_param params[] = {
 	{ "workers", WL_INT, "8", 1, MAX_WORKERS, NULL, "worker tasks pulling from the queue" },
 	{ "rounds", WL_INT, "0", 0, 1000000, NULL,
 	  "arithmetic rounds of the workers' mix per item (64: a little CPU work)" },
-	{ "cap", WL_INT, "1024", 2, 1 << 20, NULL, "the queue's capacity, a power of two" },
+	{ "cap", WL_POW2, "1024", 2, 1 << 20, NULL, "the queue's capacity, a power of two" },
 	{ 0 },
 };
 

@@ -93,12 +93,16 @@ int wl_param_parse(const struct wl_desc *d, int i, const char *text, union wl_va
 
 	errno = 0;
 	switch (p->type) {
-	case WL_INT: {
+	case WL_INT:
+	case WL_POW2: {
 		long v = strtol(text, &end, 10);
 
-		if (!*text || *end || errno || v < p->min || v > p->max) {
-			snprintf(err, errlen, "%s: -P %s=%s: expected a whole number from %.0f to %.0f",
-				 d->name, p->name, text, p->min, p->max);
+		if (!*text || *end || errno || v < p->min || v > p->max ||
+		    (p->type == WL_POW2 && (v & (v - 1)))) {
+			snprintf(err, errlen, "%s: -P %s=%s: expected a %s from %.0f to %.0f",
+				 d->name, p->name, text,
+				 p->type == WL_POW2 ? "power of two" : "whole number", p->min,
+				 p->max);
 			return -EINVAL;
 		}
 		out->i = v;
@@ -147,6 +151,7 @@ void wl_param_format(const struct wl_desc *d, int i, const union wl_value *v, ch
 
 	switch (p->type) {
 	case WL_INT:
+	case WL_POW2:
 		snprintf(buf, len, "%ld", v->i);
 		break;
 	case WL_REAL:

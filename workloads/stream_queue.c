@@ -74,13 +74,8 @@ static uint64_t stream_queue_producer(void *arg)
 static int stream_queue_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 {
 	long cap = wl_int(ctx, "cap");
-	struct stream_queue *q;
+	struct stream_queue *q = aligned_alloc(64, sizeof(*q));
 
-	if (cap & (cap - 1)) {
-		snprintf(err, errlen, "stream-queue: -P cap=%ld: expected a power of two", cap);
-		return -EINVAL;
-	}
-	q = aligned_alloc(64, sizeof(*q));
 	if (!q || !(q->slots = calloc(RT_CHAN_SLOTS(cap), sizeof(void *)))) {
 		free(q);
 		snprintf(err, errlen, "stream-queue: out of memory");
@@ -154,7 +149,7 @@ static void stream_queue_teardown(struct wl_ctx *ctx)
 static const struct wl_param params[] = {
 	{ "n", WL_INT, "10000", 1, 100000000, NULL, "elements through the stream per op" },
 	{ "chunk", WL_INT, "128", 1, 1 << 20, NULL, "elements per chunk" },
-	{ "cap", WL_INT, "16", 2, 1 << 20, NULL,
+	{ "cap", WL_POW2, "16", 2, 1 << 20, NULL,
 	  "chunks the queue holds before the producer waits, a power of two" },
 	{ 0 },
 };

@@ -59,15 +59,15 @@ Test(bounded_workers, one_worker_more_workers_than_items_and_a_queue_of_two, .ti
 		}
 }
 
-Test(bounded_workers, check_catches_a_wrong_sum_and_setup_a_bad_capacity, .timeout = 60)
+Test(bounded_workers, check_catches_a_wrong_sum_and_a_capacity_not_a_power_of_two_is_refused, .timeout = 60)
 {
 	struct wl_ctx ctx = wl_test_ctx("bounded-workers", "ce", 2);
 	char err[512] = "";
 	uint64_t right;
 
-	wl_test_param(&ctx, "cap", "100");
-	cr_expect_eq(ctx.desc->setup(&ctx, err, sizeof(err)), -EINVAL);
-	cr_expect_str_eq(err, "bounded-workers: -P cap=100: expected a power of two");
+	cr_expect_eq(wl_test_parse(ctx.desc, "cap", "100", err, sizeof(err)), -EINVAL);
+	cr_expect_str_eq(err, "bounded-workers: -P cap=100: expected a power of two from 2 "
+			      "to 1048576");
 	cr_expect_eq(wl_test_parse(ctx.desc, "workers", "0", err, sizeof(err)), -EINVAL);
 	cr_expect_eq(wl_test_parse(ctx.desc, "workers", "257", err, sizeof(err)), -EINVAL);
 	wl_test_param(&ctx, "cap", "64");
