@@ -2,12 +2,12 @@
  * stream-par: 10,000 elements mapped with parallelism 8, the output in input order.
  *
  * The studies' "parallel stream batches" (Kyo ~1.93x cats-effect, ~1.11x with a little
- * CPU work in the map). As fs2's parEvalMap(8) and Kyo's Stream.mapPar(8) do it, each
- * element's map runs as a task of its own, at most `par` at once, and results are
- * emitted in input order: the op keeps a window of the last `par` tasks spawned, and
- * before spawning one more it joins the oldest and emits its result. So the op costs a
- * spawn and a join per element, and how much the maps overlap depends on whether the
- * scheduler hands the new tasks to other workers.
+ * CPU work in the map). As fs2's parEvalMap(8) does it, each element's map runs as a
+ * task of its own, at most `par` at once, and results are emitted in input order: the
+ * op keeps a window of the last `par` tasks spawned, and before spawning one more it
+ * joins the oldest and emits its result. So the op costs a spawn and a join per
+ * element, and how much the maps overlap depends on whether the scheduler hands the
+ * new tasks to other workers.
  *
  * The map of element i is the `workers` arithmetic of value i with `rounds` rounds
  * (wl_workers_mix): rounds=0 is the plain construction, rounds=64 the "little CPU

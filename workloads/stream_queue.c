@@ -3,12 +3,11 @@
  * and folded.
  *
  * The studies' "queue-backed stream batches" (Kyo ~3.7x cats-effect). A stream whose
- * upstream runs ahead of its consumer through a bounded queue (fs2's prefetch/buffer,
- * Kyo's Stream buffered by a Channel): the op spawns the upstream as a producer task,
- * which emits 0..n-1 in chunks of `chunk` elements, each a fresh allocation, into a
- * bounded channel of `cap` chunks, then closes it; the op's own task is the downstream:
- * it maps each element (x + 1), folds it (wl__fold, so order counts) and frees the
- * chunk. What is measured is the hand-off of chunks between two tasks and the chunks'
+ * upstream runs ahead of its consumer through a bounded queue of chunks, as a buffered
+ * (prefetching) stream does: the op spawns the upstream as a producer task, which emits
+ * 0..n-1 in chunks of `chunk` elements, each a fresh allocation, into a bounded channel
+ * of `cap` chunks, then closes it; the op's own task is the downstream: it maps each
+ * element (x + 1), folds it (wl__fold, so order counts) and frees the chunk. What is measured is the hand-off of chunks between two tasks and the chunks'
  * allocation, as in the studies, not the per-element arithmetic.
  *
  * The check: the fold equals the sequential fold computed at setup and every element
