@@ -75,7 +75,9 @@ static void list_workloads(void)
 			if (p->type == WL_CHOICE)
 				snprintf(range, sizeof(range), "%s", p->choices);
 			else
-				snprintf(range, sizeof(range), p->type == WL_INT ? "%.0f..%.0f" : "%g..%g",
+				snprintf(range, sizeof(range),
+					 p->type == WL_REAL ? "%g..%g" :
+					 p->type == WL_POW2 ? "%.0f..%.0f, 2^k" : "%.0f..%.0f",
 					 p->min, p->max);
 			printf("      %-12s default %-8s %-18s %s\n", p->name, p->def, range, p->help);
 		}

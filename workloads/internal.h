@@ -1,7 +1,8 @@
 /*
  * Shared by the workload files only: the loopback TCP client side of tcp-blocking and
  * tcp-callback (the server process, the persistent connections, the exchanges and
- * their check). The two differ only in how one exchange waits for the socket.
+ * their check), which differ only in how one exchange waits for the socket; the
+ * streams' order-sensitive fold; and seeded draws for workloads whose inputs are random.
  *
  * Exchange i of an op (0 <= i < exchanges) goes on connection i % conns, so each
  * connection's task runs its exchanges in sequence (4 of them with the defaults). A
@@ -79,6 +80,18 @@ bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
 
+/* ---- streams: stream-queue and stream-par ------------------------------------------- */
+
+#define WL__FOLD_SEED 0xcbf29ce484222325ull /* FNV-1a's offset basis */
+
+/* The streams' fold of one element into acc: FNV-1a over 64-bit words, so that the fold
+ * depends on the order of the elements as well as their values, and a stream that
+ * reorders, drops or repeats an element folds to something else. */
+static inline uint64_t wl__fold(uint64_t acc, uint64_t v)
+{
+	return (acc ^ v) * 0x100000001b3ull;
+}
+
 /* ---- seeded inputs ------------------------------------------------------------------- */
 
 /* SplitMix64's output for state z (Steele, Lea and Flood): a counter-based generator, so
@@ -89,6 +102,19 @@ static inline uint64_t wl__splitmix64(uint64_t z)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+/* Draw k of the stream `seed` (splitmix64 of seed's k-th step): the same seed gives the
+ * same draws in every fork and in the sequential reference, whatever order tasks run. */
+static inline uint64_t wl__draw(uint64_t seed, uint64_t k)
+{
+	return wl__splitmix64(seed + k * 0x9e3779b97f4a7c15ull);
+}
+
+/* A draw as a real in [0, 1), from its top 53 bits. */
+static inline double wl__draw_unit(uint64_t seed, uint64_t k)
+{
+	return (double)(wl__draw(seed, k) >> 11) * 0x1.0p-53;
 }
 
 /* ---- test hooks ---------------------------------------------------------------------- */

@@ -53,13 +53,8 @@ static uint64_t queue_spsc_consumer(void *arg)
 static int queue_spsc_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 {
 	long cap = wl_int(ctx, "cap");
-	struct queue_spsc *q;
+	struct queue_spsc *q = aligned_alloc(64, sizeof(*q));
 
-	if (cap & (cap - 1)) {
-		snprintf(err, errlen, "queue-spsc: -P cap=%ld: expected a power of two", cap);
-		return -EINVAL;
-	}
-	q = aligned_alloc(64, sizeof(*q));
 	if (!q || !(q->slots = calloc(RT_CHAN_SLOTS(cap), sizeof(void *)))) {
 		free(q);
 		snprintf(err, errlen, "queue-spsc: out of memory");
@@ -120,7 +115,7 @@ static void queue_spsc_teardown(struct wl_ctx *ctx)
 
 static const struct wl_param params[] = {
 	{ "n", WL_INT, "10000", 1, 100000000, NULL, "integers sent per op" },
-	{ "cap", WL_INT, "1024", 2, 1 << 20, NULL, "the channel's capacity, a power of two" },
+	{ "cap", WL_POW2, "1024", 2, 1 << 20, NULL, "the channel's capacity, a power of two" },
 	{ 0 },
 };
 

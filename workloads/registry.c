@@ -12,12 +12,16 @@
 
 #include "workloads/workload.h"
 
+extern const struct wl_desc wl_attempt_collect;
 extern const struct wl_desc wl_bind_chain;
+extern const struct wl_desc wl_bounded_workers;
 extern const struct wl_desc wl_error_pipeline;
 extern const struct wl_desc wl_permit;
 extern const struct wl_desc wl_queue_spsc;
 extern const struct wl_desc wl_sequentially;
 extern const struct wl_desc wl_spawn_join;
+extern const struct wl_desc wl_stream_par;
+extern const struct wl_desc wl_stream_queue;
 extern const struct wl_desc wl_tcp_blocking;
 extern const struct wl_desc wl_tcp_callback;
 extern const struct wl_desc wl_waiting_tasks;
@@ -31,6 +35,10 @@ static const struct wl_desc *const all[] = {
 	&wl_waiting_tasks,
 	&wl_permit,
 	&wl_queue_spsc,
+	&wl_stream_queue,
+	&wl_stream_par,
+	&wl_bounded_workers,
+	&wl_attempt_collect,
 	&wl_bind_chain,
 	&wl_error_pipeline,
 	&wl_sequentially,
@@ -89,12 +97,16 @@ int wl_param_parse(const struct wl_desc *d, int i, const char *text, union wl_va
 
 	errno = 0;
 	switch (p->type) {
-	case WL_INT: {
+	case WL_INT:
+	case WL_POW2: {
 		long v = strtol(text, &end, 10);
 
-		if (!*text || *end || errno || v < p->min || v > p->max) {
-			snprintf(err, errlen, "%s: -P %s=%s: expected a whole number from %.0f to %.0f",
-				 d->name, p->name, text, p->min, p->max);
+		if (!*text || *end || errno || v < p->min || v > p->max ||
+		    (p->type == WL_POW2 && (v & (v - 1)))) {
+			snprintf(err, errlen, "%s: -P %s=%s: expected a %s from %.0f to %.0f",
+				 d->name, p->name, text,
+				 p->type == WL_POW2 ? "power of two" : "whole number", p->min,
+				 p->max);
 			return -EINVAL;
 		}
 		out->i = v;
@@ -143,6 +155,7 @@ void wl_param_format(const struct wl_desc *d, int i, const union wl_value *v, ch
 
 	switch (p->type) {
 	case WL_INT:
+	case WL_POW2:
 		snprintf(buf, len, "%ld", v->i);
 		break;
 	case WL_REAL:

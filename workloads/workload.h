@@ -20,19 +20,20 @@ enum wl_type {
 	WL_INT,    /* a whole number in [min, max] */
 	WL_REAL,   /* a real number in [min, max] */
 	WL_CHOICE, /* one of the comma-separated words in `choices` */
+	WL_POW2,   /* a power of two in [min, max] (a channel's or a ring's capacity) */
 };
 
 struct wl_param {
 	const char *name;
 	enum wl_type type;
 	const char *def; /* the default, as a user would type it */
-	double min, max; /* WL_INT and WL_REAL */
+	double min, max; /* WL_INT, WL_POW2 and WL_REAL */
 	const char *choices;
 	const char *help;
 };
 
 union wl_value {
-	long i;   /* WL_INT; WL_CHOICE: the index of the word in `choices` */
+	long i;   /* WL_INT, WL_POW2; WL_CHOICE: the index of the word in `choices` */
 	double r; /* WL_REAL */
 };
 

@@ -186,6 +186,11 @@ Test(run_cli, workload_parameters_are_checked_before_anything_runs)
 	/* a parameter of the second workload is fine, one that fits neither is not */
 	cr_expect_eq(run_args("run", "spawn-join", "workers", "-P", "rounds=x"), 2);
 	expect_one_error_line("rounds=x");
+	/* a share outside [0, 1], a capacity that is no power of two: refused before a fork */
+	cr_expect_eq(run_args("run", "attempt-collect", "-P", "fail=1.5", NULL), 2);
+	expect_one_error_line("fail=1.5");
+	cr_expect_eq(run_args("run", "stream-queue", "-P", "cap=12", NULL), 2);
+	expect_one_error_line("a power of two");
 }
 
 Test(run_cli, knobs_that_cannot_go_together_are_bad_input)

@@ -41,17 +41,18 @@ Test(queue_spsc, a_channel_of_two_makes_them_take_turns, .timeout = 60)
 	}
 }
 
-Test(queue_spsc, setup_refuses_a_capacity_not_a_power_of_two_and_check_a_wrong_sum)
+Test(queue_spsc, a_capacity_not_a_power_of_two_is_bad_input_and_check_a_wrong_sum)
 {
 	struct wl_ctx ctx = wl_test_ctx("queue-spsc", "ce", 2);
 	char err[256] = "";
 
-	wl_test_param(&ctx, "cap", "1000");
-	cr_expect_eq(ctx.desc->setup(&ctx, err, sizeof(err)), -EINVAL);
-	cr_expect_str_eq(err, "queue-spsc: -P cap=1000: expected a power of two");
+	cr_expect_eq(wl_test_parse(ctx.desc, "cap", "1000", err, sizeof(err)), -EINVAL);
+	cr_expect_str_eq(err, "queue-spsc: -P cap=1000: expected a power of two from 2 "
+			      "to 1048576");
 	cr_expect_eq(wl_test_parse(ctx.desc, "cap", "1", err, sizeof(err)), -EINVAL);
 	cr_expect_eq(wl_test_parse(ctx.desc, "n", "0", err, sizeof(err)), -EINVAL);
-	wl_test_param(&ctx, "cap", "1024");
+	cr_expect_eq(wl_test_parse(ctx.desc, "n", "1000", err, sizeof(err)), 0,
+		     "only a capacity must be a power of two");
 	wl_test_param(&ctx, "n", "100");
 	wl_test_setup(&ctx);
 	cr_expect(ctx.desc->check(&ctx, 5050, err, sizeof(err)), "%s", err);
