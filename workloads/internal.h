@@ -1,7 +1,8 @@
 /*
  * Shared by the workload files only: the loopback TCP client side of tcp-blocking and
  * tcp-callback (the server process, the persistent connections, the exchanges and
- * their check). The two differ only in how one exchange waits for the socket.
+ * their check; the two differ only in how one exchange waits for the socket), and the
+ * memory figures of the workloads that report them.
  *
  * Exchange i of an op (0 <= i < exchanges) goes on connection i % conns, so each
  * connection's task runs its exchanges in sequence (4 of them with the defaults). A
@@ -57,6 +58,9 @@ struct wl__tcp {
 	uint32_t gen;             /* the op's generation: a stale echo shows */
 	uint64_t reference;       /* the fold of a correct op */
 	uint32_t failed;          /* set by the first failing exchange of an op */
+	bool sample;              /* this op samples the client's memory mid-way */
+	int sampled;              /* 0 not yet; 1 taken; -errno could not read it */
+	double rss, pss;          /* the sample, in bytes */
 	char why[256];            /* its reason, for check */
 };
 
@@ -74,7 +78,21 @@ uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task);
 uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange);
 bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen);
 
+/* The client's footprint while its connections are active, for the report hook: one
+ * more op, run as op_task(ctx) on the scheduler, samples RSS and PSS as its middle
+ * exchange completes (with every connection's task under way), and the figures
+ * client_rss and client_pss (MiB) go to out. The count; 0 if that op failed. */
+size_t wl__tcp_report(struct wl_ctx *ctx, rt_fn op_task, struct wl_metric *out, size_t max);
+
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
+
+/* ---- memory (memory.c) ------------------------------------------------------------- */
+
+/* RSS and PSS of this process in bytes, from /proc/self/smaps_rollup: 0, or -errno. */
+int wl__smaps_rollup(double *rss, double *pss);
+/* Append a figure to out[*n] (nothing when max are there already). */
+void wl__metric(struct wl_metric *out, size_t *n, size_t max, const char *name,
+		const char *unit, double value);
 
 #endif /* SCHEDLAB_WORKLOADS_INTERNAL_H */

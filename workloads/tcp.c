@@ -143,6 +143,10 @@ uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange
 			return 0;
 		}
 		r = fold_exchange(r, resp.tag);
+		/* the op's middle exchange: under a scheduler that keeps them all in flight,
+		 * every connection's task is under way */
+		if (t->sample && i == t->exchanges / 2)
+			t->sampled = wl__smaps_rollup(&t->rss, &t->pss) ?: 1;
 	}
 	return r;
 }
@@ -166,6 +170,26 @@ uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task)
 	for (long k = 0; k < spawned; k++)
 		h = fold_connection(h, rt_join(tasks[k]));
 	return h;
+}
+
+size_t wl__tcp_report(struct wl_ctx *ctx, rt_fn op_task, struct wl_metric *out, size_t max)
+{
+	struct wl__tcp *t = ctx->state;
+	struct rt_task *task;
+	char err[256];
+	uint64_t r;
+	size_t n = 0;
+
+	t->sample = true;
+	t->sampled = 0;
+	task = rt_submit(ctx->sched, op_task, ctx);
+	r = task ? rt_join(task) : 0;
+	t->sample = false;
+	if (!task || !wl__tcp_check(t, r, err, sizeof(err)) || t->sampled != 1)
+		return 0;
+	wl__metric(out, &n, max, "client_rss", "MiB", t->rss / (1024.0 * 1024.0));
+	wl__metric(out, &n, max, "client_pss", "MiB", t->pss / (1024.0 * 1024.0));
+	return n;
 }
 
 bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
-#include "workloads/workload.h"
+#include "workloads/internal.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -97,29 +97,6 @@ static __attribute__((noinline)) uint64_t payload_checksum(const uint8_t *buf, s
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* RSS and PSS in bytes from /proc/self/smaps_rollup: 0, or -errno. */
-static int smaps_rollup(double *rss, double *pss)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "re");
-	unsigned long long kb;
-	char line[256];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Rss: %llu kB", &kb) == 1) {
-			*rss = (double)kb * 1024;
-			found |= 1;
-		} else if (sscanf(line, "Pss: %llu kB", &kb) == 1) {
-			*pss = (double)kb * 1024;
-			found |= 2;
-		}
-	}
-	fclose(f);
-	return found == 3 ? 0 : -ENODATA;
-}
-
 static double malloc_in_use(void)
 {
 	struct mallinfo2 mi = mallinfo2();
@@ -165,7 +142,7 @@ static __attribute__((noinline)) void waiting_tasks_sample(struct waiting_tasks 
 
 	m->live_heap = malloc_in_use();
 	m->op_heap = (double)(rt_alloc_bytes(st->sched) - alloc_before);
-	m->smaps = !smaps_rollup(&m->rss, &m->pss);
+	m->smaps = !wl__smaps_rollup(&m->rss, &m->pss);
 }
 
 static uint64_t waiting_tasks_op(struct wl_ctx *ctx)
@@ -180,7 +157,7 @@ static uint64_t waiting_tasks_op(struct wl_ctx *ctx)
 	rt_latch_init(&st->go, 1);
 	if (st->sample) {
 		memset(&st->mem, 0, sizeof(st->mem));
-		smaps_rollup(&st->mem.rss_before, &pss);
+		wl__smaps_rollup(&st->mem.rss_before, &pss);
 		alloc_before = rt_alloc_bytes(st->sched);
 	}
 	for (st->spawned = 0; st->spawned < st->ntasks; st->spawned++) {
@@ -263,17 +240,6 @@ static uint64_t waiting_tasks_sample_op(void *arg)
 	return waiting_tasks_op(arg);
 }
 
-static void metric(struct wl_metric *out, size_t *n, size_t max, const char *name,
-		   const char *unit, double value)
-{
-	if (*n == max)
-		return;
-	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
-	snprintf(out[*n].unit, sizeof(out[*n].unit), "%s", unit);
-	out[*n].value = value;
-	(*n)++;
-}
-
 /* The dedicated pass: one more op, sampled at its peak. No figures if it failed. */
 static size_t waiting_tasks_report(struct wl_ctx *ctx, struct wl_metric *out, size_t max)
 {
@@ -290,15 +256,15 @@ static size_t waiting_tasks_report(struct wl_ctx *ctx, struct wl_metric *out, si
 	st->sample = false;
 	if (!t || !waiting_tasks_check(ctx, r, err, sizeof(err)))
 		return 0;
-	metric(out, &n, max, "live_heap", "MiB", m->live_heap / MIB);
-	metric(out, &n, max, "payload_heap", "MiB", m->op_heap / MIB);
+	wl__metric(out, &n, max, "live_heap", "MiB", m->live_heap / MIB);
+	wl__metric(out, &n, max, "payload_heap", "MiB", m->op_heap / MIB);
 	if (m->smaps) {
-		metric(out, &n, max, "rss", "MiB", m->rss / MIB);
-		metric(out, &n, max, "pss", "MiB", m->pss / MIB);
-		metric(out, &n, max, "rss_per_task", "KiB",
+		wl__metric(out, &n, max, "rss", "MiB", m->rss / MIB);
+		wl__metric(out, &n, max, "pss", "MiB", m->pss / MIB);
+		wl__metric(out, &n, max, "rss_per_task", "KiB",
 		       (m->rss - m->rss_before) / 1024.0 / (double)st->ntasks);
 	}
-	metric(out, &n, max, "compact_stacks", "0/1",
+	wl__metric(out, &n, max, "compact_stacks", "0/1",
 	       rt_sched_config(ctx->sched)->stack_mode == RT_STACK_COMPACT);
 	return n;
 }
