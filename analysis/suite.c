@@ -482,7 +482,11 @@ static void md_table(const struct an_suite_table *t, const struct an_suite_resul
 		if (res[i].state == AN_CELL_LEFT_OUT)
 			continue;
 		an_suite_shape(t, res, i, &sh);
-		fprintf(out, "| %s | %s | `", c->column, c->row);
+		fputs("| ", out);
+		md_cell(out, c->column);
+		fputs(" | ", out);
+		md_cell(out, c->row);
+		fputs(" | `", out);
 		fmt_run(c, buf, sizeof(buf));
 		fprintf(out, "%s` | ", buf);
 		fmt_ours(&res[i], buf, sizeof(buf));
