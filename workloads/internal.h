@@ -1,5 +1,6 @@
 /*
- * Shared by the workload files only: the loopback TCP client side of tcp-blocking and
+ * Shared by the workload files (and the TCP peer in bench/, which drives the same
+ * connections from one epoll loop): the loopback TCP client side of tcp-blocking and
  * tcp-callback (the server process, the persistent connections, the exchanges and
  * their check; the two differ only in how one exchange waits for the socket), and the
  * memory figures of the workloads that report them.
@@ -71,6 +72,14 @@ int wl__tcp_open(struct wl__tcp **out, const char *name, long nconns, long excha
 		 long delay_us, bool nonblocking, char *err, size_t errlen);
 /* Close the connections, stop the server and wait for it. NULL does nothing. */
 void wl__tcp_close(struct wl__tcp *t);
+
+/* Request i of connection conn in the op under way (t->gen); the fold of a connection's
+ * responses, one at a time from 0 in exchange order; and the op's result from its
+ * connections' folds in connection order. What an exchange loop of its own needs (the
+ * epoll peer in bench/tcppeer.c) to give the result wl__tcp_check() expects. */
+void wl__tcp_request(const struct wl__tcp *t, uint32_t conn, long i, struct wl__tcp_msg *req);
+uint64_t wl__tcp_fold_exchange(uint64_t r, const struct wl__tcp_msg *resp);
+uint64_t wl__tcp_fold_connections(const uint64_t *r, long n);
 
 /* One op: a task per connection running fn, joined in order; the fold of their results. */
 uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task);
