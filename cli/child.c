@@ -7,6 +7,7 @@
  * A child runs in the same process group, so a SIGINT reaches it too: it writes its
  * partial result and exits 130, and the parent notes the flag and stops.
  */
+#include <argp.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,62 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+
+/* ---- the run options handed on to every child ------------------------------------------ */
+
+enum {
+	PASS_QUICK = 0x300,
+	PASS_FORKS,
+	PASS_WARMUP,
+	PASS_ITERATIONS,
+	PASS_TIME,
+	PASS_PROBES,
+	PASS_FREQ,
+	PASS_CALL_GRAPH,
+	PASS_STACK_COPY,
+};
+
+static const struct argp_option pass_options[] = {
+	{ "quick", PASS_QUICK, NULL, 0, "each run: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s", 1 },
+	{ "forks", PASS_FORKS, "N", 0, "each run: fresh processes (default 3)", 1 },
+	{ "warmup", PASS_WARMUP, "N", 0, "each run: warm-up iterations per fork", 1 },
+	{ "iterations", PASS_ITERATIONS, "N", 0, "each run: measured iterations per fork", 1 },
+	{ "time", PASS_TIME, "SECONDS", 0, "each run: length of an iteration", 1 },
+	{ "probes", PASS_PROBES, "LIST", 0, "oncpu (default) or none", 1 },
+	{ "freq", PASS_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
+	{ "call-graph", PASS_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
+	{ "stack-copy", PASS_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },
+	{ 0 },
+};
+
+/* as `run` spells them, in the order of the keys */
+static const char *const pass_flags[] = {
+	"--quick", "--forks", "--warmup", "--iterations", "--time",
+	"--probes", "--freq", "--call-graph", "--stack-copy",
+};
+
+/* Each is kept as typed: `run` checks them (cli_check_run_options()). */
+static error_t pass_parse(int key, char *arg, struct argp_state *state)
+{
+	struct cli_pass *p = state->input;
+
+	if (key < PASS_QUICK || key > PASS_STACK_COPY)
+		return ARGP_ERR_UNKNOWN;
+	if (p->n + 2 > CLI_MAX_PASS) {
+		p->bad = cli_usage_error("too many run options (at most %d)", CLI_MAX_PASS / 2);
+		return EINVAL;
+	}
+	p->argv[p->n++] = pass_flags[key - PASS_QUICK];
+	if (key == PASS_QUICK)
+		p->quick = true;
+	else
+		p->argv[p->n++] = arg;
+	return 0;
+}
+
+const struct argp cli_pass_argp = { pass_options, pass_parse, NULL, NULL, NULL, NULL, NULL };
+
+/* ---- interrupts --------------------------------------------------------------------------- */
 
 /* process-wide by nature, like the signal it records */
 static volatile sig_atomic_t interrupted;

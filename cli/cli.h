@@ -57,6 +57,17 @@ struct cli_run_figures {
 	char run[256];      /* the run folder's name, where latest points; "" if none */
 };
 
+/* The run options a command hands on to each child run, as typed (option, value): an
+ * argp child for the command's own argp (input: a struct cli_pass). */
+#define CLI_MAX_PASS 32
+struct cli_pass {
+	const char *argv[CLI_MAX_PASS];
+	size_t n;
+	bool quick; /* --quick among them */
+	int bad;    /* the exit status of a refusal, after its line */
+};
+extern const struct argp cli_pass_argp;
+
 /* The SIGINT/SIGTERM flag of a command that runs children: the handler, and the flag. */
 void cli_catch_interrupt(void);
 bool cli_interrupted(void);

@@ -23,7 +23,6 @@
 #include "cli/cli.h"
 #include "harness/harness.h"
 
-#define SUITE_MAX_PASS	  32
 #define SUITE_MAX_PRESETS 16
 #define SUITE_MAX_NAMES	  8
 
@@ -44,46 +43,28 @@ static const char doc[] =
 	"--quick runs each cell with 1 fork, 1 x 0.2 s warm-up and 3 x 0.2 s measured (the "
 	"studies: 3 forks, 3 x 1 s + 3 x 1 s), and the table header says so; the memory "
 	"tables keep their 3 fresh processes, whose median they report. The other run "
-	"options (--forks, --warmup, --iterations, --time, --probes, --freq, --call-graph) go "
-	"to every cell after those. Exit status: 0 when every cell ran, 1 when one failed "
+	"options (--forks, --warmup, --iterations, --time, --probes, --freq, --call-graph, "
+	"--stack-copy) go to every cell after those. Exit status: 0 when every cell ran, 1 when one failed "
 	"(its row says why), 2 for bad input, 130 when interrupted.";
 
 enum {
-	OPT_QUICK = 0x100,
-	OPT_PRESETS,
-	OPT_FORKS,
-	OPT_WARMUP,
-	OPT_ITERATIONS,
-	OPT_TIME,
-	OPT_PROBES,
-	OPT_FREQ,
-	OPT_CALL_GRAPH,
+	OPT_PRESETS = 0x100,
 };
 
 static const struct argp_option options[] = {
-	{ "quick", OPT_QUICK, NULL, 0, "each cell: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s", 0 },
 	{ "presets", OPT_PRESETS, "LIST", 0, "only the rows of these presets, e.g. ce,kyo", 0 },
 	{ "out", 'o', "DIR", 0,
 	  "the suite folder, created (absent or empty); default results/<stamp>-suite-NAME", 0 },
-	{ "forks", OPT_FORKS, "N", 0, "each cell: fresh processes", 1 },
-	{ "warmup", OPT_WARMUP, "N", 0, "each cell: warm-up iterations per fork", 1 },
-	{ "iterations", OPT_ITERATIONS, "N", 0, "each cell: measured iterations per fork", 1 },
-	{ "time", OPT_TIME, "SECONDS", 0, "each cell: length of an iteration", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 1 },
-	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
-	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
 	{ 0 },
 };
 
 struct suite_args {
 	const char *names[SUITE_MAX_NAMES];
 	size_t nnames;
-	bool quick;
 	char *presets_text; /* split in place; owned */
 	const char *presets[SUITE_MAX_PRESETS];
 	size_t npresets;
-	const char *pass[SUITE_MAX_PASS];
-	size_t npass;
+	struct cli_pass pass; /* the run options for every cell */
 	const char *out;
 	int bad;
 };
@@ -115,26 +96,6 @@ struct suite_run {
 };
 
 /* ---- arguments ------------------------------------------------------------------------- */
-
-static const char *run_flag(int key)
-{
-	switch (key) {
-	case OPT_FORKS:
-		return "--forks";
-	case OPT_WARMUP:
-		return "--warmup";
-	case OPT_ITERATIONS:
-		return "--iterations";
-	case OPT_TIME:
-		return "--time";
-	case OPT_PROBES:
-		return "--probes";
-	case OPT_FREQ:
-		return "--freq";
-	default:
-		return "--call-graph";
-	}
-}
 
 static const char *suite_names(void)
 {
@@ -183,30 +144,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	struct suite_args *a = state->input;
 
 	switch (key) {
-	case OPT_QUICK:
-		a->quick = true;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->pass;
 		return 0;
 	case OPT_PRESETS:
 		a->bad = parse_presets(a, arg);
 		return a->bad ? EINVAL : 0;
 	case 'o':
 		a->out = arg;
-		return 0;
-	case OPT_FORKS:
-	case OPT_WARMUP:
-	case OPT_ITERATIONS:
-	case OPT_TIME:
-	case OPT_PROBES:
-	case OPT_FREQ:
-	case OPT_CALL_GRAPH:
-		/* handed on as typed: `run` checks them (cli_check_run_options()) */
-		if (a->npass + 2 > SUITE_MAX_PASS) {
-			a->bad = cli_usage_error("too many run options (at most %d)",
-						 SUITE_MAX_PASS / 2);
-			return EINVAL;
-		}
-		a->pass[a->npass++] = run_flag(key);
-		a->pass[a->npass++] = arg;
 		return 0;
 	case ARGP_KEY_ARG:
 		if (strcmp(arg, "all") && !an_suite_find(arg)) {
@@ -432,13 +377,11 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 		p += w;
 		p += *p == ' ';
 	}
-	if (sr->a->quick)
-		argv[n++] = "--quick";
 	snprintf(opts, sizeof(opts), "%s", jb->run_opts);
 	for (char *o = strtok_r(opts, " ", &save); o && n < 40; o = strtok_r(NULL, " ", &save))
 		argv[n++] = o;
-	for (size_t i = 0; i < sr->a->npass; i++)
-		argv[n++] = sr->a->pass[i];
+	for (size_t i = 0; i < sr->a->pass.n; i++)
+		argv[n++] = sr->a->pass.argv[i];
 	argv[n++] = "--json";
 	argv[n++] = "--out";
 	argv[n++] = jb->dir;
@@ -571,7 +514,7 @@ static void describe_settings(struct suite_run *sr)
 	size_t off;
 
 	off = (size_t)snprintf(sr->settings, sizeof(sr->settings), "%s",
-			       a->quick ? "**--quick**: each cell ran 1 fork, 1 × 0.2 s warm-up and "
+			       a->pass.quick ? "**--quick**: each cell ran 1 fork, 1 × 0.2 s warm-up and "
 					  "3 × 0.2 s measured — fewer forks and iterations and "
 					  "shorter ones than the studies' 3 forks, 3 × 1 s + 3 × 1 "
 					  "s, so the intervals are wider." :
@@ -585,12 +528,15 @@ static void describe_settings(struct suite_run *sr)
 							" \"%s\" ran with %s.",
 							sr->suites[k]->tables[t].title,
 							sr->suites[k]->tables[t].run_opts);
-	if (a->npass) {
+	if (a->pass.n > a->pass.quick) {
 		off += (size_t)snprintf(sr->settings + off, sizeof(sr->settings) - off,
 					" Run options given to every cell:");
-		for (size_t i = 0; i < a->npass; i++)
-			off += (size_t)snprintf(sr->settings + off, off < sizeof(sr->settings) ?
-						sizeof(sr->settings) - off : 0, " %s", a->pass[i]);
+		for (size_t i = 0; i < a->pass.n; i++)
+			if (strcmp(a->pass.argv[i], "--quick"))
+				off += (size_t)snprintf(sr->settings + off,
+							off < sizeof(sr->settings) ?
+							sizeof(sr->settings) - off : 0, " %s",
+							a->pass.argv[i]);
 		if (off < sizeof(sr->settings))
 			snprintf(sr->settings + off, sizeof(sr->settings) - off, ".");
 	}
@@ -632,7 +578,8 @@ static int write_outputs(struct suite_run *sr, const struct an_suite_report *rep
 
 int cmd_suite(int argc, char **argv)
 {
-	static const struct argp argp = { options, parse, "NAME...", doc, NULL, NULL, NULL };
+	static const struct argp_child children[] = { { &cli_pass_argp, 0, NULL, 1 }, { 0 } };
+	static const struct argp argp = { options, parse, "NAME...", doc, children, NULL, NULL };
 	struct suite_args a = { 0 };
 	struct suite_run sr = { .a = &a };
 	struct an_suite_report rep = { 0 };
@@ -642,7 +589,7 @@ int cmd_suite(int argc, char **argv)
 	int status = CLI_EXIT_OK, err;
 
 	if (cli_argp_parse(&argp, "suite", argc, argv, &a)) {
-		status = a.bad ? a.bad : CLI_EXIT_USAGE;
+		status = a.bad ? a.bad : a.pass.bad ? a.pass.bad : CLI_EXIT_USAGE;
 		goto out_free;
 	}
 	for (size_t i = 0; i < a.nnames && !status; i++) {
@@ -668,7 +615,7 @@ int cmd_suite(int argc, char **argv)
 		cli_usage_error("cannot find my own binary to run the cells: %s", strerror(-err));
 		goto out_free;
 	}
-	status = cli_check_run_options(self, a.pass, a.npass);
+	status = cli_check_run_options(self, a.pass.argv, a.pass.n);
 	if (status)
 		goto out_free;
 	snprintf(label, sizeof(label), "suite-%s", a.nnames == 1 ? a.names[0] : "several");

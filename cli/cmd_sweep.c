@@ -37,7 +37,6 @@
 #define SWEEP_MAX_POINTS 64
 #define SWEEP_MAX_DIMS	 8
 #define SWEEP_MAX_VALUES SWEEP_MAX_POINTS
-#define SWEEP_MAX_PASS	 32 /* run options handed on to each point */
 
 static const char doc[] =
 	"Run WORKLOAD at every combination of the values given (-P NAME=V1,V2,... for a "
@@ -61,18 +60,6 @@ static const char doc[] =
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
 	"NN-*.log why), 2 for bad input, 130 when interrupted.";
 
-enum {
-	OPT_FORKS = 0x100,
-	OPT_WARMUP,
-	OPT_ITERATIONS,
-	OPT_TIME,
-	OPT_QUICK,
-	OPT_FREQ,
-	OPT_PROBES,
-	OPT_CALL_GRAPH,
-	OPT_STACK_COPY,
-};
-
 static const struct argp_option options[] = {
 	{ "param", 'P', "NAME=V1,V2,...", 0, "workload parameter values; repeatable", 0 },
 	{ "knob", 'c', "KNOB=A,B,...", 0, "runtime knob values over the preset; repeatable", 0 },
@@ -80,15 +67,6 @@ static const struct argp_option options[] = {
 	{ "out", 'o', "DIR", 0,
 	  "the sweep folder, created (absent or empty); default results/<stamp>-sweep-WORKLOAD",
 	  0 },
-	{ "quick", OPT_QUICK, NULL, 0, "each point: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s", 1 },
-	{ "forks", OPT_FORKS, "N", 0, "each point: fresh processes (default 3)", 1 },
-	{ "warmup", OPT_WARMUP, "N", 0, "each point: warm-up iterations per fork", 1 },
-	{ "iterations", OPT_ITERATIONS, "N", 0, "each point: measured iterations per fork", 1 },
-	{ "time", OPT_TIME, "SECONDS", 0, "each point: length of an iteration", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 1 },
-	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
-	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
-	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },
 	{ 0 },
 };
 
@@ -107,8 +85,7 @@ struct sweep_args {
 	const char *workload;
 	struct dim dims[SWEEP_MAX_DIMS];
 	size_t ndims;
-	const char *pass[SWEEP_MAX_PASS]; /* run options, as typed, option and value */
-	size_t npass;
+	struct cli_pass pass; /* the run options for every point */
 	const char *out;
 	int bad;
 };
@@ -205,31 +182,6 @@ static int add_dim(struct sweep_args *a, char kind, const char *opt, const char 
 	return 0;
 }
 
-/* The run option a key stands for, as `run` spells it. */
-static const char *run_flag(int key)
-{
-	switch (key) {
-	case OPT_QUICK:
-		return "--quick";
-	case OPT_FORKS:
-		return "--forks";
-	case OPT_WARMUP:
-		return "--warmup";
-	case OPT_ITERATIONS:
-		return "--iterations";
-	case OPT_TIME:
-		return "--time";
-	case OPT_PROBES:
-		return "--probes";
-	case OPT_FREQ:
-		return "--freq";
-	case OPT_CALL_GRAPH:
-		return "--call-graph";
-	default:
-		return "--stack-copy";
-	}
-}
-
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct sweep_args *a = state->input;
@@ -244,24 +196,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'o':
 		a->out = arg;
 		return 0;
-	case OPT_QUICK:
-	case OPT_FORKS:
-	case OPT_WARMUP:
-	case OPT_ITERATIONS:
-	case OPT_TIME:
-	case OPT_PROBES:
-	case OPT_FREQ:
-	case OPT_CALL_GRAPH:
-	case OPT_STACK_COPY:
-		/* handed on as typed: `run` checks them (check_run_options()) */
-		if (a->npass + 2 > SWEEP_MAX_PASS) {
-			a->bad = cli_usage_error("too many run options (at most %d)",
-						 SWEEP_MAX_PASS / 2);
-			return EINVAL;
-		}
-		a->pass[a->npass++] = run_flag(key);
-		if (key != OPT_QUICK)
-			a->pass[a->npass++] = arg;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->pass;
 		return 0;
 	case ARGP_KEY_ARG:
 		if (a->workload) {
@@ -389,7 +325,7 @@ static void label_point(const struct sweep_args *a, struct point *p, size_t i, c
 static int run_child(const struct sweep_args *a, const char *self, const struct point *p,
 		     const char *log)
 {
-	const char *argv[8 + 2 * SWEEP_MAX_DIMS + SWEEP_MAX_PASS];
+	const char *argv[8 + 2 * SWEEP_MAX_DIMS + CLI_MAX_PASS];
 	char assign[SWEEP_MAX_DIMS][256];
 	size_t n = 0;
 
@@ -407,8 +343,8 @@ static int run_child(const struct sweep_args *a, const char *self, const struct 
 		snprintf(assign[d], sizeof(assign[d]), "%s=%s", dm->name, dm->values[p->idx[d]]);
 		argv[n++] = assign[d];
 	}
-	for (size_t i = 0; i < a->npass; i++)
-		argv[n++] = a->pass[i];
+	for (size_t i = 0; i < a->pass.n; i++)
+		argv[n++] = a->pass.argv[i];
 	argv[n++] = "--json";
 	argv[n++] = "--out";
 	argv[n++] = p->dir;
@@ -846,7 +782,8 @@ static int write_outputs(struct sweep *sw)
 
 int cmd_sweep(int argc, char **argv)
 {
-	static const struct argp argp = { options, parse, "WORKLOAD", doc, NULL, NULL, NULL };
+	static const struct argp_child children[] = { { &cli_pass_argp, 0, NULL, 1 }, { 0 } };
+	static const struct argp argp = { options, parse, "WORKLOAD", doc, children, NULL, NULL };
 	struct sweep_args a = { 0 };
 	struct sweep sw = { .a = &a };
 	char dims[256], dir[PATH_MAX], self[PATH_MAX], label[128];
@@ -855,7 +792,7 @@ int cmd_sweep(int argc, char **argv)
 	int status = CLI_EXIT_OK, err;
 
 	if (cli_argp_parse(&argp, "sweep", argc, argv, &a)) {
-		status = a.bad ? a.bad : CLI_EXIT_USAGE;
+		status = a.bad ? a.bad : a.pass.bad ? a.pass.bad : CLI_EXIT_USAGE;
 		goto out_free;
 	}
 	n = grid_size(&a, dims, sizeof(dims));
@@ -884,7 +821,7 @@ int cmd_sweep(int argc, char **argv)
 		cli_usage_error("cannot find my own binary to run the points: %s", strerror(-err));
 		goto out_free;
 	}
-	status = cli_check_run_options(self, a.pass, a.npass);
+	status = cli_check_run_options(self, a.pass.argv, a.pass.n);
 	if (status)
 		goto out_free;
 	snprintf(label, sizeof(label), "sweep-%s", a.workload);
