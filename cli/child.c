@@ -288,6 +288,22 @@ int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len)
 			       strerror(errno));
 }
 
+int cli_write_files(const char *dir, const struct cli_out_file *files, size_t n, void *ctx)
+{
+	char path[PATH_MAX + 64];
+	int err, first = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+		err = an_write_file_atomic(path, files[i].fn, ctx);
+		if (err) {
+			fprintf(stderr, "schedlab: %s: cannot write it: %s\n", path, strerror(-err));
+			first = first ? first : err;
+		}
+	}
+	return first;
+}
+
 void cli_describe_command(char *buf, size_t len, int argc, char **argv)
 {
 	size_t off = (size_t)snprintf(buf, len, "schedlab");

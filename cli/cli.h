@@ -7,6 +7,8 @@
 #define SCHEDLAB_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
@@ -89,6 +91,13 @@ struct an_result *cli_run_load(const char *dir, struct cli_run_figures *f);
 /* The command's folder: out, made here (absent, or an empty folder); else a new
  * results/<stamp>-<label>[-N]. 0, or CLI_EXIT_USAGE after one line. */
 int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len);
+/* A command's output files, each written whole or not at all into dir by fn(ctx): 0, or
+ * the first -errno after one line on stderr per file that could not be written. */
+struct cli_out_file {
+	const char *name;
+	int (*fn)(void *ctx, FILE *out);
+};
+int cli_write_files(const char *dir, const struct cli_out_file *files, size_t n, void *ctx);
 /* "schedlab ARGV..." into buf, as the command was typed. */
 void cli_describe_command(char *buf, size_t len, int argc, char **argv);
 

@@ -558,22 +558,11 @@ static int write_json(void *ctx, FILE *out)
 
 static int write_outputs(struct suite_run *sr, const struct an_suite_report *rep)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(void *ctx, FILE *out);
-	} files[] = { { "suite.md", write_md }, { "suite.json", write_json } };
-	char path[PATH_MAX + 16];
-	int err, first = 0;
+	static const struct cli_out_file files[] = {
+		{ "suite.md", write_md }, { "suite.json", write_json },
+	};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sr->dir, files[i].name);
-		err = an_write_file_atomic(path, files[i].fn, (void *)rep);
-		if (err) {
-			fprintf(stderr, "schedlab: %s: cannot write it: %s\n", path, strerror(-err));
-			first = first ? first : err;
-		}
-	}
-	return first;
+	return cli_write_files(sr->dir, files, sizeof(files) / sizeof(files[0]), (void *)rep);
 }
 
 int cmd_suite(int argc, char **argv)

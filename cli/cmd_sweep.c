@@ -759,23 +759,11 @@ static int write_svg(void *ctx, FILE *out)
 
 static int write_outputs(struct sweep *sw)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(void *ctx, FILE *out);
-	} files[] = { { "sweep.md", write_md }, { "sweep.json", write_json },
-		      { "sweep.svg", write_svg } };
-	char path[PATH_MAX + 16];
-	int err, first = 0;
+	static const struct cli_out_file files[] = {
+		{ "sweep.md", write_md }, { "sweep.json", write_json }, { "sweep.svg", write_svg },
+	};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sw->dir, files[i].name);
-		err = an_write_file_atomic(path, files[i].fn, sw);
-		if (err) {
-			fprintf(stderr, "schedlab: %s: cannot write it: %s\n", path, strerror(-err));
-			first = first ? first : err;
-		}
-	}
-	return first;
+	return cli_write_files(sw->dir, files, sizeof(files) / sizeof(files[0]), sw);
 }
 
 /* ---- the command ------------------------------------------------------------------------- */

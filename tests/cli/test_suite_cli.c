@@ -19,29 +19,12 @@
 
 TestSuite(suite_cli, .init = setup, .fini = teardown);
 
-/* `schedlab suite ARGS... -o DIR/s` */
 static int suite(const char *const *args)
 {
-	const char *argv[24] = { "suite" };
-	size_t n = 1;
-
-	for (size_t i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n++] = "-o";
-	argv[n++] = in_dir("s");
-	argv[n] = NULL;
-	return run_schedlab(argv);
+	return run_schedlab_out("suite", args);
 }
 
-static void expect_refused(const char *const *args, const char *must_contain)
-{
-	cr_expect_eq(suite(args), 2, "%s", err_text);
-	expect_one_error_line(must_contain);
-	cr_expect_str_eq(out_text, "");
-	cr_expect_eq(entries(), 0, "nothing was made for '%s'", must_contain);
-}
-
-#define REFUSED(must, ...) expect_refused((const char *const[]){ __VA_ARGS__, NULL }, must)
+#define REFUSED(must, ...) expect_refused_out("suite", (const char *const[]){ __VA_ARGS__, NULL }, must)
 
 Test(suite_cli, unknown_suites_presets_and_options_are_bad_input)
 {
