@@ -325,6 +325,13 @@ size_t an_suite_ncells(const struct an_suite *s)
 
 /* ---- the shape ----------------------------------------------------------------------------- */
 
+/* A figure whose interval is wider than half of it: a judgment on it is the means', and
+ * the table says so rather than letting noise pass for a shape. */
+static bool wide(const struct an_suite_result *r)
+{
+	return isfinite(r->error) && r->error > 0.5 * fabs(r->value);
+}
+
 static const struct an_suite_cell *reference_of(const struct an_suite_table *t, size_t i,
 						size_t *ref)
 {
@@ -341,6 +348,7 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 {
 	const struct an_suite_cell *c = &t->cells[i], *r;
 	double band = c->band > 0 ? c->band : t->band, q;
+	bool noisy;
 	size_t ref;
 
 	out->ratio = out->study_ratio = NAN;
@@ -365,15 +373,14 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 							     "no figure");
 		return;
 	}
+	noisy = wide(&res[i]) || wide(&res[ref]);
+	q = out->ratio / out->study_ratio;
 	if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
 		out->holds = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
 		snprintf(out->text, sizeof(out->text), out->holds ? "holds (a tie, as in the study)" :
 			 "does not hold: the study found a tie, here %s wins",
 			 out->ratio > 1 ? c->row : r->row);
-		return;
-	}
-	q = out->ratio / out->study_ratio;
-	if ((out->ratio > 1) != (out->study_ratio > 1)) {
+	} else if ((out->ratio > 1) != (out->study_ratio > 1)) {
 		out->holds = 0;
 		snprintf(out->text, sizeof(out->text), "does not hold: the other winner");
 	} else if (fabs(log(q)) > log(band)) {
@@ -384,6 +391,9 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 		out->holds = 1;
 		snprintf(out->text, sizeof(out->text), "holds");
 	}
+	if (noisy)
+		snprintf(out->text + strlen(out->text), sizeof(out->text) - strlen(out->text),
+			 " (noisy: an interval wider than half its mean)");
 }
 
 /* ---- writers ----------------------------------------------------------------------------------- */
@@ -662,7 +672,7 @@ void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_
 	char ours[320], study[64], ratio[32], sratio[32];
 
 	fprintf(out, "%s (%s)\n", t->title, t->unit);
-	fprintf(out, "  %-34s %-26s %-26s %-16s %-9s %-9s %s\n", "column", "row",
+	fprintf(out, "  %-34s %-40s %-26s %-16s %-9s %-9s %s\n", "column", "row",
 		"ours ± error (n)", "study", "ours÷ref", "study÷ref", "shape");
 	for (size_t i = 0; i < t->ncells; i++) {
 		const struct an_suite_cell *c = &t->cells[i];
@@ -676,7 +686,7 @@ void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_
 		fmt_ratio(c->reference && res[i].state == AN_CELL_OK ? 1 : sh.ratio, ratio,
 			  sizeof(ratio));
 		fmt_ratio(c->reference ? study_one(c) : sh.study_ratio, sratio, sizeof(sratio));
-		fprintf(out, "  %-34.34s %-26.26s %-26s %-16s %-9s %-9s %s\n", c->column, c->row,
+		fprintf(out, "  %-34.34s %-40.40s %-26s %-16s %-9s %-9s %s\n", c->column, c->row,
 			ours, study, ratio, sratio, sh.text);
 	}
 }

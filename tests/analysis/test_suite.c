@@ -180,6 +180,11 @@ Test(suite, shape_bands_ties_and_winners_at_their_edges)
 	results(r);
 	an_suite_shape(&tables[0], r, 1, &sh);
 	cr_expect_eq(sh.holds, 1, "0.12 against 0.1: %s", sh.text);
+	/* an interval wider than half its mean is said to be noisy */
+	r[1].error = 61;
+	an_suite_shape(&tables[0], r, 1, &sh);
+	cr_expect_str_eq(sh.text, "holds (noisy: an interval wider than half its mean)");
+	r[1].error = 1;
 	/* the band is 2×: 0.2 (2× the study's 0.1) holds, 0.21 does not */
 	r[1].value = 200;
 	an_suite_shape(&tables[0], r, 1, &sh);
