@@ -605,6 +605,10 @@ struct an_suite_cell {
 				 * that; NAN: published / the reference's published */
 	double band;            /* 0: the table's */
 	bool reference;         /* the column's reference row (one per column) */
+	/* A peer program in bench/ run instead of schedlab ("tcppeer tcp-epoll": the program
+	 * and its job), its samples a throughput; NULL for a schedlab run. The workload is
+	 * the one the peer does the work of. */
+	const char *peer;
 };
 
 struct an_suite_table {

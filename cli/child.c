@@ -126,7 +126,7 @@ void cli_last_line(const char *path, char *buf, size_t len)
 		fclose(f);
 }
 
-int cli_spawn(const char *const *argv, int err_fd)
+int cli_spawn(const char *const *argv, int out_fd, int err_fd)
 {
 	int status;
 	pid_t pid;
@@ -136,9 +136,9 @@ int cli_spawn(const char *const *argv, int err_fd)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
 
-		if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+		if (out < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
 			_exit(127);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
@@ -158,7 +158,7 @@ int cli_spawn_logged(const char *const *argv, const char *log)
 	fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
-	status = cli_spawn(argv, fd);
+	status = cli_spawn(argv, -1, fd);
 	close(fd);
 	return status;
 }
@@ -183,7 +183,7 @@ int cli_check_run_options(const char *self, const char *const *pass, size_t npas
 	argv[n] = NULL;
 	if (pipe2(fds, O_CLOEXEC))
 		return cli_usage_error("cannot check the run options: %s", strerror(errno));
-	st = cli_spawn(argv, fds[1]);
+	st = cli_spawn(argv, -1, fds[1]);
 	close(fds[1]);
 	while (got + 1 < sizeof(msg) && (r = read(fds[0], msg + got, sizeof(msg) - 1 - got)) > 0)
 		got += (size_t)r;

@@ -77,9 +77,10 @@ bool cli_interrupted(void);
 int cli_self_path(char *buf, size_t len);
 /* The last non-empty line of the file at path, where `run` says why it stopped. */
 void cli_last_line(const char *path, char *buf, size_t len);
-/* Run argv (argv[0] a path) with stdout to /dev/null and stderr to err_fd (or a new file
- * log): its exit status (128 + N for a signal), or -errno when it could not start. */
-int cli_spawn(const char *const *argv, int err_fd);
+/* Run argv (argv[0] a path) with stdout to out_fd (-1: /dev/null) and stderr to err_fd
+ * (or a new file log): its exit status (128 + N for a signal), or -errno when it could
+ * not start. */
+int cli_spawn(const char *const *argv, int out_fd, int err_fd);
 int cli_spawn_logged(const char *const *argv, const char *log);
 /* The run options handed on to every child, checked by `run` itself before anything runs:
  * 0, or CLI_EXIT_USAGE after run's own one line. */

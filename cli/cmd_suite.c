@@ -12,12 +12,14 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
@@ -91,6 +93,7 @@ struct suite_run {
 	size_t njobs;
 	size_t *cell_job; /* per suite-cell, flattened over suites: its job, or SIZE_MAX */
 	char dir[PATH_MAX];
+	char self[PATH_MAX]; /* this binary: the cells' runs and the peers' server */
 	char command[2048];
 	char settings[1024];
 };
@@ -211,6 +214,21 @@ static int check_cell(const struct an_suite_cell *c)
 	return 0;
 }
 
+/* The peer program of cell c, beside this binary in bench/ as the Makefile builds it;
+ * false when it is not there (path may be NULL). */
+static bool peer_path(const struct suite_run *sr, const struct an_suite_cell *c, char *path,
+		      size_t len)
+{
+	char buf[PATH_MAX];
+	const char *slash = strrchr(sr->self, '/');
+
+	snprintf(buf, sizeof(buf), "%.*s/bench/%.*s", slash ? (int)(slash - sr->self) : 1,
+		 slash ? sr->self : ".", (int)strcspn(c->peer, " "), c->peer);
+	if (path)
+		snprintf(path, len, "%s", buf);
+	return access(buf, X_OK) == 0;
+}
+
 static bool suite_added(const struct suite_run *sr, const struct an_suite *s)
 {
 	for (size_t i = 0; i < sr->nsuites; i++)
@@ -267,6 +285,12 @@ static int add_suite(struct suite_run *sr, const struct an_suite *s, bool explic
 
 			if (!preset_wanted(a, c->preset)) {
 				res[k].state = AN_CELL_LEFT_OUT;
+			} else if (c->peer && !peer_path(sr, c, NULL, 0)) {
+				res[k].state = AN_CELL_NOT_BUILT;
+				snprintf(res[k].reason, sizeof(res[k].reason),
+					 "the peer bench/%.*s is not built ('make build/bench/%.*s')",
+					 (int)strcspn(c->peer, " "), c->peer,
+					 (int)strcspn(c->peer, " "), c->peer);
 			} else if (!wl_find(c->workload)) {
 				res[k].state = AN_CELL_NOT_BUILT;
 				snprintf(res[k].reason, sizeof(res[k].reason),
@@ -284,7 +308,8 @@ static int add_suite(struct suite_run *sr, const struct an_suite *s, bool explic
 static bool same_run(const struct job *j, const struct an_suite_cell *c, const char *opts)
 {
 	return !strcmp(j->cell->workload, c->workload) && !strcmp(j->cell->preset, c->preset) &&
-	       !strcmp(j->cell->params, c->params) && !strcmp(j->run_opts, opts);
+	       !strcmp(j->cell->params, c->params) && !strcmp(j->run_opts, opts) &&
+	       !j->cell->peer == !c->peer && (!c->peer || !strcmp(j->cell->peer, c->peer));
 }
 
 /* The jobs: one per distinct run of the cells to run, in the suites' order. */
@@ -333,9 +358,13 @@ static void job_dir(struct suite_run *sr, size_t j)
 	struct job *jb = &sr->jobs[j];
 	size_t off = (size_t)snprintf(jb->dir, sizeof(jb->dir), "%s/", sr->dir), start = off;
 
-	off += (size_t)snprintf(jb->dir + off, sizeof(jb->dir) - off, "%02zu-%s-%s%s%s", j + 1,
-				jb->cell->workload, jb->cell->preset, jb->cell->params[0] ? "-" : "",
-				jb->cell->params);
+	if (jb->cell->peer)
+		off += (size_t)snprintf(jb->dir + off, sizeof(jb->dir) - off, "%02zu-peer-%s", j + 1,
+					jb->cell->peer);
+	else
+		off += (size_t)snprintf(jb->dir + off, sizeof(jb->dir) - off, "%02zu-%s-%s%s%s",
+					j + 1, jb->cell->workload, jb->cell->preset,
+					jb->cell->params[0] ? "-" : "", jb->cell->params);
 	/* the folder name keeps to plain characters */
 	for (char *c = jb->dir + start; *c; c++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.=-_", *c))
@@ -352,6 +381,78 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The value of run option flag among those handed on, or def. */
+static const char *pass_value(const struct cli_pass *p, const char *flag, const char *def)
+{
+	for (size_t i = p->n; i-- > 1;)
+		if (!strcmp(p->argv[i - 1], flag))
+			return p->argv[i];
+	return def;
+}
+
+/* A peer cell: the program (bench/PROG JOB), as many processes as the cells' forks, each
+ * one's samples (a throughput a line on stdout) into DIR.samples, summarized as a run's
+ * are. Its server is this binary's (SCHEDLAB_EXE, unless set already). 0, or 130. */
+static int run_peer(struct suite_run *sr, struct job *jb)
+{
+	const struct cli_pass *p = &sr->a->pass;
+	const char *quick = p->quick ? "1" : "3";
+	char path[PATH_MAX], job[64], samples[PATH_MAX + 16], log[PATH_MAX + 8], line[1024];
+	const char *argv[] = { path, job, "--warmup", pass_value(p, "--warmup", p->quick ? "1" : "3"),
+			       "--iterations", pass_value(p, "--iterations", "3"), "--time",
+			       pass_value(p, "--time", p->quick ? "0.2" : "1"), NULL };
+	long forks = 0;
+	double x[4096];
+	size_t n = 0;
+	struct an_summary sum;
+	int out_fd, err_fd, st = 0;
+	FILE *f;
+
+	peer_path(sr, jb->cell, path, sizeof(path));
+	snprintf(job, sizeof(job), "%s", jb->cell->peer + strcspn(jb->cell->peer, " ") + 1);
+	cli_parse_long(pass_value(p, "--forks", quick), 1, 1000, &forks);
+	snprintf(samples, sizeof(samples), "%s.samples", jb->dir);
+	snprintf(log, sizeof(log), "%s.log", jb->dir);
+	setenv("SCHEDLAB_EXE", sr->self, 0);
+	out_fd = open(samples, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	err_fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	jb->ran = true;
+	for (long k = 0; k < forks && out_fd >= 0 && err_fd >= 0 && !st; k++)
+		st = cli_spawn(argv, out_fd, err_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	if (st == CLI_EXIT_INTERRUPTED || cli_interrupted()) {
+		jb->ran = false;
+		return CLI_EXIT_INTERRUPTED;
+	}
+	snprintf(jb->f.run, sizeof(jb->f.run), "%s", strrchr(samples, '/') + 1);
+	snprintf(jb->f.unit, sizeof(jb->f.unit), "ops/s");
+	if (out_fd < 0 || err_fd < 0 || st) {
+		jb->f.failed = true;
+		cli_last_line(log, line, sizeof(line));
+		snprintf(jb->f.reason, sizeof(jb->f.reason), "%s",
+			 out_fd < 0 || err_fd < 0 ? strerror(errno) :
+			 st < 0 ? strerror(-st) : line[0] ? line : "the peer failed");
+		return 0;
+	}
+	f = fopen(samples, "re");
+	while (f && n < sizeof(x) / sizeof(x[0]) && fscanf(f, "%lf", &x[n]) == 1)
+		n++;
+	if (f)
+		fclose(f);
+	if (an_summarize(x, n, 0.999, &sum)) {
+		jb->f.failed = true;
+		snprintf(jb->f.reason, sizeof(jb->f.reason), "the peer gave no samples");
+		return 0;
+	}
+	jb->f.score = sum.mean;
+	jb->f.error = sum.ci_half;
+	jb->f.n = (double)sum.n;
+	return 0;
+}
+
 /* Run job j: 0, CLI_EXIT_USAGE (the run refused its options: its one line), or 130. */
 static int run_job(struct suite_run *sr, size_t j, const char *self)
 {
@@ -363,6 +464,8 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 	char *save = NULL;
 	int st;
 
+	if (jb->cell->peer)
+		return run_peer(sr, jb);
 	argv[n++] = self;
 	argv[n++] = "run";
 	argv[n++] = jb->cell->workload;
@@ -428,16 +531,18 @@ static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 		res->state = AN_CELL_NOT_RUN;
 		return;
 	}
-	if (jb->f.run[0])
+	if (jb->f.run[0] && c->peer)
+		snprintf(res->link, sizeof(res->link), "%s", jb->f.run);
+	else if (jb->f.run[0])
 		snprintf(res->link, sizeof(res->link), "%s/%s/report.md",
 			 jb->dir + strlen(base) + 1, jb->f.run);
-	if (jb->f.failed || !jb->r) {
+	if (jb->f.failed || (!jb->r && !c->peer)) {
 		res->state = AN_CELL_FAILED;
 		snprintf(res->reason, sizeof(res->reason), "%s", jb->f.reason);
 		return;
 	}
 	res->state = AN_CELL_OK;
-	forks = an_result_num(jb->r, "forks");
+	forks = jb->r ? an_result_num(jb->r, "forks") : NAN;
 	switch (c->metric) {
 	case AN_SUITE_SCORE:
 		res->value = jb->f.score;
@@ -572,13 +677,19 @@ int cmd_suite(int argc, char **argv)
 	struct suite_args a = { 0 };
 	struct suite_run sr = { .a = &a };
 	struct an_suite_report rep = { 0 };
-	char self[PATH_MAX], label[128];
+	char label[128];
 	size_t failed = 0;
 	double t0;
 	int status = CLI_EXIT_OK, err;
 
 	if (cli_argp_parse(&argp, "suite", argc, argv, &a)) {
 		status = a.bad ? a.bad : a.pass.bad ? a.pass.bad : CLI_EXIT_USAGE;
+		goto out_free;
+	}
+	err = cli_self_path(sr.self, sizeof(sr.self));
+	if (err) {
+		status = CLI_EXIT_FAIL;
+		cli_usage_error("cannot find my own binary to run the cells: %s", strerror(-err));
 		goto out_free;
 	}
 	for (size_t i = 0; i < a.nnames && !status; i++) {
@@ -598,13 +709,7 @@ int cmd_suite(int argc, char **argv)
 	status = make_jobs(&sr);
 	if (status)
 		goto out_free;
-	err = cli_self_path(self, sizeof(self));
-	if (err) {
-		status = CLI_EXIT_FAIL;
-		cli_usage_error("cannot find my own binary to run the cells: %s", strerror(-err));
-		goto out_free;
-	}
-	status = cli_check_run_options(self, a.pass.argv, a.pass.n);
+	status = cli_check_run_options(sr.self, a.pass.argv, a.pass.n);
 	if (status)
 		goto out_free;
 	snprintf(label, sizeof(label), "suite-%s", a.nnames == 1 ? a.names[0] : "several");
@@ -629,9 +734,12 @@ int cmd_suite(int argc, char **argv)
 		fprintf(stderr, "[cell %zu of %zu, %.0f s elapsed", j + 1, sr.njobs, el);
 		if (j)
 			fprintf(stderr, ", about %.0f s left", el / (double)j * (double)(sr.njobs - j));
-		fprintf(stderr, "] %s --preset %s%s%s ... ", jb->cell->workload, jb->cell->preset,
-			jb->cell->params[0] ? " " : "", jb->cell->params);
-		status = run_job(&sr, j, self);
+		if (jb->cell->peer)
+			fprintf(stderr, "] bench/%s ... ", jb->cell->peer);
+		else
+			fprintf(stderr, "] %s --preset %s%s%s ... ", jb->cell->workload,
+				jb->cell->preset, jb->cell->params[0] ? " " : "", jb->cell->params);
+		status = run_job(&sr, j, sr.self);
 		if (status)
 			break;
 		progress_line(jb);
