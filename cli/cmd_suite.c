@@ -8,7 +8,8 @@
  * before the first cell runs: the suites, the presets asked for, and that every workload
  * a suite needs is registered (a suite that cannot do without one refuses; the others
  * show its cells as not built). Cells that are the same run (the memory tables read
- * three figures from one run) run once.
+ * three figures from one run) run once. A peer cell runs a program of bench/ beside this
+ * binary instead (the epoll TCP client), its samples summarized as a run's are.
  */
 #include <argp.h>
 #include <errno.h>

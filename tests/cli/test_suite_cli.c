@@ -2,8 +2,9 @@
  * `schedlab suite`, run as a user runs it: an unknown suite or preset, a preset list that
  * leaves a suite no rows, a suite whose workload this build lacks, a bad run option and
  * an output folder in use are each one line, exit 2 and nothing made; a real suite run
- * (kyo-blocking's ce and kyo rows, short) writes suite.md and suite.json with each
- * cell's run folder linked and there, the shape column and the progress lines; and a
+ * (kyo-blocking's ce and kyo rows and the epoll peer's, short) writes suite.md and
+ * suite.json with each cell's run folder linked and there, the shape column and the
+ * progress lines (the peer's row says not built where bench/tcppeer is not); and a
  * row whose workload is not registered says so instead of giving a figure.
  *
  * The run's figures are not judged here (a 0.05 s iteration on a busy machine is
