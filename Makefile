@@ -5,7 +5,8 @@
 #   make test       install what is missing, build and run the Criterion suite
 #   make bench      measure the runtime against plain pthreads (and Go), and the on-CPU
 #                   probe's stacks and cost against perf's; writes BENCHMARKS.md
-#   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded
+#   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded,
+#                   and the suite table's (tests/analysis/data/suite.md)
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
 #   make fuzz       run each libFuzzer target in fuzz/ for FUZZ_SECONDS (60) seconds
 #   make deps       install the Debian packages the build and the tests need
@@ -343,10 +344,12 @@ bench-scaling: $(BIN) $(BENCH_BINS)
 # ---------------------------------------------------------------------------
 # Golden files and generated headers
 
-golden: $(BIN)
+golden: $(BIN) $(BUILD)/tests/analysis.test
 	$(Q)for f in tests/flamegraphs/data/*.folded; do \
 		$(BIN) flame $$f -o $${f%.folded}.svg --title "$$(basename $${f%.folded})" || exit 1; \
 	done; echo "golden: regenerated tests/flamegraphs/data/*.svg"
+	$(Q)SCHEDLAB_GOLDEN=1 $(BUILD)/tests/analysis.test --filter 'suite/markdown*' >/dev/null && \
+		echo "golden: regenerated tests/analysis/data/suite.md"
 
 vmlinux:
 	$(Q)mkdir -p vmlinux-headers/$(ARCH)

@@ -615,6 +615,107 @@ void an_format_number(double v, int decimals, char *buf, size_t len);
  * error would show as 0.00. */
 int an_score_decimals(double score, double error);
 
+/* ---- suites: a study's grid, our figures beside the published ones (suite.c) -------- */
+
+/* What a cell's figure is. */
+enum an_suite_metric {
+	AN_SUITE_SCORE,        /* the run's throughput (its unit) */
+	AN_SUITE_NS_PER_OP,    /* 1e9 / throughput, its error propagated to first order */
+	AN_SUITE_BYTES_PER_OP, /* the runtime allocator's bytes over the ops */
+	AN_SUITE_WL_METRIC,    /* a figure the workload reports (workload_metrics.NAME) */
+};
+
+/* One cell: a `schedlab run` of workload under preset with params, and the study's figure
+ * for that row and column. */
+struct an_suite_cell {
+	const char *column;     /* the study's column: "blocking TCP" */
+	const char *row;        /* the study's row: "Kyo" */
+	const char *workload;
+	const char *preset;
+	const char *params;     /* -P assignments separated by spaces; "" for none */
+	enum an_suite_metric metric;
+	const char *metric_name; /* AN_SUITE_WL_METRIC: the workload's figure */
+	double published, published_err; /* NAN: the study gave none */
+	double study_ratio;     /* the study's ratio to the reference row where it gave only
+				 * that; NAN: published / the reference's published */
+	double band;            /* 0: the table's */
+	bool reference;         /* the column's reference row (one per column) */
+	unsigned per_op;        /* the study's operations one of ours holds (error-pipeline
+				 * runs n pipelines an op, the study one); 0: one */
+	/* A peer program in bench/ run instead of schedlab ("tcppeer tcp-epoll": the program
+	 * and its job), its samples a throughput; NULL for a schedlab run. The workload is
+	 * the one the peer does the work of. */
+	const char *peer;
+};
+
+struct an_suite_table {
+	const char *title;
+	const char *source;     /* where the published figures come from */
+	const char *unit;       /* of every figure in the table, ours and the study's */
+	double band;            /* the shape holds when our ratio is within band× of the study's */
+	const char *band_why;
+	const char *run_opts;   /* run options every cell gets, before the user's; "" none */
+	const struct an_suite_cell *cells;
+	size_t ncells;
+};
+
+struct an_suite {
+	const char *name;
+	const char *summary;
+	/* true: a missing workload refuses the suite; false: its cells say "not built" */
+	bool refuse_missing;
+	const struct an_suite_table *tables;
+	size_t ntables;
+};
+
+/* Every suite, NULL-terminated, in the order `all` runs them; one by name or NULL. */
+const struct an_suite *const *an_suites(void);
+const struct an_suite *an_suite_find(const char *name);
+/* The cells of s over all its tables. */
+size_t an_suite_ncells(const struct an_suite *s);
+
+enum an_cell_state {
+	AN_CELL_LEFT_OUT, /* its preset is not among those asked for: no row */
+	AN_CELL_NOT_RUN,  /* interrupted before it */
+	AN_CELL_OK,
+	AN_CELL_FAILED,
+	AN_CELL_NOT_BUILT,
+};
+
+/* A cell's outcome, parallel to its suite's cells in table order. */
+struct an_suite_result {
+	enum an_cell_state state;
+	char reason[256];       /* FAILED, NOT_BUILT: why */
+	char link[512];         /* its run folder's report, relative to suite.md; "" none */
+	double value, error, n; /* error NAN when none */
+};
+
+/* The shape of cell i of table t against its column's reference row. */
+struct an_suite_shape {
+	double ratio, study_ratio; /* NAN: not computable */
+	int holds;                 /* 1, 0, or -1 when it cannot be judged */
+	char text[160];            /* "holds", "reference", "does not hold: ...", "n/a: ..." */
+};
+void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result *res, size_t i,
+		    struct an_suite_shape *out);
+
+/* What suite.md and suite.json show: the suites run, each with its results (res[k] for
+ * suites[k]), and those not run with the reason. */
+struct an_suite_report {
+	const char *command;
+	const char *settings;   /* how each cell was run: forks, iterations, time */
+	const struct an_suite *const *suites;
+	struct an_suite_result *const *res;
+	size_t nsuites;
+	const char *const *skipped; /* "suite X not run: workload Y is not registered" */
+	size_t nskipped;
+};
+int an_suite_write_md(const struct an_suite_report *r, FILE *out);
+int an_suite_write_json(const struct an_suite_report *r, FILE *out);
+/* One table, plain text for a terminal. */
+void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_result *res,
+			  FILE *out);
+
 /* ---- DWARF unwinding ---------------------------------------------------------------- */
 
 /* A sampled user stack turned into return addresses with the CFI of the code it ran

@@ -17,6 +17,7 @@ SL=$BUILD/schedlab
 PT=$BUILD/bench/pthreads
 MICRO=$BUILD/bench/micro
 GOPEER=$BUILD/bench/gopeer
+TCPPEER=$BUILD/bench/tcppeer
 tmp=$(mktemp -d)
 cleanup() {
 	rm -rf "$tmp"
@@ -29,13 +30,16 @@ say() { echo "bench: $*" >&2; }
 # checkout's `make`) can neither mix two builds in one report nor confuse perf's symbols.
 # The report names the programs in $BUILD.
 mkdir -p "$tmp/bin"
-for p in "$SL" "$PT" "$MICRO" "$GOPEER"; do cp "$p" "$tmp/bin/"; done
+for p in "$SL" "$PT" "$MICRO" "$GOPEER" "$TCPPEER"; do cp "$p" "$tmp/bin/"; done
+# the TCP peer talks to schedlab's own server process (and so do the tcp workloads)
+export SCHEDLAB_EXE=$tmp/bin/schedlab
 as_run() { sed "s|^$BUILD/bench/|$tmp/bin/|; s|^$BUILD/schedlab|$tmp/bin/schedlab|"; }
 
 # ---- the jobs ------------------------------------------------------------------------------
 #
 # Each job prints one throughput figure a line, one line per measured iteration. rt-* are
-# schedlab workloads, pt-* bench/pthreads.c, mi-* bench/micro.c, go-* bench/go. The
+# schedlab workloads, pt-* bench/pthreads.c, mi-* bench/micro.c, tp-* bench/tcppeer.c,
+# go-* bench/go. The
 # command each one runs is what the report shows to reproduce it.
 
 # Memory jobs are about the workload's own figures, not its speed: one measured iteration
@@ -54,12 +58,15 @@ job_cmd() {
 	rt-spawn-join-ce1-nometrics) wl=spawn-join preset=ce knobs=(-c workers=1 -c metrics=false) ;;
 	rt-workers) wl=workers preset=ce ;;
 	rt-queue-spsc) wl=queue-spsc preset=ce ;;
+	rt-tcp-blocking-ce) wl=tcp-blocking preset=ce ;;
+	rt-tcp-callback-ce) wl=tcp-callback preset=ce ;;
 	rt-waiting-dedicated) wl=waiting-tasks preset=ce run=(--forks 1 "${mem_runs[@]}") ;;
 	rt-waiting-compact)
 		wl=waiting-tasks preset=ce knobs=(-c stack_mode=compact)
 		run=(--forks 1 "${mem_runs[@]}") ;;
 	pt-*) echo "$PT ${1#pt-} --warmup $WARMUP --iterations $ITERATIONS --time $TIME"; return ;;
 	mi-*) echo "$MICRO ${1#mi-} --warmup $WARMUP --iterations $ITERATIONS --time $TIME"; return ;;
+	tp-*) echo "$TCPPEER ${1#tp-} --warmup $WARMUP --iterations $ITERATIONS --time $TIME"; return ;;
 	go-waiting-tasks) echo "$GOPEER waiting-tasks ${go_mem_runs[*]} --time $TIME"; return ;;
 	go-*) echo "$GOPEER ${1#go-} --warmup $WARMUP --iterations $ITERATIONS --time $TIME"; return ;;
 	*) say "unknown job $1"; return 1 ;;
@@ -117,7 +124,8 @@ jobs="rt-spawn-join-kyo go-spawn-join rt-spawn-join-ce pt-spawn-join-create pt-s
       rt-spawn-join-ce-nometrics rt-spawn-join-ce1 rt-spawn-join-ce1-nometrics
       rt-workers pt-workers-pool pt-workers-create
       mi-switch-asm mi-switch-rt-yield mi-switch-rt-pingpong mi-permit-rt mi-permit-glibc
-      rt-queue-spsc go-chan-spsc rt-waiting-dedicated rt-waiting-compact go-waiting-tasks"
+      rt-queue-spsc go-chan-spsc rt-tcp-blocking-ce tp-tcp-epoll rt-tcp-callback-ce
+      rt-waiting-dedicated rt-waiting-compact go-waiting-tasks"
 jobs_backwards=$(echo $jobs | tr ' ' '\n' | tac | tr '\n' ' ')
 
 # Other processes on these CPUs (another session's tests, say) make every figure noisier:
@@ -348,6 +356,10 @@ goals_table=$(
 		"the \`queue-spsc\` workload is not in this build"
 	goal workers "\`workers\` (\`ce\`) ≥ 0.95× a persistent pthread pool" \
 		rt-workers pt-workers-pool ge 0.95
+	goal tcp "\`tcp-blocking\` (\`ce\`) ≥ 0.9× a single-threaded epoll client (C)" \
+		rt-tcp-blocking-ce tp-tcp-epoll ge 0.9
+	goal tcp "\`tcp-callback\` (\`ce\`) ≥ 0.9× the same epoll client" \
+		rt-tcp-callback-ce tp-tcp-epoll ge 0.9
 	goal metrics "metrics on ÷ off, spawn-join under \`ce\` ≥ 0.99× (cost ≤ 1%)" \
 		rt-spawn-join-ce rt-spawn-join-ce-nometrics ge 0.99
 	goal metrics1 "the same with one worker (\`-c workers=1\`: less noise)" \
@@ -464,6 +476,23 @@ $(row "schedlab, \`ce\`" rt-workers)
 $(row "pthread create/join" pt-workers-create)
 $(row "pthread pool" pt-workers-pool)
 
+## Blocking TCP beside an epoll peer
+
+One op is 256 exchanges over 64 persistent loopback connections against the same server
+process, which sleeps 1 ms before each response (\`schedlab __tcp-server\`): \`tcp-blocking\`
+(a blocking send + recv in a blocking section per exchange, a task per connection) and
+\`tcp-callback\` (nonblocking sockets parked on the reactor) under \`ce\`, and
+\`bench/tcppeer.c\`, one thread driving all 64 nonblocking sockets from one epoll loop with no
+runtime, the same requests and the same check. Four exchanges in sequence per connection make
+4 ms an op, an ideal 250 ops/s; the server's \`nanosleep\` overshoots on this VM, and the peer
+shows where the practical ceiling is.
+
+| job | ops/s | command |
+| --- | ---: | --- |
+$(row "schedlab \`tcp-blocking\`, \`ce\`" rt-tcp-blocking-ce 2)
+$(row "schedlab \`tcp-callback\`, \`ce\`" rt-tcp-callback-ce 2)
+$(row "epoll peer (C, one thread)" tp-tcp-epoll 2)
+
 ## 100,000 waiting tasks
 
 One op starts 100,000 tasks that each allocate a 1 KiB payload on the heap and wait on one
@@ -530,12 +559,13 @@ if [ -n "${unmet[metrics]:-}${unmet[metrics1]:-}" ]; then
 		"($(share metrics-off rt__latency_record)%). The counters' increments are inlined"
 	echo "all over the scheduler and are not counted here."
 fi
-for g in spawn spsc workers; do
+for g in spawn spsc workers tcp; do
 	[ -n "${unmet[$g]:-}" ] || continue
 	case $g in
 	spawn) cmdline="$SL run spawn-join --preset kyo" ;;
 	spsc) cmdline="$SL run queue-spsc --preset ce" ;;
 	workers) cmdline="$SL run workers --preset ce" ;;
+	tcp) cmdline="$SL run tcp-blocking --preset ce" ;;
 	esac
 	cmdline+=" --forks 1 --warmup 1 --iterations 2 --time 1 --probes none"
 	say "profiling: $g"

@@ -7,6 +7,8 @@
 #define SCHEDLAB_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
@@ -19,6 +21,7 @@ int cmd_flame(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_suite(int argc, char **argv);
 /* The re-executed fork of a benchmark; not for people. */
 int cmd_fork(int argc, char **argv);
 /* The tcp workloads' server process (workloads/tcp_server.c); not for people. */
@@ -43,6 +46,61 @@ struct argp;
  * usage errors exiting with CLI_EXIT_USAGE. Returns argp_parse()'s result. */
 int cli_argp_parse(const struct argp *argp, const char *command, int argc, char **argv,
 		   void *input);
+
+/* ---- child runs (child.c): the `schedlab run`s that sweep and suite start ---------- */
+
+/* What a child run's result.json says, read back. */
+struct cli_run_figures {
+	bool failed;
+	char reason[512];   /* why, when failed */
+	double score, error, n;
+	char unit[32];
+	double bytes;       /* bytes per op from the runtime allocator; NAN: n/a */
+	char run[256];      /* the run folder's name, where latest points; "" if none */
+};
+
+/* The run options a command hands on to each child run, as typed (option, value): an
+ * argp child for the command's own argp (input: a struct cli_pass). */
+#define CLI_MAX_PASS 32
+struct cli_pass {
+	const char *argv[CLI_MAX_PASS];
+	size_t n;
+	bool quick; /* --quick among them */
+	int bad;    /* the exit status of a refusal, after its line */
+};
+extern const struct argp cli_pass_argp;
+
+/* The SIGINT/SIGTERM flag of a command that runs children: the handler, and the flag. */
+void cli_catch_interrupt(void);
+bool cli_interrupted(void);
+/* This binary's path, to run children of it: 0 or -errno. */
+int cli_self_path(char *buf, size_t len);
+/* The last non-empty line of the file at path, where `run` says why it stopped. */
+void cli_last_line(const char *path, char *buf, size_t len);
+/* Run argv (argv[0] a path) with stdout to out_fd (-1: /dev/null) and stderr to err_fd
+ * (or a new file log): its exit status (128 + N for a signal), or -errno when it could
+ * not start. */
+int cli_spawn(const char *const *argv, int out_fd, int err_fd);
+int cli_spawn_logged(const char *const *argv, const char *log);
+/* The run options handed on to every child, checked by `run` itself before anything runs:
+ * 0, or CLI_EXIT_USAGE after run's own one line. */
+int cli_check_run_options(const char *self, const char *const *pass, size_t npass);
+/* Read back the run a child wrote under dir (its latest): f filled, and the result for
+ * further figures (an_result_free() it), or NULL with f->failed and f->reason. A result
+ * that holds a failure or no throughput is returned with f->failed set. */
+struct an_result *cli_run_load(const char *dir, struct cli_run_figures *f);
+/* The command's folder: out, made here (absent, or an empty folder); else a new
+ * results/<stamp>-<label>[-N]. 0, or CLI_EXIT_USAGE after one line. */
+int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len);
+/* A command's output files, each written whole or not at all into dir by fn(ctx): 0, or
+ * the first -errno after one line on stderr per file that could not be written. */
+struct cli_out_file {
+	const char *name;
+	int (*fn)(void *ctx, FILE *out);
+};
+int cli_write_files(const char *dir, const struct cli_out_file *files, size_t n, void *ctx);
+/* "schedlab ARGV..." into buf, as the command was typed. */
+void cli_describe_command(char *buf, size_t len, int argc, char **argv);
 
 /* Parse a whole decimal number in [min, max]; false when s is not one. */
 bool cli_parse_long(const char *s, long min, long max, long *out);

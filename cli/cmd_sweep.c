@@ -37,7 +37,6 @@
 #define SWEEP_MAX_POINTS 64
 #define SWEEP_MAX_DIMS	 8
 #define SWEEP_MAX_VALUES SWEEP_MAX_POINTS
-#define SWEEP_MAX_PASS	 32 /* run options handed on to each point */
 
 static const char doc[] =
 	"Run WORKLOAD at every combination of the values given (-P NAME=V1,V2,... for a "
@@ -61,18 +60,6 @@ static const char doc[] =
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
 	"NN-*.log why), 2 for bad input, 130 when interrupted.";
 
-enum {
-	OPT_FORKS = 0x100,
-	OPT_WARMUP,
-	OPT_ITERATIONS,
-	OPT_TIME,
-	OPT_QUICK,
-	OPT_FREQ,
-	OPT_PROBES,
-	OPT_CALL_GRAPH,
-	OPT_STACK_COPY,
-};
-
 static const struct argp_option options[] = {
 	{ "param", 'P', "NAME=V1,V2,...", 0, "workload parameter values; repeatable", 0 },
 	{ "knob", 'c', "KNOB=A,B,...", 0, "runtime knob values over the preset; repeatable", 0 },
@@ -80,16 +67,6 @@ static const struct argp_option options[] = {
 	{ "out", 'o', "DIR", 0,
 	  "the sweep folder, created (absent or empty); default results/<stamp>-sweep-WORKLOAD",
 	  0 },
-	{ "quick", OPT_QUICK, NULL, 0, "each point: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s", 1 },
-	{ "forks", OPT_FORKS, "N", 0, "each point: fresh processes (default 3)", 1 },
-	{ "warmup", OPT_WARMUP, "N", 0, "each point: warm-up iterations per fork", 1 },
-	{ "iterations", OPT_ITERATIONS, "N", 0, "each point: measured iterations per fork", 1 },
-	{ "time", OPT_TIME, "SECONDS", 0, "each point: length of an iteration", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "as run's: oncpu (the default), offcpu, sched, "
-	  "runtime, alloc, counters, all or none", 1 },
-	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
-	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
-	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },
 	{ 0 },
 };
 
@@ -108,8 +85,7 @@ struct sweep_args {
 	const char *workload;
 	struct dim dims[SWEEP_MAX_DIMS];
 	size_t ndims;
-	const char *pass[SWEEP_MAX_PASS]; /* run options, as typed, option and value */
-	size_t npass;
+	struct cli_pass pass; /* the run options for every point */
 	const char *out;
 	int bad;
 };
@@ -206,31 +182,6 @@ static int add_dim(struct sweep_args *a, char kind, const char *opt, const char 
 	return 0;
 }
 
-/* The run option a key stands for, as `run` spells it. */
-static const char *run_flag(int key)
-{
-	switch (key) {
-	case OPT_QUICK:
-		return "--quick";
-	case OPT_FORKS:
-		return "--forks";
-	case OPT_WARMUP:
-		return "--warmup";
-	case OPT_ITERATIONS:
-		return "--iterations";
-	case OPT_TIME:
-		return "--time";
-	case OPT_PROBES:
-		return "--probes";
-	case OPT_FREQ:
-		return "--freq";
-	case OPT_CALL_GRAPH:
-		return "--call-graph";
-	default:
-		return "--stack-copy";
-	}
-}
-
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct sweep_args *a = state->input;
@@ -245,24 +196,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'o':
 		a->out = arg;
 		return 0;
-	case OPT_QUICK:
-	case OPT_FORKS:
-	case OPT_WARMUP:
-	case OPT_ITERATIONS:
-	case OPT_TIME:
-	case OPT_PROBES:
-	case OPT_FREQ:
-	case OPT_CALL_GRAPH:
-	case OPT_STACK_COPY:
-		/* handed on as typed: `run` checks them (check_run_options()) */
-		if (a->npass + 2 > SWEEP_MAX_PASS) {
-			a->bad = cli_usage_error("too many run options (at most %d)",
-						 SWEEP_MAX_PASS / 2);
-			return EINVAL;
-		}
-		a->pass[a->npass++] = run_flag(key);
-		if (key != OPT_QUICK)
-			a->pass[a->npass++] = arg;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->pass;
 		return 0;
 	case ARGP_KEY_ARG:
 		if (a->workload) {
@@ -386,64 +321,13 @@ static void label_point(const struct sweep_args *a, struct point *p, size_t i, c
 
 /* ---- one point --------------------------------------------------------------------------- */
 
-/* The sweep's own signal flag: process-wide by nature, like the signal. The child runs in
- * the same process group, gets the same SIGINT and writes its partial result. */
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	interrupted = 1;
-}
-
-/* The last line of the point's run.log, where `run` says why it stopped. */
-static void last_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	char line[1024];
-
-	buf[0] = '\0';
-	while (f && fgets(line, sizeof(line), f))
-		if (line[0] && line[0] != '\n')
-			snprintf(buf, len, "%.*s", (int)strcspn(line, "\n"), line);
-	if (f)
-		fclose(f);
-}
-
-/* Run argv (argv[0] a path) with stdout to /dev/null and stderr to err_fd; its exit
- * status (128 + N for a signal), or -errno when it could not start. */
-static int spawn(const char *const *argv, int err_fd)
-{
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
-			_exit(127);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
 /* Run `schedlab run` for p; its exit status, or -errno when it could not start. */
 static int run_child(const struct sweep_args *a, const char *self, const struct point *p,
 		     const char *log)
 {
-	const char *argv[8 + 2 * SWEEP_MAX_DIMS + SWEEP_MAX_PASS];
+	const char *argv[8 + 2 * SWEEP_MAX_DIMS + CLI_MAX_PASS];
 	char assign[SWEEP_MAX_DIMS][256];
 	size_t n = 0;
-	int status, fd;
 
 	argv[n++] = self;
 	argv[n++] = "run";
@@ -459,90 +343,32 @@ static int run_child(const struct sweep_args *a, const char *self, const struct 
 		snprintf(assign[d], sizeof(assign[d]), "%s=%s", dm->name, dm->values[p->idx[d]]);
 		argv[n++] = assign[d];
 	}
-	for (size_t i = 0; i < a->npass; i++)
-		argv[n++] = a->pass[i];
+	for (size_t i = 0; i < a->pass.n; i++)
+		argv[n++] = a->pass.argv[i];
 	argv[n++] = "--json";
 	argv[n++] = "--out";
 	argv[n++] = p->dir;
 	argv[n] = NULL;
 
-	fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	status = spawn(argv, fd);
-	close(fd);
-	return status;
-}
-
-/* The run options, checked by `run` itself before anything runs: argp reads them in
- * order and stops at the --help after them, so the first it refuses is its one-line
- * error (exit 2) and good ones end in the help text, exit 0. */
-static int check_run_options(const struct sweep_args *a, const char *self)
-{
-	const char *argv[4 + SWEEP_MAX_PASS];
-	char msg[1024];
-	size_t n = 0, got = 0;
-	int fds[2], st;
-	ssize_t r;
-
-	if (!a->npass)
-		return 0;
-	argv[n++] = self;
-	argv[n++] = "run";
-	for (size_t i = 0; i < a->npass; i++)
-		argv[n++] = a->pass[i];
-	argv[n++] = "--help";
-	argv[n] = NULL;
-	if (pipe2(fds, O_CLOEXEC))
-		return cli_usage_error("cannot check the run options: %s", strerror(errno));
-	st = spawn(argv, fds[1]);
-	close(fds[1]);
-	while (got + 1 < sizeof(msg) && (r = read(fds[0], msg + got, sizeof(msg) - 1 - got)) > 0)
-		got += (size_t)r;
-	close(fds[0]);
-	msg[got] = '\0';
-	msg[strcspn(msg, "\n")] = '\0';
-	if (st == 0)
-		return 0;
-	if (st == CLI_EXIT_USAGE && msg[0]) {
-		fprintf(stderr, "%s\n", msg);
-		return CLI_EXIT_USAGE;
-	}
-	return cli_usage_error("cannot check the run options: %s",
-			       st < 0 ? strerror(-st) : "run exited without saying why");
+	return cli_spawn_logged(argv, log);
 }
 
 /* Read the point's result.json back: the score, time per op, bytes per op. */
 static void read_point(struct point *p)
 {
-	char path[PATH_MAX + 16], err[1024];
-	struct an_result *r;
-	const char *s;
-	double ops, bytes;
+	struct cli_run_figures f;
 
-	snprintf(path, sizeof(path), "%s/latest", p->dir);
-	r = an_result_load(path, err, sizeof(err));
-	if (!r) {
-		p->failed = true;
-		snprintf(p->reason, sizeof(p->reason), "%s", err);
-		return;
-	}
-	s = an_result_str(r, "failure");
-	p->score = an_result_num(r, "score");
-	p->error = an_result_num(r, "error");
-	p->n = an_result_num(r, "n");
-	snprintf(p->unit, sizeof(p->unit), "%s", an_result_str(r, "unit") ?: "ops/s");
-	if (s || !(p->score > 0)) {
-		p->failed = true;
-		snprintf(p->reason, sizeof(p->reason), "%s", s ? s : "no throughput measured");
-	}
+	an_result_free(cli_run_load(p->dir, &f));
+	p->failed = f.failed;
+	snprintf(p->reason, sizeof(p->reason), "%s", f.reason);
+	p->score = f.score;
+	p->error = f.error;
+	p->n = f.n;
+	snprintf(p->unit, sizeof(p->unit), "%s", f.unit);
 	p->t_ns = 1e9 / p->score;
 	/* first order: d(1/s) = ds / s² */
 	p->t_err_ns = 1e9 * p->error / (p->score * p->score);
-	ops = an_result_num(r, "runtime.ops");
-	bytes = an_result_num(r, "runtime.alloc_bytes");
-	p->bytes = ops > 0 && bytes > 0 ? bytes / ops : NAN;
-	an_result_free(r);
+	p->bytes = f.bytes;
 }
 
 static void progress(const struct sweep *sw, size_t i)
@@ -575,13 +401,13 @@ static int run_point(struct sweep *sw, size_t i, const char *self)
 		p->failed = true;
 		snprintf(p->reason, sizeof(p->reason), "cannot start the run: %s", strerror(-st));
 	} else if (st == CLI_EXIT_USAGE) {
-		last_line(log, line, sizeof(line));
+		cli_last_line(log, line, sizeof(line));
 		fprintf(stderr, "refused\n%s\n", line[0] ? line : "schedlab: the run refused its options");
 		/* nothing ran: leave no folder behind (rmdir only removes an empty one) */
 		unlink(log);
 		rmdir(p->dir);
 		return CLI_EXIT_USAGE;
-	} else if (st == CLI_EXIT_INTERRUPTED || interrupted) {
+	} else if (st == CLI_EXIT_INTERRUPTED || cli_interrupted()) {
 		fputs("interrupted\n", stderr);
 		p->ran = false;
 		return CLI_EXIT_INTERRUPTED;
@@ -589,7 +415,7 @@ static int run_point(struct sweep *sw, size_t i, const char *self)
 		read_point(p);
 		if (st && !p->failed) {
 			p->failed = true;
-			last_line(log, line, sizeof(line));
+			cli_last_line(log, line, sizeof(line));
 			snprintf(p->reason, sizeof(p->reason), "%s", line[0] ? line : "run failed");
 		}
 	}
@@ -933,103 +759,28 @@ static int write_svg(void *ctx, FILE *out)
 
 static int write_outputs(struct sweep *sw)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(void *ctx, FILE *out);
-	} files[] = { { "sweep.md", write_md }, { "sweep.json", write_json },
-		      { "sweep.svg", write_svg } };
-	char path[PATH_MAX + 16];
-	int err, first = 0;
+	static const struct cli_out_file files[] = {
+		{ "sweep.md", write_md }, { "sweep.json", write_json }, { "sweep.svg", write_svg },
+	};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sw->dir, files[i].name);
-		err = an_write_file_atomic(path, files[i].fn, sw);
-		if (err) {
-			fprintf(stderr, "schedlab: %s: cannot write it: %s\n", path, strerror(-err));
-			first = first ? first : err;
-		}
-	}
-	return first;
+	return cli_write_files(sw->dir, files, sizeof(files) / sizeof(files[0]), sw);
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
 
-static bool folder_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	bool empty = d != NULL;
-
-	while (d && empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-	if (d)
-		closedir(d);
-	return empty;
-}
-
-/* The sweep folder: -o DIR, made here (absent, or an empty folder); else a new
- * results/<stamp>-sweep-<workload>[-N]. */
-static int make_sweep_dir(const char *out, const char *workload, char *dir, size_t len)
-{
-	char stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	struct stat st;
-
-	if (out) {
-		snprintf(dir, len, "%s", out);
-		if (!mkdir(dir, 0755))
-			return 0;
-		if (errno != EEXIST)
-			return cli_usage_error("-o %s: %s; name a new or empty folder whose parent "
-					       "exists", out, strerror(errno));
-		if (!lstat(dir, &st) && S_ISDIR(st.st_mode) && folder_is_empty(dir))
-			return 0;
-		return cli_usage_error("-o %s: exists and is not an empty folder; name a new or "
-				       "empty folder", out);
-	}
-	if (mkdir("results", 0755) && errno != EEXIST)
-		return cli_usage_error("cannot create results: %s (choose a folder with -o)",
-				       strerror(errno));
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	for (int n = 1; n < 1000; n++) {
-		if (n == 1)
-			snprintf(dir, len, "results/%s-sweep-%s", stamp, workload);
-		else
-			snprintf(dir, len, "results/%s-sweep-%s-%d", stamp, workload, n);
-		if (!mkdir(dir, 0755))
-			return 0;
-		if (errno != EEXIST)
-			break;
-	}
-	return cli_usage_error("cannot create %s: %s (choose a folder with -o)", dir,
-			       strerror(errno));
-}
-
-static void describe_command(struct sweep *sw, int argc, char **argv)
-{
-	size_t off = (size_t)snprintf(sw->command, sizeof(sw->command), "schedlab");
-
-	for (int i = 0; i < argc && off < sizeof(sw->command); i++)
-		off += (size_t)snprintf(sw->command + off, sizeof(sw->command) - off, " %s",
-					argv[i]);
-}
-
 int cmd_sweep(int argc, char **argv)
 {
-	static const struct argp argp = { options, parse, "WORKLOAD", doc, NULL, NULL, NULL };
+	static const struct argp_child children[] = { { &cli_pass_argp, 0, NULL, 1 }, { 0 } };
+	static const struct argp argp = { options, parse, "WORKLOAD", doc, children, NULL, NULL };
 	struct sweep_args a = { 0 };
 	struct sweep sw = { .a = &a };
-	struct sigaction sa = { .sa_handler = on_signal };
-	char dims[256], dir[PATH_MAX], self[PATH_MAX];
+	char dims[256], dir[PATH_MAX], self[PATH_MAX], label[128];
 	struct hx_spec spec;
 	size_t n, failed = 0;
-	ssize_t len;
-	int status = CLI_EXIT_OK;
+	int status = CLI_EXIT_OK, err;
 
 	if (cli_argp_parse(&argp, "sweep", argc, argv, &a)) {
-		status = a.bad ? a.bad : CLI_EXIT_USAGE;
+		status = a.bad ? a.bad : a.pass.bad ? a.pass.bad : CLI_EXIT_USAGE;
 		goto out_free;
 	}
 	n = grid_size(&a, dims, sizeof(dims));
@@ -1052,29 +803,27 @@ int cmd_sweep(int argc, char **argv)
 		if (i == 0)
 			mark_numeric(&a, &spec);
 	}
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len < 0) {
+	err = cli_self_path(self, sizeof(self));
+	if (err) {
 		status = CLI_EXIT_FAIL;
-		cli_usage_error("cannot find my own binary to run the points: %s", strerror(errno));
+		cli_usage_error("cannot find my own binary to run the points: %s", strerror(-err));
 		goto out_free;
 	}
-	self[len] = '\0';
-	status = check_run_options(&a, self);
+	status = cli_check_run_options(self, a.pass.argv, a.pass.n);
 	if (status)
 		goto out_free;
-	status = make_sweep_dir(a.out, a.workload, dir, sizeof(dir));
+	snprintf(label, sizeof(label), "sweep-%s", a.workload);
+	status = cli_make_out_dir(a.out, label, dir, sizeof(dir));
 	if (status)
 		goto out_free;
 	sw.dir = dir;
-	describe_command(&sw, argc, argv);
+	cli_describe_command(sw.command, sizeof(sw.command), argc, argv);
 	for (size_t i = 0; i < n; i++)
 		label_point(&a, &sw.points[i], i, dir, spec.rt.preset);
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupt();
 	fprintf(stderr, "# sweep %s: %s = %zu points, in %s\n", a.workload, dims, n, dir);
-	for (size_t i = 0; i < n && !interrupted; i++) {
+	for (size_t i = 0; i < n && !cli_interrupted(); i++) {
 		status = run_point(&sw, i, self);
 		if (status)
 			break;
@@ -1085,7 +834,7 @@ int cmd_sweep(int argc, char **argv)
 			rmdir(dir);
 		goto out_free;
 	}
-	if (interrupted)
+	if (cli_interrupted())
 		status = CLI_EXIT_INTERRUPTED;
 	if (make_fits(&sw)) {
 		status = cli_usage_error("out of memory");

@@ -32,6 +32,7 @@ static const struct {
 	{ "compare", cmd_compare, "compare two runs: verdict, deltas, differential flame graph" },
 	{ "diagnose", cmd_diagnose, "why a run was slow: its findings, ranked, with evidence" },
 	{ "sweep", cmd_sweep, "run a grid of parameter values; growth exponents of time and bytes per op" },
+	{ "suite", cmd_suite, "run a study's grid: our figures beside the published ones, and whether the shape holds" },
 	{ "__fork", cmd_fork, NULL }, /* the benchmark process `run` re-executes */
 	{ "__tcp-server", cmd_tcp_server, NULL }, /* the tcp workloads' server process */
 };
@@ -52,12 +53,13 @@ static void usage(FILE *out)
 		     "  schedlab flame results/latest/oncpu.folded -o /tmp/oncpu.svg\n"
 		     "  schedlab compare results/RUN_A results/latest\n"
 		     "  schedlab diagnose results/latest\n"
-		     "  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 --quick\n\n"
+		     "  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 --quick\n"
+		     "  schedlab suite kyo-blocking --quick\n\n"
 		     "'schedlab help COMMAND' (or 'schedlab COMMAND --help') shows a command's\n"
 		     "options and examples; 'schedlab --version' its version.\n");
 }
 
-/* The commands people run, "run, list, flame, compare, diagnose and sweep", for error lines. */
+/* The commands people run, "run, list, flame, compare, diagnose, sweep and suite", for error lines. */
 static const char *command_list(void)
 {
 	static char buf[128];

@@ -1,8 +1,10 @@
 /*
- * Shared by the workload files only: the loopback TCP client side of tcp-blocking and
+ * Shared by the workload files (and the TCP peer in bench/, which drives the same
+ * connections from one epoll loop): the loopback TCP client side of tcp-blocking and
  * tcp-callback (the server process, the persistent connections, the exchanges and
- * their check), which differ only in how one exchange waits for the socket; the
- * streams' order-sensitive fold; and seeded draws for workloads whose inputs are random.
+ * their check; the two differ only in how one exchange waits for the socket); the
+ * streams' order-sensitive fold; seeded draws for workloads whose inputs are random;
+ * and the memory figures of the workloads that report them.
  *
  * Exchange i of an op (0 <= i < exchanges) goes on connection i % conns, so each
  * connection's task runs its exchanges in sequence (4 of them with the defaults). A
@@ -60,6 +62,9 @@ struct wl__tcp {
 	uint32_t gen;             /* the op's generation: a stale echo shows */
 	uint64_t reference;       /* the fold of a correct op */
 	uint32_t failed;          /* set by the first failing exchange of an op */
+	bool sample;              /* this op samples the client's memory mid-way */
+	int sampled;              /* 0 not yet; 1 taken; -errno could not read it */
+	double rss, pss;          /* the sample, in bytes */
 	char why[256];            /* its reason, for check */
 };
 
@@ -71,11 +76,25 @@ int wl__tcp_open(struct wl__tcp **out, const char *name, long nconns, long excha
 /* Close the connections, stop the server and wait for it. NULL does nothing. */
 void wl__tcp_close(struct wl__tcp *t);
 
+/* Request i of connection conn in the op under way (t->gen); the fold of a connection's
+ * responses, one at a time from 0 in exchange order; and the op's result from its
+ * connections' folds in connection order. What an exchange loop of its own needs (the
+ * epoll peer in bench/tcppeer.c) to give the result wl__tcp_check() expects. */
+void wl__tcp_request(const struct wl__tcp *t, uint32_t conn, long i, struct wl__tcp_msg *req);
+uint64_t wl__tcp_fold_exchange(uint64_t r, const struct wl__tcp_msg *resp);
+uint64_t wl__tcp_fold_connections(const uint64_t *r, long n);
+
 /* One op: a task per connection running fn, joined in order; the fold of their results. */
 uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task);
 /* A connection task's body: its exchanges in sequence through exchange. */
 uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange);
 bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen);
+
+/* The client's footprint while its connections are active, for the report hook: one
+ * more op, run as op_task(ctx) on the scheduler, samples RSS and PSS as its middle
+ * exchange completes (with every connection's task under way), and the figures
+ * client_rss and client_pss (MiB) go to out. The count; 0 if that op failed. */
+size_t wl__tcp_report(struct wl_ctx *ctx, rt_fn op_task, struct wl_metric *out, size_t max);
 
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
@@ -133,5 +152,10 @@ uint64_t consume_cpu(uint64_t tokens);
 double wl__consume_cpu_ns_per_token(void);
 /* Append that calibration to a workload's report as "consume_cpu", ns/token. */
 void wl__consume_cpu_metric(struct wl_metric *out, size_t *n, size_t max);
+
+/* ---- memory (memory.c) ------------------------------------------------------------- */
+
+/* RSS and PSS of this process in bytes, from /proc/self/smaps_rollup: 0, or -errno. */
+int wl__smaps_rollup(double *rss, double *pss);
 
 #endif /* SCHEDLAB_WORKLOADS_INTERNAL_H */

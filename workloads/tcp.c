@@ -118,6 +118,25 @@ static const char *exchange_error(int err, char *buf, size_t len, int64_t timeou
 	return buf;
 }
 
+void wl__tcp_request(const struct wl__tcp *t, uint32_t conn, long i, struct wl__tcp_msg *req)
+{
+	*req = (struct wl__tcp_msg){ conn, (uint32_t)i, t->gen, tcp_tag((uint32_t)i) };
+}
+
+uint64_t wl__tcp_fold_exchange(uint64_t r, const struct wl__tcp_msg *resp)
+{
+	return fold_exchange(r, resp->tag);
+}
+
+uint64_t wl__tcp_fold_connections(const uint64_t *r, long n)
+{
+	uint64_t h = FOLD_START;
+
+	for (long k = 0; k < n; k++)
+		h = fold_connection(h, r[k]);
+	return h;
+}
+
 uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange)
 {
 	struct wl__tcp *t = c->tcp;
@@ -125,9 +144,11 @@ uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange
 	char why[96];
 
 	for (long i = c->index; i < t->exchanges; i += t->nconns) {
-		struct wl__tcp_msg req = { c->index, (uint32_t)i, t->gen, tcp_tag((uint32_t)i) };
-		struct wl__tcp_msg resp;
-		int err = exchange(c, &req, &resp);
+		struct wl__tcp_msg req, resp;
+		int err;
+
+		wl__tcp_request(t, c->index, i, &req);
+		err = exchange(c, &req, &resp);
 
 		if (err) {
 			tcp_fail(t, "%s: connection %u, exchange %ld: %s", t->name, c->index, i,
@@ -142,7 +163,11 @@ uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange
 				 resp.tag, req.tag);
 			return 0;
 		}
-		r = fold_exchange(r, resp.tag);
+		r = wl__tcp_fold_exchange(r, &resp);
+		/* the op's middle exchange: under a scheduler that keeps them all in flight,
+		 * every connection's task is under way */
+		if (t->sample && i == t->exchanges / 2)
+			t->sampled = wl__smaps_rollup(&t->rss, &t->pss) ?: 1;
 	}
 	return r;
 }
@@ -150,7 +175,7 @@ uint64_t wl__tcp_connection(struct wl__tcp_conn *c, wl__tcp_exchange_fn exchange
 uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task)
 {
 	struct rt_task *tasks[WL__TCP_MAX_CONNS];
-	uint64_t h = FOLD_START;
+	uint64_t r[WL__TCP_MAX_CONNS];
 	long spawned = 0;
 
 	t->failed = 0;
@@ -164,8 +189,28 @@ uint64_t wl__tcp_op(struct wl__tcp *t, rt_fn connection_task)
 		}
 	}
 	for (long k = 0; k < spawned; k++)
-		h = fold_connection(h, rt_join(tasks[k]));
-	return h;
+		r[k] = rt_join(tasks[k]);
+	return wl__tcp_fold_connections(r, spawned);
+}
+
+size_t wl__tcp_report(struct wl_ctx *ctx, rt_fn op_task, struct wl_metric *out, size_t max)
+{
+	struct wl__tcp *t = ctx->state;
+	struct rt_task *task;
+	char err[256];
+	uint64_t r;
+	size_t n = 0;
+
+	t->sample = true;
+	t->sampled = 0;
+	task = rt_submit(ctx->sched, op_task, ctx);
+	r = task ? rt_join(task) : 0;
+	t->sample = false;
+	if (!task || !wl__tcp_check(t, r, err, sizeof(err)) || t->sampled != 1)
+		return 0;
+	wl_metric_add(out, &n, max, "client_rss", "MiB", t->rss / (1024.0 * 1024.0));
+	wl_metric_add(out, &n, max, "client_pss", "MiB", t->pss / (1024.0 * 1024.0));
+	return n;
 }
 
 bool wl__tcp_check(struct wl__tcp *t, uint64_t result, char *err, size_t errlen)

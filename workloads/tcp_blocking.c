@@ -11,7 +11,8 @@
  * spreads the queued siblings (kyo) runs them one after another, about 256 ms. Under
  * kyo-flush the runtime itself flushes the worker's queue as each section begins (the
  * blocking_flush knob), so the workload is the same under every preset. The exchanges
- * and their check are in tcp.c.
+ * and their check are in tcp.c, and so is the report's client footprint (RSS and PSS
+ * sampled at an op's middle exchange, in one more op after the measured ones).
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -102,6 +103,17 @@ static bool tcp_blocking_check(struct wl_ctx *ctx, uint64_t result, char *err, s
 	return wl__tcp_check(ctx->state, result, err, errlen);
 }
 
+static uint64_t tcp_blocking_report_op(void *arg)
+{
+	return tcp_blocking_op(arg);
+}
+
+/* The client's footprint while the exchanges run: one more op, sampled mid-way. */
+static size_t tcp_blocking_report(struct wl_ctx *ctx, struct wl_metric *out, size_t max)
+{
+	return wl__tcp_report(ctx, tcp_blocking_report_op, out, max);
+}
+
 static void tcp_blocking_teardown(struct wl_ctx *ctx)
 {
 	wl__tcp_close(ctx->state);
@@ -118,4 +130,5 @@ const struct wl_desc wl_tcp_blocking = {
 	.op = tcp_blocking_op,
 	.check = tcp_blocking_check,
 	.teardown = tcp_blocking_teardown,
+	.report = tcp_blocking_report,
 };

@@ -106,6 +106,17 @@ static bool tcp_callback_check(struct wl_ctx *ctx, uint64_t result, char *err, s
 	return wl__tcp_check(ctx->state, result, err, errlen);
 }
 
+static uint64_t tcp_callback_report_op(void *arg)
+{
+	return tcp_callback_op(arg);
+}
+
+/* The client's footprint while the exchanges run: one more op, sampled mid-way. */
+static size_t tcp_callback_report(struct wl_ctx *ctx, struct wl_metric *out, size_t max)
+{
+	return wl__tcp_report(ctx, tcp_callback_report_op, out, max);
+}
+
 static void tcp_callback_teardown(struct wl_ctx *ctx)
 {
 	wl__tcp_close(ctx->state);
@@ -122,4 +133,5 @@ const struct wl_desc wl_tcp_callback = {
 	.op = tcp_callback_op,
 	.check = tcp_callback_check,
 	.teardown = tcp_callback_teardown,
+	.report = tcp_callback_report,
 };

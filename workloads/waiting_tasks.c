@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
-#include "workloads/workload.h"
+#include "workloads/internal.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -97,29 +97,6 @@ static __attribute__((noinline)) uint64_t payload_checksum(const uint8_t *buf, s
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* RSS and PSS in bytes from /proc/self/smaps_rollup: 0, or -errno. */
-static int smaps_rollup(double *rss, double *pss)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "re");
-	unsigned long long kb;
-	char line[256];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Rss: %llu kB", &kb) == 1) {
-			*rss = (double)kb * 1024;
-			found |= 1;
-		} else if (sscanf(line, "Pss: %llu kB", &kb) == 1) {
-			*pss = (double)kb * 1024;
-			found |= 2;
-		}
-	}
-	fclose(f);
-	return found == 3 ? 0 : -ENODATA;
-}
-
 static double malloc_in_use(void)
 {
 	struct mallinfo2 mi = mallinfo2();
@@ -165,7 +142,7 @@ static __attribute__((noinline)) void waiting_tasks_sample(struct waiting_tasks 
 
 	m->live_heap = malloc_in_use();
 	m->op_heap = (double)(rt_alloc_bytes(st->sched) - alloc_before);
-	m->smaps = !smaps_rollup(&m->rss, &m->pss);
+	m->smaps = !wl__smaps_rollup(&m->rss, &m->pss);
 }
 
 static uint64_t waiting_tasks_op(struct wl_ctx *ctx)
@@ -180,7 +157,7 @@ static uint64_t waiting_tasks_op(struct wl_ctx *ctx)
 	rt_latch_init(&st->go, 1);
 	if (st->sample) {
 		memset(&st->mem, 0, sizeof(st->mem));
-		smaps_rollup(&st->mem.rss_before, &pss);
+		wl__smaps_rollup(&st->mem.rss_before, &pss);
 		alloc_before = rt_alloc_bytes(st->sched);
 	}
 	for (st->spawned = 0; st->spawned < st->ntasks; st->spawned++) {

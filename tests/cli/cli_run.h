@@ -158,6 +158,23 @@ static __attribute__((unused)) int run_schedlab(const char *const *args)
 	return run_program(bin, args);
 }
 
+/* Run `schedlab COMMAND ARGS... -o DIR/s` (at most 20 arguments), for the commands that
+ * make one output folder. */
+static __attribute__((unused)) int run_schedlab_out(const char *command, const char *const *args)
+{
+	const char *argv[24] = { command };
+	size_t n = 1;
+
+	for (size_t i = 0; args[i]; i++) {
+		cr_assert_lt(n, 21);
+		argv[n++] = args[i];
+	}
+	argv[n++] = "-o";
+	argv[n++] = in_dir("s");
+	argv[n] = NULL;
+	return run_schedlab(argv);
+}
+
 static __attribute__((unused)) size_t entries(void)
 {
 	DIR *d = opendir(dir);
@@ -181,6 +198,18 @@ static __attribute__((unused)) void expect_one_error_line(const char *must_conta
 		  "not one line: %s", err_text);
 	cr_expect_not_null(strstr(err_text, must_contain), "'%s' not in: %s", must_contain,
 			   err_text);
+}
+
+/* COMMAND ARGS... -o DIR/s is refused: exit 2, one line holding must_contain, nothing on
+ * stdout and nothing made. */
+static __attribute__((unused)) void expect_refused_out(const char *command,
+						       const char *const *args,
+						       const char *must_contain)
+{
+	cr_expect_eq(run_schedlab_out(command, args), 2, "%s", err_text);
+	expect_one_error_line(must_contain);
+	cr_expect_str_eq(out_text, "");
+	cr_expect_eq(entries(), 0, "nothing was made for '%s'", must_contain);
 }
 
 #endif /* SCHEDLAB_TESTS_CLI_RUN_H */

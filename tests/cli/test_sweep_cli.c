@@ -14,29 +14,12 @@
 
 TestSuite(sweep_cli, .init = setup, .fini = teardown);
 
-/* `schedlab sweep ARGS... -o DIR/s`, at most 12 arguments */
 static int sweep(const char *const *args)
 {
-	const char *argv[20] = { "sweep" };
-	size_t n = 1;
-
-	for (size_t i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n++] = "-o";
-	argv[n++] = in_dir("s");
-	argv[n] = NULL;
-	return run_schedlab(argv);
+	return run_schedlab_out("sweep", args);
 }
 
-static void expect_refused(const char *const *args, const char *must_contain)
-{
-	cr_expect_eq(sweep(args), 2, "%s", err_text);
-	expect_one_error_line(must_contain);
-	cr_expect_str_eq(out_text, "");
-	cr_expect_eq(entries(), 0, "nothing was made for '%s'", must_contain);
-}
-
-#define REFUSED(must, ...) expect_refused((const char *const[]){ __VA_ARGS__, NULL }, must)
+#define REFUSED(must, ...) expect_refused_out("sweep", (const char *const[]){ __VA_ARGS__, NULL }, must)
 
 Test(sweep_cli, value_lists_that_do_not_parse_are_bad_input)
 {

@@ -304,3 +304,33 @@ Test(tcp_blocking, kyo_collapses_and_kyo_tuned_recovers, .timeout = 120)
 	cr_expect_eq(kyo.st.handoffs, 0, "%s", b);
 	cr_expect_gt(ce.st.handoffs, 0, "%s", a);
 }
+
+/* The client's footprint mid-op: RSS and PSS of this process, sampled while the
+ * connections' tasks run (each has its stack mapped and touched by then), and ops still
+ * check after the sampled one. Under ce all 64 tasks are under way at the middle
+ * exchange, so RSS holds at least a touched page of each task's stack. */
+Test(tcp_blocking, report_samples_the_client_footprint_mid_op, .timeout = 60)
+{
+	const char *names[] = { "tcp-blocking", "tcp-callback" };
+
+	for (size_t k = 0; k < 2; k++) {
+		struct wl_ctx ctx = tcp_ctx(names[k], "ce", 2, "100");
+		struct wl_metric m[WL_MAX_METRICS];
+		char err[512] = "";
+		size_t n;
+
+		cr_assert_not_null(ctx.desc->report, "%s", names[k]);
+		wl_test_setup(&ctx);
+		n = ctx.desc->report(&ctx, m, WL_MAX_METRICS);
+		cr_assert_eq(n, 2, "%s: client_rss and client_pss", names[k]);
+		cr_expect_str_eq(m[0].name, "client_rss");
+		cr_expect_str_eq(m[1].name, "client_pss");
+		cr_expect_str_eq(m[0].unit, "MiB");
+		cr_expect_geq(m[0].value, 64 * 4.0 / 1024, "%s: %.2f MiB", names[k], m[0].value);
+		cr_expect_gt(m[1].value, 0);
+		cr_expect_leq(m[1].value, m[0].value + 1e-9, "PSS is at most RSS");
+		cr_expect(wl_test_op_check(&ctx, err, sizeof(err)), "%s: %s", names[k], err);
+		cr_expect_eq(ctx.desc->report(&ctx, m, 1), 1, "no more than asked for");
+		wl_test_finish(&ctx);
+	}
+}
