@@ -83,6 +83,7 @@ enum {
 	OPT_STACK_COPY,
 	OPT_BASELINE,
 	OPT_GROUP,
+	OPT_TIMELINE_EVENTS,
 };
 
 static const struct argp_option options[] = {
@@ -121,6 +122,10 @@ static const struct argp_option options[] = {
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
 	  "running task's entry function, what was passed to rt_spawn, as a [task: NAME] frame)",
 	  2 },
+	{ "timeline-events", OPT_TIMELINE_EVENTS, "N", 0,
+	  "runtime probe: the first N events of each fork drawn in timeline.json (default "
+	  "100000, about 10 MB a fork; 1 to 100000000); later ones are counted, not drawn",
+	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
@@ -149,6 +154,7 @@ struct run_args {
 	bool quick, json, oncpu;        /* oncpu: probes has HX_PROBE_ONCPU */
 	unsigned probes;                /* 1 << enum hx_probe_id */
 	long freq, stack_copy;
+	long timeline_events;           /* 0: the default */
 	int callgraph;
 	bool group_task;                /* --group task */
 	const char *out;
@@ -292,6 +298,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->group_task = !strcmp(arg, "task");
+		return 0;
+	case OPT_TIMELINE_EVENTS:
+		if (!cli_parse_long(arg, 1, 100000000, &a->timeline_events)) {
+			a->bad = cli_usage_error("--timeline-events '%s': expected events per fork "
+						 "from 1 to 100000000, e.g. --timeline-events 100000",
+						 arg);
+			return EINVAL;
+		}
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -856,6 +870,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
 	/* the other probes' files; one that failed says so in its status, the run goes on */
+	hx_probeset_observe(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 
@@ -1099,6 +1114,7 @@ int cmd_run(int argc, char **argv)
 		if (specs[i].opt.forks > pc.forks)
 			pc.forks = specs[i].opt.forks;
 	}
+	pc.timeline_events = (unsigned)a.timeline_events;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;
