@@ -28,6 +28,7 @@ struct rt_fork {
 	size_t n, cap;       /* stored; room */
 	uint64_t cut;        /* events past the cap, counted only */
 	uint64_t lost;       /* events the ring buffer dropped */
+	uint64_t open_ts;    /* the window's opening mark; 0: not seen */
 	uint64_t window_ns;  /* between the window marks */
 };
 
@@ -85,6 +86,11 @@ static void on_event(const struct probe_rt_event *e, void *ctx)
 	}
 	if (!f)
 		return;
+	/* the window's length from its marks, whether or not the timeline keeps them */
+	if (e->kind == PROBE_RT_WINDOW && e->a0)
+		f->open_ts = e->ts;
+	else if (e->kind == PROBE_RT_WINDOW && f->open_ts && e->ts > f->open_ts)
+		f->window_ns = e->ts - f->open_ts;
 	if (f->n == f->cap) {
 		size_t want = f->cap ? f->cap * 2 : 4096;
 		void *ev;
@@ -203,15 +209,6 @@ static int rt_end(void *state, pid_t pid)
 	} else {
 		s->stats_ok = false;
 	}
-	/* the window's length, from its marks (kept first in each fork's stored events
-	 * unless the timeline's cap was tiny) */
-	for (size_t i = 0, open = 0; i < f->n; i++)
-		if (f->ev[i].kind == PROBE_RT_WINDOW) {
-			if (f->ev[i].a0)
-				open = f->ev[i].ts;
-			else if (open)
-				f->window_ns = f->ev[i].ts - open;
-		}
 	s->window_ns += f->window_ns;
 	s->cur = NULL;
 	return r ? r : s->error;
@@ -565,6 +562,18 @@ static double ns_per_event(const struct rt_state *s)
 	return s->stats_ok && s->runs ? (double)s->ns / (double)s->runs : NAN;
 }
 
+/* The measured iterations' wall time per event traced in them: what the benchmark's
+ * threads spent per event, traps included, with the work in between (an upper bound on
+ * the trap's cost where events come back to back). */
+static double window_ns_per_event(const struct rt_state *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < NK; k++)
+		n += s->counts[k][1];
+	return n && s->window_ns ? (double)s->window_ns / (double)n : NAN;
+}
+
 static void rt_json(FILE *out, const void *data)
 {
 	const struct rt_state *s = data;
@@ -601,6 +610,8 @@ static void rt_json(FILE *out, const void *data)
 		", \"prog_runs\": %" PRIu64 ", \"prog_ns\": %" PRIu64 ", \"prog_ns_per_event\": ",
 		s->window_ns, s->attach_ns_max, s->runs, s->ns);
 	an_json_num(out, ns_per_event(s));
+	fputs(", \"window_ns_per_event\": ", out);
+	an_json_num(out, window_ns_per_event(s));
 	fputs(", \"timeline\": {\"file\": ", out);
 	an_json_str(out, s->timeline_written ? "timeline.json" : NULL);
 	fprintf(out, ", \"cap_per_fork\": %u, \"records\": %" PRIu64 ", \"events_cut\": %" PRIu64
@@ -663,6 +674,10 @@ static void rt_md(FILE *out, const void *data)
 			"statistics); the uprobe trap that runs it, which is most of an event's "
 			"cost, is not in that figure: compare the throughput with `--probes none`. ",
 			ns_per_event(s), a);
+		if (!isnan(window_ns_per_event(s)))
+			fprintf(out, "The measured iterations took %.0f ns of wall time per event "
+				"traced in them (traps and the work between events). ",
+				window_ns_per_event(s));
 	} else {
 		fputs("Cost per event: not measured (the kernel's BPF statistics are off). ", out);
 	}

@@ -237,6 +237,7 @@ Test(runtime_probe, a_timeline_cut_at_its_cap_says_how_much_and_the_counts_stay_
 	t = get(o, "timeline");
 	delivered = num(o, "delivered");
 	cr_expect_eq(num(t, "cap_per_fork"), 500);
+	cr_expect_gt(num(o, "window_ns"), 0, "the window's marks are counted past the cap");
 	cr_expect_eq(num(t, "events_cut"), delivered - 500, "%lld delivered",
 		     (long long)delivered);
 	cr_expect(strstr(set.parts[0].summary, "cut"), "%s", set.parts[0].summary);
