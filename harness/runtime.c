@@ -320,12 +320,13 @@ static void span(FILE *out, struct tl_ctx *c, pid_t pid, uint32_t tid, const cha
 	fprintf(out, ", \"pid\": %d, \"tid\": %u, \"args\": {%s}}", (int)pid, tid, args);
 }
 
+/* scope "t" (the thread) for placement events, "p" (the fork) for the harness's marks */
 static void instant(FILE *out, struct tl_ctx *c, pid_t pid, uint32_t tid, const char *scope,
 		    const char *name, uint64_t ts, const char *args)
 {
 	sep(out, c);
-	fprintf(out, "{\"name\": \"%s\", \"cat\": \"placement\", \"ph\": \"i\", \"s\": \"%s\", ",
-		name, scope);
+	fprintf(out, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"%s\", ",
+		name, *scope == 't' ? "placement" : "harness", scope);
 	us(out, "ts", ts - c->base);
 	fprintf(out, ", \"pid\": %d, \"tid\": %u, \"args\": {%s}}", (int)pid, tid, args);
 }
@@ -655,10 +656,11 @@ static void rt_md(FILE *out, const void *data)
 		fputs("\n", out);
 	}
 	an_format_number((double)probe_runtime_ring_bytes(s->p) / 1024, 0, a, sizeof(a));
-	fprintf(out, "Ring buffer %s KiB: %u ms of events at %s a second on each of %d CPUs "
-		"(a uprobe trap takes a microsecond or more), or the whole measurement if "
-		"shorter; the reader drains it every few ms. ", a, PROBE_RT_RING_MS,
-		"500,000", s->ncpus);
+	an_format_number(PROBE_RT_RATE, 0, b, sizeof(b));
+	fprintf(out, "Ring buffer %s KiB: the measurement's events, up to %u ms of them, at %s "
+		"a second on each of %d CPUs (a uprobe trap takes a microsecond or more); the "
+		"reader empties it every %u ms. ", a, PROBE_RT_RING_MS, b, s->ncpus,
+		PROBE_RT_POLL_MS);
 	if (lost) {
 		an_format_number((double)lost, 0, a, sizeof(a));
 		fprintf(out, "**%s events dropped** (ring buffer full), by CPU:", a);
@@ -719,9 +721,8 @@ static int rt_finish(void *state, const char *dir, struct an_probe_part *part)
 	}
 	an_format_number((double)total_delivered(s), 0, n1, sizeof(n1));
 	an_format_number((double)total_dropped(s), 0, n2, sizeof(n2));
-	snprintf(s->summary, sizeof(s->summary), "%s events, %s dropped%s%s", n1, n2,
-		 s->timeline_written ? "; timeline.json" : "",
-		 total_cut(s) ? " (cut at the per-fork cap)" : "");
+	snprintf(s->summary, sizeof(s->summary), "%s events, %s dropped%s", n1, n2,
+		 total_cut(s) ? "; the timeline cut at its per-fork cap" : "");
 	part->summary = s->summary;
 	part->json = rt_json;
 	part->md = rt_md;

@@ -247,12 +247,14 @@ struct probe_rt_event {
  * caller's for what remains; never concurrently. */
 typedef void (*probe_rt_fn)(const struct probe_rt_event *e, void *ctx);
 
-/* The rate the ring buffer is sized for: a uprobe trap takes a microsecond or more, so a
- * CPU delivers at most about this many events a second; the ring holds
- * PROBE_RT_RING_MS of them on every CPU (or the whole measurement, if shorter), which
- * the reader, polling every few milliseconds, never lets fill at that rate. */
+/* The rate the ring buffer is sized for: a uprobe trap takes a microsecond or more
+ * (10-25 us on this project's VMs), so a CPU delivers at most about this many events a
+ * second; the ring holds the measurement's events at that rate on every CPU, up to
+ * PROBE_RT_RING_MS of them, which the reader, emptying it every PROBE_RT_POLL_MS, never
+ * lets fill at that rate. */
 #define PROBE_RT_RATE    500000
-#define PROBE_RT_RING_MS 250
+#define PROBE_RT_RING_MS 100
+#define PROBE_RT_POLL_MS 5
 
 struct probe_runtime_opts {
 	unsigned ring_bytes;  /* 0: sized as above; else rounded up to a power of two, at

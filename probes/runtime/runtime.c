@@ -39,8 +39,7 @@ _Static_assert(RUNTIME_EV_SPAWN == PROBE_RT_SPAWN && RUNTIME_EV_ENQUEUE == PROBE
 	       RUNTIME_EV_WINDOW == PROBE_RT_WINDOW && RUNTIME_NKINDS == PROBE_RT_NKINDS,
 	       "event kinds");
 
-#define READER_POLL_MS 5
-#define RING_MAX       (256u << 20)
+#define RING_MAX (64u << 20)
 
 static const char *const kind_names[PROBE_RT_NKINDS] = {
 	"spawn", "enqueue", "run_begin", "run_end", "steal", "place",
@@ -108,7 +107,7 @@ static int on_record(void *ctx, void *data, size_t size)
 static void *reader_main(void *arg)
 {
 	struct probe_runtime *p = arg;
-	struct timespec ts = { 0, READER_POLL_MS * 1000000L };
+	struct timespec ts = { 0, PROBE_RT_POLL_MS * 1000000L };
 
 	while (!__atomic_load_n(&p->reader_stop, __ATOMIC_ACQUIRE)) {
 		ring_buffer__consume(p->ring);
