@@ -331,6 +331,14 @@ static void instant(FILE *out, struct tl_ctx *c, pid_t pid, uint32_t tid, const 
 	fprintf(out, ", \"pid\": %d, \"tid\": %u, \"args\": {%s}}", (int)pid, tid, args);
 }
 
+/* A search ends when the worker runs a task or parks. */
+static void end_search(FILE *out, struct tl_ctx *c, pid_t pid, struct lane *l, uint64_t ts)
+{
+	if (l->search)
+		span(out, c, pid, l->tid, "searching", "search", l->search_ts, ts, "");
+	l->search = false;
+}
+
 static void worker_arg(char *buf, size_t len, uint32_t w)
 {
 	if (w == RT_NO_WORKER)
@@ -365,10 +373,7 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 		worker_arg(w, sizeof(w), e->worker);
 		switch (e->kind) {
 		case PROBE_RT_RUN_BEGIN:
-			if (l->search) {
-				span(out, c, f->pid, e->tid, "searching", "search", l->search_ts, e->ts, "");
-				l->search = false;
-			}
+			end_search(out, c, f->pid, l, e->ts);
 			l->run = true;
 			l->run_ts = e->ts;
 			l->run_task = e->a0;
@@ -386,10 +391,7 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 			}
 			break;
 		case PROBE_RT_PARK:
-			if (l->search) {
-				span(out, c, f->pid, e->tid, "searching", "search", l->search_ts, e->ts, "");
-				l->search = false;
-			}
+			end_search(out, c, f->pid, l, e->ts);
 			l->park = true;
 			l->park_ts = e->ts;
 			break;
@@ -478,6 +480,7 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 		if (l->search)
 			span(out, c, f->pid, l->tid, "searching", "search", l->search_ts, last,
 			     "\"open\": true");
+		l->search = false;
 	}
 	for (size_t i = 0; i < nl; i++) {
 		sep(out, c);

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,18 +67,9 @@ const char *probe_rt_kind_name(unsigned kind)
 	return kind < PROBE_RT_NKINDS ? kind_names[kind] : "?";
 }
 
-/* "runtime: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix. */
 static void step_error(char *err, size_t len, const char *step, int e)
 {
-	const char *lb = probe__libbpf_last();
-
-	if (e == EPERM || e == EACCES)
-		snprintf(err, len, "runtime: %s (%s: %s)", PROBE__NOT_PERMITTED, step, strerror(e));
-	else if (*lb)
-		snprintf(err, len, "runtime: %s failed: %s (%s)", step, strerror(e), lb);
-	else
-		snprintf(err, len, "runtime: %s failed: %s", step, strerror(e));
+	probe__step_error(err, len, "runtime", step, e);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -135,8 +125,7 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 					 size_t errlen)
 {
 	struct probe_runtime *p;
-	char why[256];
-	struct stat ns;
+	struct probe__host h;
 	int ret;
 
 	if (!o || !o->fn) {
@@ -144,9 +133,9 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!probe__have_btf(why, sizeof(why))) {
-		snprintf(err, errlen, "runtime: %s", why);
-		errno = ENOENT;
+	ret = probe__host_get(&h, "runtime", err, errlen);
+	if (ret) {
+		errno = -ret;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -159,21 +148,11 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 	p->fn = o->fn;
 	p->ctx = o->ctx;
 	p->hold_reader = o->hold_reader;
-	p->ncpus = libbpf_num_possible_cpus();
-	if (p->ncpus <= 0) {
-		ret = p->ncpus ? p->ncpus : -EINVAL;
-		snprintf(err, errlen, "runtime: cannot count possible CPUs: %s", strerror(-ret));
-		goto out_free;
-	}
+	p->ncpus = h.ncpus;
 	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
 	if (!p->pcpu) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "runtime: out of memory");
-		goto out_free;
-	}
-	if (stat("/proc/self/ns/pid", &ns)) {
-		ret = -errno;
-		snprintf(err, errlen, "runtime: cannot stat /proc/self/ns/pid: %s", strerror(errno));
 		goto out_free;
 	}
 	p->ring_bytes = ring_size(o->ring_bytes, o->measure_s, p->ncpus);
@@ -185,8 +164,8 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 		step_error(err, errlen, "open", errno);
 		goto out_free;
 	}
-	p->skel->rodata->pidns_dev = ns.st_dev;
-	p->skel->rodata->pidns_ino = ns.st_ino;
+	p->skel->rodata->pidns_dev = h.pidns_dev;
+	p->skel->rodata->pidns_ino = h.pidns_ino;
 	ret = bpf_map__set_max_entries(p->skel->maps.events, p->ring_bytes);
 	if (ret) {
 		step_error(err, errlen, "sizing the ring buffer", -ret);
