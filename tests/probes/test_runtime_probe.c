@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,44 @@ static int64_t expect_agreement(json_object *o, const struct hx_result *res)
 	return spawned;
 }
 
+/* A span, in ns, on one thread. */
+struct span {
+	int64_t tid, from, to;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return (x->tid > y->tid) - (x->tid < y->tid);
+	if (x->from != y->from)
+		return (x->from > y->from) - (x->from < y->from);
+	return (x->to < y->to) - (x->to > y->to); /* the enclosing one first */
+}
+
+/* Spans on one thread nest (as complete events must, for the viewers to stack them): a
+ * span that starts inside another ends inside it. */
+static void expect_nested(struct span *sp, size_t n)
+{
+	int64_t open[64];
+	size_t depth = 0;
+
+	qsort(sp, n, sizeof(*sp), by_start);
+	for (size_t i = 0; i < n; i++) {
+		if (i && sp[i].tid != sp[i - 1].tid)
+			depth = 0;
+		while (depth && open[depth - 1] <= sp[i].from)
+			depth--;
+		cr_expect(!depth || sp[i].to <= open[depth - 1],
+			  "tid %lld: a span [%lld, %lld] ns crosses the end of its parent at %lld",
+			  (long long)sp[i].tid, (long long)sp[i].from, (long long)sp[i].to,
+			  (long long)open[depth - 1]);
+		cr_assert_lt(depth, 64);
+		open[depth++] = sp[i].to;
+	}
+}
+
 Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_every_worker,
      .timeout = 120)
 {
@@ -157,6 +196,7 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 	bool named[RT_MAX_WORKERS] = { false }, ran[RT_MAX_WORKERS] = { false };
 	int64_t spawned;
 	size_t spans = 0, instants = 0;
+	struct span *sp;
 	int fork_pid = -1;
 
 	need_bpf();
@@ -178,6 +218,8 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 	cr_assert_not_null(tl, "%s does not parse", path);
 	evs = get(tl, "traceEvents");
 	cr_assert_gt(json_object_array_length(evs), 0);
+	sp = calloc(json_object_array_length(evs), sizeof(*sp));
+	cr_assert_not_null(sp);
 	for (size_t i = 0; i < json_object_array_length(evs); i++) {
 		json_object *e = json_object_array_get_idx(evs, i), *args;
 		const char *ph = json_object_get_string(get(e, "ph"));
@@ -192,6 +234,10 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 		    w < RT_MAX_WORKERS)
 			named[w] = true;
 		if (!strcmp(ph, "X")) {
+			sp[spans].tid = num(e, "tid");
+			sp[spans].from = llround(json_object_get_double(get(e, "ts")) * 1000);
+			sp[spans].to = sp[spans].from +
+				       llround(json_object_get_double(get(e, "dur")) * 1000);
 			spans++;
 			cr_expect_geq(json_object_get_double(get(e, "dur")), 0);
 			cr_expect_geq(json_object_get_double(get(e, "ts")), 0);
@@ -205,6 +251,8 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 			instants++;
 	}
 	cr_expect_gt(spans, 0);
+	expect_nested(sp, spans);
+	free(sp);
 	cr_expect_gt(instants, 0, "spawns and steals are instants");
 	cr_assert_gt(res.workers, 0);
 	for (unsigned w = 0; w < res.workers; w++) {
