@@ -877,7 +877,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
 	/* the other probes' files; one that failed says so in its status, the run goes on */
-	hx_probeset_observe(set, res);
+	/* an interrupted fork never sent the counters its events would be checked against */
+	if (!partial)
+		hx_probeset_observe(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 

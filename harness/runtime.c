@@ -657,6 +657,9 @@ static void rt_md(FILE *out, const void *data)
 					"window's edge, or a bug)");
 		}
 		fputs("\n", out);
+	} else {
+		fputs("The counts are not set beside the runtime's counters: the run stopped before "
+		      "a fork reported them.\n\n", out);
 	}
 	an_format_number((double)probe_runtime_ring_bytes(s->p) / 1024, 0, a, sizeof(a));
 	an_format_number(PROBE_RT_RATE, 0, b, sizeof(b));
