@@ -199,6 +199,7 @@ struct hx_probe_config {
 	unsigned forks;
 	unsigned timeline_events; /* runtime: events per fork kept for timeline.json; 0: the
 				   * default (HX_TIMELINE_EVENTS) */
+	unsigned ring_bytes;     /* runtime: its ring buffer; 0: sized from measure_s */
 };
 
 /* runtime: a timeline event is about 100 bytes of JSON, so 3 forks stay near 30 MB. */

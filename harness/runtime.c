@@ -131,6 +131,7 @@ static int rt_open(void **state, const struct hx_probe_config *cfg, char *why, s
 	}
 	s->cap = cfg->timeline_events ? cfg->timeline_events : HX_TIMELINE_EVENTS;
 	o.measure_s = cfg->measure_s;
+	o.ring_bytes = cfg->ring_bytes;
 	o.fn = on_event;
 	o.ctx = s;
 	s->p = probe_runtime_open(&o, why, len);

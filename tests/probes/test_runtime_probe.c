@@ -103,11 +103,12 @@ static int64_t num(json_object *o, const char *key)
 
 /* Run spec under the runtime probe alone, with the timeline's cap; the probe set is
  * left finished into dir for the caller to look at, then closed by it. */
-static void run_probed(struct hx_spec *spec, unsigned cap, struct hx_probeset *set,
-		       struct hx_result *res, const char *dir)
+static void run_probed(struct hx_spec *spec, unsigned cap, unsigned ring_bytes,
+		       struct hx_probeset *set, struct hx_result *res, const char *dir)
 {
 	struct hx_probe_config cfg = { .measure_s = spec->opt.iterations * spec->opt.time_s,
-				       .forks = spec->opt.forks, .timeline_events = cap };
+				       .forks = spec->opt.forks, .timeline_events = cap,
+				       .ring_bytes = ring_bytes };
 	struct hx_hooks hooks;
 	char err[512];
 
@@ -201,7 +202,7 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 
 	need_bpf();
 	small_spec(&spec);
-	run_probed(&spec, 0, &set, &res, dir);
+	run_probed(&spec, 0, 0, &set, &res, dir);
 	o = part_json(&set.parts[0]);
 	spawned = expect_agreement(o, &res);
 	/* spawn-join: n spawns an op */
@@ -279,7 +280,7 @@ Test(runtime_probe, a_timeline_cut_at_its_cap_says_how_much_and_the_counts_stay_
 
 	need_bpf();
 	small_spec(&spec);
-	run_probed(&spec, 500, &set, &res, dir);
+	run_probed(&spec, 500, 0, &set, &res, dir);
 	o = part_json(&set.parts[0]);
 	expect_agreement(o, &res);
 	t = get(o, "timeline");
@@ -409,4 +410,86 @@ Test(runtime_probe, a_full_ring_drops_what_the_counters_say_was_not_delivered, .
 	free(t.per_cpu);
 	probe_runtime_free(t.p);
 	hx_result_free(&res);
+}
+
+/* The same drops as the run's report shows them: a one-page ring that the reader empties
+ * every few milliseconds while thousands of events a second arrive. Runs until one has
+ * dropped events (the first, in practice). */
+Test(runtime_probe, drops_are_in_result_json_report_md_and_the_timeline, .timeout = 300)
+{
+	struct hx_probeset set;
+	struct hx_result res;
+	struct hx_spec spec;
+	char *dir = temp_dir(), path[128], *md = NULL;
+	json_object *o = NULL, *lost, *checks, *tl, *evs;
+	int64_t dropped = 0, sum = 0, marked = -1;
+	size_t mdlen = 0;
+	FILE *f;
+
+	need_bpf();
+	small_spec(&spec);
+	for (int tries = 0; tries < 10 && !dropped; tries++) {
+		if (o) {
+			json_object_put(o);
+			hx_probeset_close(&set);
+			hx_result_free(&res);
+		}
+		run_probed(&spec, 0, 4096, &set, &res, dir);
+		o = part_json(&set.parts[0]);
+		dropped = num(get(o, "lost"), "ring_buffer");
+	}
+	cr_assert_gt(dropped, 0, "a one-page ring never filled");
+	cr_expect_eq(num(o, "ring_bytes"), 4096);
+	lost = get(o, "lost");
+	for (size_t c = 0; c < json_object_array_length(get(lost, "per_cpu")); c++)
+		sum += json_object_get_int64(json_object_array_get_idx(get(lost, "per_cpu"), c));
+	cr_expect_eq(sum, dropped, "the per-CPU counts are the drops");
+	sum = 0;
+	json_object_object_foreach(get(lost, "by_kind"), kind, v)
+	{
+		(void)kind;
+		sum += num(v, "window") + num(v, "outside");
+	}
+	cr_expect_eq(sum, dropped, "the per-kind counts are the drops");
+	/* produced = delivered + dropped, and a check with drops of its kind does not agree
+	 * or disagree */
+	checks = get(o, "check");
+	for (size_t i = 0; i < json_object_array_length(checks); i++) {
+		json_object *c = json_object_array_get_idx(checks, i);
+		const char *name = json_object_get_string(get(c, "counter"));
+
+		if (strcmp(name, "stolen"))
+			cr_expect_eq(num(c, "events") + num(c, "dropped"), num(c, "runtime"), "%s",
+				     name);
+		if (num(c, "dropped"))
+			cr_expect(json_object_is_type(get(c, "agree"), json_type_null), "%s", name);
+		else
+			cr_expect(json_object_get_boolean(get(c, "agree")), "%s", name);
+	}
+	cr_expect(strstr(set.parts[0].summary, "dropped"), "%s", set.parts[0].summary);
+
+	f = open_memstream(&md, &mdlen);
+	cr_assert_not_null(f);
+	set.parts[0].md(f, set.parts[0].data);
+	fclose(f);
+	cr_expect(strstr(md, "events dropped** (ring buffer full)"), "%s", md);
+	cr_expect(strstr(md, "not comparable"), "%s", md);
+	free(md);
+
+	snprintf(path, sizeof(path), "%s/timeline.json", dir);
+	tl = json_object_from_file(path);
+	cr_assert_not_null(tl, "%s does not parse", path);
+	evs = get(tl, "traceEvents");
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		json_object *e = json_object_array_get_idx(evs, i);
+
+		if (!strcmp(json_object_get_string(get(e, "name")), "[lost: ring buffer]"))
+			marked = num(get(e, "args"), "events");
+	}
+	cr_expect_eq(marked, dropped, "the timeline marks the drops");
+	json_object_put(tl);
+	json_object_put(o);
+	hx_probeset_close(&set);
+	hx_result_free(&res);
+	remove_dir(dir);
 }
