@@ -136,10 +136,12 @@ static int rt_open(void **state, const struct hx_probe_config *cfg, char *why, s
 	o.ctx = s;
 	s->p = probe_runtime_open(&o, why, len);
 	if (!s->p) {
-		int err = -errno;
+		/* -EINVAL would say the configuration was bad input and stop the run; a
+		 * verifier's refusal is the machine's answer, said in why */
+		int err = errno && errno != EINVAL ? -errno : -EIO;
 
 		free(s);
-		return err ? err : -EINVAL;
+		return err;
 	}
 	s->ncpus = probe_runtime_ncpus(s->p);
 	s->drops_cpu = calloc(s->ncpus, sizeof(*s->drops_cpu));
