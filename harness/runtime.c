@@ -383,11 +383,11 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 			break;
 		case PROBE_RT_RUN_END:
 			if (l->run) {
+				char name[40];
+
 				snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, "
 					 "\"then\": \"%s\"", l->run_task, w,
 					 e->a1 < 3 ? next_names[e->a1] : "?");
-				char name[40];
-
 				snprintf(name, sizeof(name), "task %" PRIu64, l->run_task);
 				span(out, c, f->pid, e->tid, name, "run", l->run_ts, e->ts, a);
 				l->run = false;
