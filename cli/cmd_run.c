@@ -48,7 +48,11 @@ static const char doc[] =
 	"sample whose walk met code built without them (Debian's glibc) or did not reach its "
 	"thread's root is unwound from DWARF instead, as 'perf record --call-graph dwarf' "
 	"does; report.md says how many stacks reached their thread's root, where the others "
-	"broke, and what the unwinding cost.\v"
+	"broke, and what the unwinding cost.\n\n"
+	"--probes runtime (opt-in) traces every USDT event of the runtime in the forks, each a "
+	"uprobe trap that slows the benchmark a great deal (report.md says what an event "
+	"cost): exact counts by kind, checked against the runtime's own counters, and the "
+	"first --timeline-events of each fork as timeline.json.\v"
 	"Examples:\n"
 	"  schedlab run tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2\n"
 	"                                            the default job ('make run')\n"
@@ -58,6 +62,9 @@ static const char doc[] =
 	"  schedlab run spawn-join --probes none --json\n"
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run workers --group task         a frame per kind of task under its thread\n"
+	"  schedlab run spawn-join --quick --probes runtime\n"
+	"                                            every runtime event: exact counts and\n"
+	"                                            timeline.json (chrome://tracing, Perfetto)\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n"
 	"  schedlab run spawn-join --preset kyo --baseline results/latest\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
@@ -84,6 +91,7 @@ enum {
 	OPT_BASELINE,
 	OPT_OVERHEAD,
 	OPT_GROUP,
+	OPT_TIMELINE_EVENTS,
 };
 
 static const struct argp_option options[] = {
@@ -122,6 +130,10 @@ static const struct argp_option options[] = {
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
 	  "running task's entry function, what was passed to rt_spawn, as a [task: NAME] frame)",
 	  2 },
+	{ "timeline-events", OPT_TIMELINE_EVENTS, "N", 0,
+	  "runtime probe: the first N events of each fork drawn in timeline.json (default "
+	  "100000, about 10 MB a fork; 1 to 100000000); later ones are counted, not drawn",
+	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
@@ -154,6 +166,7 @@ struct run_args {
 	bool quick, json, oncpu;        /* oncpu: probes has HX_PROBE_ONCPU */
 	unsigned probes;                /* 1 << enum hx_probe_id */
 	long freq, stack_copy;
+	long timeline_events;           /* 0: the default */
 	int callgraph;
 	bool group_task;                /* --group task */
 	bool overhead;                  /* --overhead */
@@ -298,6 +311,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->group_task = !strcmp(arg, "task");
+		return 0;
+	case OPT_TIMELINE_EVENTS:
+		if (!cli_parse_long(arg, 1, 100000000, &a->timeline_events)) {
+			a->bad = cli_usage_error("--timeline-events '%s': expected events per fork "
+						 "from 1 to 100000000, e.g. --timeline-events 100000",
+						 arg);
+			return EINVAL;
+		}
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -910,6 +931,9 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
 	/* the other probes' files; one that failed says so in its status, the run goes on */
+	/* an interrupted fork never sent the counters its events would be checked against */
+	if (!partial)
+		hx_probeset_observe(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 
@@ -1154,6 +1178,7 @@ int cmd_run(int argc, char **argv)
 		if (specs[i].opt.forks > pc.forks)
 			pc.forks = specs[i].opt.forks;
 	}
+	pc.timeline_events = (unsigned)a.timeline_events;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;

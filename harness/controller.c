@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "runtime/usdt.h"
 
 enum msg_type {
 	MSG_HELLO = 1,
@@ -624,6 +625,9 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 		goto out_teardown;
 	}
 	marks_take(ctx.sched, marks);
+	/* the runtime probe counts events between the two window marks, to set them beside
+	 * the counters read here: the marks sit next to the reads they stand for */
+	RT_USDT(window, 1);
 	rt_sched_stats_total(ctx.sched, &before);
 	for (unsigned i = 0; i < spec->opt.iterations; i++) {
 		memset(&m, 0, sizeof(m));
@@ -640,6 +644,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 			goto out_teardown;
 	}
 	rt_sched_stats_total(ctx.sched, &after);
+	RT_USDT(window, 0);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_RTSTATS;

@@ -199,7 +199,13 @@ struct hx_probe_config {
 	double measure_s;        /* one fork's measured time (iterations × time), to size
 				  * what the kernel side must hold */
 	unsigned forks;
+	unsigned timeline_events; /* runtime: events per fork kept for timeline.json; 0: the
+				   * default (HX_TIMELINE_EVENTS) */
+	unsigned ring_bytes;     /* runtime: its ring buffer; 0: sized from measure_s */
 };
+
+/* runtime: a timeline event is about 100 bytes of JSON, so 3 forks stay near 30 MB. */
+#define HX_TIMELINE_EVENTS 100000
 
 /* A probe beside oncpu. begin and end run in the controller as each fork begins and ends
  * its measured iterations (the fork waits for both); finish writes what was collected
@@ -225,10 +231,16 @@ struct hx_probe_ops {
 	 * stay valid until the next reset). 0 or -errno. */
 	int (*finish)(void *state, const char *dir, struct an_probe_part *part);
 	void (*close)(void *state);
+	/* The benchmark's result, before finish, for a probe that sets its figures beside the
+	 * runtime's counters (res->rt). NULL: not needed. */
+	void (*observe)(void *state, const struct hx_result *res);
 };
 
 /* The probes beside oncpu that are built, NULL-terminated, in enum order. */
 const struct hx_probe_ops *const *hx_probe_ops_all(void);
+/* runtime (harness/runtime.c): the runtime's USDT events, exact counts set beside the
+ * runtime's counters, and timeline.json. */
+extern const struct hx_probe_ops hx_runtime_probe;
 const char *hx_probe_name(enum hx_probe_id id);
 /* Parse a --probes list ("oncpu,offcpu", "all", "none") into a mask of 1 << id. 0, or
  * -EINVAL with one line in err naming the word and what the probes are; a probe that
@@ -266,6 +278,8 @@ int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
  * ended in reverse. */
 void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h);
 int hx_probeset_reset(struct hx_probeset *s);
+/* Hand the benchmark's result to every attached probe that asks for it (observe). */
+void hx_probeset_observe(struct hx_probeset *s, const struct hx_result *res);
 /* Each probe's finish, into dir; s->parts[0..n) describe them afterwards (a probe that
  * is not attached, or whose finish failed, only by its status). The first error. */
 int hx_probeset_finish(struct hx_probeset *s, const char *dir);

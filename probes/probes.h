@@ -209,4 +209,89 @@ typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);
 int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		      struct probe_oncpu_stats *stats);
 
+/* ---- runtime ------------------------------------------------------------------------------ */
+
+/* The runtime's USDT events (provider "rt", runtime/usdt.h), one process at a time: every
+ * event in a BPF ring buffer, read by a thread of the loader and handed to a callback as
+ * it comes, for exact counts and the worker timeline. An event that finds the ring full
+ * is counted, per CPU and per kind, inside or outside the window the harness marks with
+ * rt:window around the measured iterations (next to its reads of the runtime's counters),
+ * so delivered plus dropped is what the runtime produced. Each event costs a uprobe trap
+ * in the traced thread: the probe is opt-in. */
+enum probe_rt_kind {
+	PROBE_RT_SPAWN,       /* a0 task, a1 spawn path */
+	PROBE_RT_ENQUEUE,     /* a0 task, a1 path (enum rt_place); worker: where it went */
+	PROBE_RT_RUN_BEGIN,   /* a0 task */
+	PROBE_RT_RUN_END,     /* a0 task, a1 what next: 0 done, 1 yield, 2 wait */
+	PROBE_RT_STEAL,       /* worker: the thief; a0 the victim, a1 tasks moved */
+	PROBE_RT_PLACE,       /* a0 task, worker: from, a1 to, a2 to's load | fallback << 32 */
+	PROBE_RT_PARK,
+	PROBE_RT_UNPARK,      /* a0 woken to search */
+	PROBE_RT_BLOCK_BEGIN, /* a0 task */
+	PROBE_RT_BLOCK_END,   /* a0 task, a1 ns blocked */
+	PROBE_RT_FLUSH,       /* a0 tasks moved */
+	PROBE_RT_WINDOW,      /* a0 1: the counters' window opens, 0: it closes */
+	PROBE_RT_NKINDS,
+};
+
+/* "spawn", "enqueue", ... as the USDT points are named; "?" past the end. */
+const char *probe_rt_kind_name(unsigned kind);
+
+struct probe_rt_event {
+	uint64_t ts;      /* CLOCK_MONOTONIC, ns */
+	uint32_t tid;
+	uint32_t kind;    /* enum probe_rt_kind */
+	uint32_t worker;  /* worker index; RT_NO_WORKER (0xffff) outside a worker */
+	bool in_window;   /* between the rt:window marks */
+	uint64_t a0, a1, a2;
+};
+
+/* Called on the probe's reader thread while started, and by probe_runtime_stop() on the
+ * caller's for what remains; never concurrently. */
+typedef void (*probe_rt_fn)(const struct probe_rt_event *e, void *ctx);
+
+/* The rate the ring buffer is sized for: a uprobe trap takes a microsecond or more
+ * (10-25 us on this project's VMs), so a CPU delivers at most about this many events a
+ * second; the ring holds the measurement's events at that rate on every CPU, up to
+ * PROBE_RT_RING_MS of them, which the reader, emptying it every PROBE_RT_POLL_MS, never
+ * lets fill at that rate. */
+#define PROBE_RT_RATE    500000
+#define PROBE_RT_RING_MS 100
+#define PROBE_RT_POLL_MS 5
+
+struct probe_runtime_opts {
+	unsigned ring_bytes;  /* 0: sized as above; else rounded up to a power of two, at
+			       * least a page */
+	double measure_s;     /* the measurement's length, to size the ring; 0: 1 s */
+	probe_rt_fn fn;       /* required */
+	void *ctx;
+	bool hold_reader;     /* the reader takes nothing until the stop, as a reader that
+			       * falls behind: the ring fills and events are dropped */
+};
+
+struct probe_runtime;
+
+struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, char *err,
+					 size_t errlen);
+void probe_runtime_free(struct probe_runtime *p);
+unsigned probe_runtime_ring_bytes(const struct probe_runtime *p);
+/* Possible CPUs: the length of the per-CPU drop counts. */
+int probe_runtime_ncpus(const struct probe_runtime *p);
+
+/* Attach every USDT point in pid's executable to pid and start reading; the time the
+ * attach took in *attach_ns (may be NULL). 0 or -errno with err filled. */
+int probe_runtime_start(struct probe_runtime *p, pid_t pid, uint64_t *attach_ns, char *err,
+			size_t errlen);
+/* Detach, then hand what remains in the ring to fn. 0 or -errno. */
+int probe_runtime_stop(struct probe_runtime *p);
+
+/* Events dropped since the last call, then zeroed: per_cpu[probe_runtime_ncpus()] (may be
+ * NULL) and by_kind[kind][in_window] (may be NULL), each added to. 0 or -errno. */
+int probe_runtime_drops(struct probe_runtime *p, uint64_t *per_cpu,
+			uint64_t by_kind[PROBE_RT_NKINDS][2]);
+/* How often the programs ran since the open, and for how long in all (BPF run-time
+ * statistics; the uprobe trap that runs them is not in it). -ENOTSUP where the kernel
+ * would not turn them on. */
+int probe_runtime_prog_stats(const struct probe_runtime *p, uint64_t *runs, uint64_t *ns);
+
 #endif /* SCHEDLAB_PROBES_H */

@@ -17,3 +17,4 @@ RT_USDT_DEFINE(unpark);
 RT_USDT_DEFINE(block_begin);
 RT_USDT_DEFINE(block_end);
 RT_USDT_DEFINE(flush);
+RT_USDT_DEFINE(window);

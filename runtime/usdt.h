@@ -1,7 +1,9 @@
 /*
  * USDT probe points of the runtime (provider "rt"), for tracers that want every event
  * rather than the counters: spawn, enqueue, run_begin, run_end, steal, place, park,
- * unpark, block_begin, block_end, flush.
+ * unpark, block_begin, block_end, flush; and window, which the benchmark harness fires
+ * around the measured iterations so that a tracer can count exactly what the runtime's
+ * counters count.
  *
  * Each has a semaphore (sys/sdt.h's _SDT_HAS_SEMAPHORES): a tracer that attaches
  * increments it, and until one does the probe costs a load and a never-taken branch,
@@ -28,6 +30,7 @@ RT_USDT_SEMAPHORE(unpark);      /* (worker, woken to search) */
 RT_USDT_SEMAPHORE(block_begin); /* (worker, task) */
 RT_USDT_SEMAPHORE(block_end);   /* (worker, task, ns) */
 RT_USDT_SEMAPHORE(flush);       /* (worker, tasks moved) */
+RT_USDT_SEMAPHORE(window);      /* (1: the counters' window opens, 0: it closes) */
 
 #define RT_USDT(name, ...)                                                         \
 	do {                                                                       \

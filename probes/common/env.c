@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,45 @@ void probe__libbpf_capture(void)
 const char *probe__libbpf_last(void)
 {
 	return libbpf_last;
+}
+
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e)
+{
+	const char *lb = probe__libbpf_last();
+
+	if (e == EPERM || e == EACCES)
+		snprintf(err, len, "%s: %s (%s: %s)", probe, PROBE__NOT_PERMITTED, step, strerror(e));
+	else if (*lb)
+		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
+	else
+		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
+}
+
+int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t len)
+{
+	char why[256];
+	struct stat ns;
+
+	if (!probe__have_btf(why, sizeof(why))) {
+		snprintf(err, len, "%s: %s", probe, why);
+		return -ENOENT;
+	}
+	h->ncpus = libbpf_num_possible_cpus();
+	if (h->ncpus <= 0) {
+		int ret = h->ncpus ? h->ncpus : -EINVAL;
+
+		snprintf(err, len, "%s: cannot count possible CPUs: %s", probe, strerror(-ret));
+		return ret;
+	}
+	if (stat("/proc/self/ns/pid", &ns)) {
+		int ret = -errno;
+
+		snprintf(err, len, "%s: cannot stat /proc/self/ns/pid: %s", probe, strerror(errno));
+		return ret;
+	}
+	h->pidns_dev = ns.st_dev;
+	h->pidns_ino = ns.st_ino;
+	return 0;
 }
 
 bool probe__have_btf(char *why, size_t len)

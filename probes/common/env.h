@@ -16,10 +16,23 @@
 /* Whether the kernel's BTF is readable; if not, why and the fix (no prefix). */
 bool probe__have_btf(char *why, size_t len);
 
+/* What every loader needs of the machine before it opens its object: the kernel's BTF,
+ * the possible CPUs (the length of a per-CPU map value) and the loader's pid namespace
+ * (device and inode, for bpf_get_ns_current_pid_tgid), so that the ids its programs
+ * report mean what the loader's pids mean. 0, or -errno with err filled, "PROBE: ...". */
+struct probe__host {
+	int ncpus;
+	unsigned long long pidns_dev, pidns_ino;
+};
+int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t len);
+
 /* Route libbpf's messages to a per-thread buffer instead of stderr (idempotent), and
  * clear it: call before a sequence of libbpf calls whose failure you will report. */
 void probe__libbpf_capture(void);
 /* The last warning libbpf printed on this thread since the capture, "" if none. */
 const char *probe__libbpf_last(void);
+/* "PROBE: STEP failed: strerror(e)" plus libbpf's last word when it said one; EPERM and
+ * EACCES lead with the fix instead. */
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
 
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

@@ -141,18 +141,9 @@ static int switch_events(struct probe_oncpu *p, bool on)
 	return ret;
 }
 
-/* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix. */
 static void step_error(char *err, size_t len, const char *step, int e)
 {
-	const char *lb = probe__libbpf_last();
-
-	if (e == EPERM || e == EACCES)
-		snprintf(err, len, "oncpu: %s (%s: %s)", PROBE__NOT_PERMITTED, step, strerror(e));
-	else if (*lb)
-		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
-	else
-		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+	probe__step_error(err, len, "oncpu", step, e);
 }
 
 /* ---- what a sample costs ------------------------------------------------------------ */
@@ -388,19 +379,19 @@ static void *reader_main(void *arg)
 struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err, size_t errlen)
 {
 	struct probe_oncpu_opts d = {};
-	char why[256], msg[256];
+	char msg[256];
 	struct timespec t0, t1;
 	struct probe_oncpu *p;
 	unsigned stack_entries;
-	struct stat ns;
+	struct probe__host h;
 	long max_stack;
 	int ret;
 
 	if (!o)
 		o = &d;
-	if (!probe__have_btf(why, sizeof(why))) {
-		snprintf(err, errlen, "oncpu: %s", why);
-		errno = ENOENT;
+	ret = probe__host_get(&h, "oncpu", err, errlen);
+	if (ret) {
+		errno = -ret;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -433,12 +424,7 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	if (!probe__read_sysctl("kernel/perf_event_max_stack", &max_stack) && max_stack > 0 &&
 	    max_stack < ONCPU_MAX_DEPTH)
 		p->max_depth = max_stack;
-	p->ncpus = libbpf_num_possible_cpus();
-	if (p->ncpus <= 0) {
-		ret = p->ncpus ? p->ncpus : -EINVAL;
-		snprintf(err, errlen, "oncpu: cannot count possible CPUs: %s", strerror(-ret));
-		goto out_free;
-	}
+	p->ncpus = h.ncpus;
 	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
 	p->keys = calloc(p->count_entries, sizeof(*p->keys));
 	p->ids = calloc(stack_entries, sizeof(*p->ids));
@@ -446,11 +432,6 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		ret = -ENOMEM;
 		snprintf(err, errlen, "oncpu: out of memory for %u counts and %u stacks",
 			 p->count_entries, stack_entries);
-		goto out_free;
-	}
-	if (stat("/proc/self/ns/pid", &ns)) {
-		ret = -errno;
-		snprintf(err, errlen, "oncpu: cannot stat /proc/self/ns/pid: %s", strerror(errno));
 		goto out_free;
 	}
 
@@ -461,8 +442,8 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		step_error(err, errlen, "open", errno);
 		goto out_free;
 	}
-	p->skel->rodata->pidns_dev = ns.st_dev;
-	p->skel->rodata->pidns_ino = ns.st_ino;
+	p->skel->rodata->pidns_dev = h.pidns_dev;
+	p->skel->rodata->pidns_ino = h.pidns_ino;
 	p->skel->rodata->callgraph = p->callgraph;
 	p->skel->rodata->stack_copy = p->stack_copy;
 	p->skel->rodata->group_task = o->group_task;

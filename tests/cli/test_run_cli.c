@@ -106,6 +106,7 @@ Test(run_cli, malformed_numbers_are_bad_input)
 		{ "--forks", "0" },     { "--forks", "three" }, { "--warmup", "-1" },
 		{ "--iterations", "" }, { "--time", "1s" },     { "--time", "nan" },
 		{ "--freq", "0" },      { "--freq", "99999999" },
+		{ "--timeline-events", "0" }, { "--timeline-events", "many" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -480,8 +481,8 @@ Test(run_cli, without_privileges_the_run_goes_on_and_says_why, .timeout = 60)
 		if (devnull < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0 ||
 		    setgid(65534) || setuid(65534))
 			_exit(127);
-		execl(bin, bin, "run", "spawn-join", "--quick", "--time", "0.05", "--out", out,
-		      (char *)NULL);
+		execl(bin, bin, "run", "spawn-join", "--quick", "--time", "0.05", "--probes",
+		      "oncpu,runtime", "--out", out, (char *)NULL);
 		_exit(127);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -490,6 +491,8 @@ Test(run_cli, without_privileges_the_run_goes_on_and_says_why, .timeout = 60)
 	json = slurp(path, NULL);
 	cr_assert_not_null(json, "%s", path);
 	cr_expect_not_null(strstr(json, "\"status\": \"not attached: not permitted"), "%s", json);
+	cr_expect_not_null(strstr(json, "{\"name\": \"runtime\", \"attached\": false, \"status\": "
+				  "\"not attached: "), "%s", json);
 	cr_expect_eq(json_u64(json, NULL, "n"), 3);
 	free(json);
 }
