@@ -28,7 +28,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
@@ -140,18 +139,9 @@ static int switch_events(struct probe_oncpu *p, bool on)
 	return ret;
 }
 
-/* "oncpu: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix. */
 static void step_error(char *err, size_t len, const char *step, int e)
 {
-	const char *lb = probe__libbpf_last();
-
-	if (e == EPERM || e == EACCES)
-		snprintf(err, len, "oncpu: %s (%s: %s)", PROBE__NOT_PERMITTED, step, strerror(e));
-	else if (*lb)
-		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
-	else
-		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+	probe__step_error(err, len, "oncpu", step, e);
 }
 
 /* ---- what a sample costs ------------------------------------------------------------ */
@@ -712,12 +702,9 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 		p->unclocked++; /* the target was gone, or its clock never readable */
 	err = switch_events(p, false);
 	p->started = false;
-	/* A sample that saw enabled = 1 may still be running on another CPU. The
-	 * programs run in RCU read-side sections (irq or NMI context), and
-	 * MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), so after it every such sample has
-	 * finished and the drain sees it. nohz_full kernels refuse it: wait instead. */
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
-		usleep(20 * 1000);
+	/* A sample that saw enabled = 1 may still be running on another CPU (in irq or
+	 * NMI context): after this every such sample has finished and the drain sees it. */
+	probe__wait_programs();
 	stop_reader(p);
 	return p->dwarf_err ? p->dwarf_err : err;
 }
