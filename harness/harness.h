@@ -197,6 +197,8 @@ struct hx_probe_config {
 	double measure_s;        /* one fork's measured time (iterations × time), to size
 				  * what the kernel side must hold */
 	unsigned forks;
+	unsigned threads;        /* sched: the workers one fork runs at most (its map holds
+				  * four times as many threads, and a few more); 0: 1 */
 };
 
 /* A probe beside oncpu. begin and end run in the controller as each fork begins and ends
@@ -227,6 +229,11 @@ struct hx_probe_ops {
 
 /* The probes beside oncpu that are built, NULL-terminated, in enum order. */
 const struct hx_probe_ops *const *hx_probe_ops_all(void);
+extern const struct hx_probe_ops hx_sched_ops;
+/* sched: the q-quantile (0..1) of a run-queue latency histogram (PROBE_SCHED_SLOTS
+ * log2 buckets of ns) as the top of the bucket holding it, at most max_ns; NAN when it
+ * is empty. */
+double hx_sched_quantile_ns(const uint64_t *hist, uint64_t max_ns, double q);
 const char *hx_probe_name(enum hx_probe_id id);
 /* Parse a --probes list ("oncpu,offcpu", "all", "none") into a mask of 1 << id. 0, or
  * -EINVAL with one line in err naming the word and what the probes are; a probe that
