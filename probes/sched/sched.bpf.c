@@ -95,15 +95,14 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
-static __always_inline void switch_out(struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, __u64 now)
+static __always_inline void switch_out(struct sched_counters *c, struct task_struct *prev,
+				       bool preempt, unsigned int prev_state, __u64 now)
 {
-	struct sched_counters *c = counters_here();
 	struct sched_thread *v;
 	__u64 word;
 	__u32 worker;
 
-	if (!c || !(v = thread_of(prev, SCHED_EV_SWITCH_OUT, c)))
+	if (!(v = thread_of(prev, SCHED_EV_SWITCH_OUT, c)))
 		return;
 	if (v->oncpu_since) {
 		v->oncpu_ns += now - v->oncpu_since;
@@ -130,12 +129,12 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	bpf_get_current_comm(v->comm, sizeof(v->comm));
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct sched_counters *c, struct task_struct *next,
+				      __u64 now)
 {
-	struct sched_counters *c = counters_here();
 	struct sched_thread *v;
 
-	if (!c || !(v = thread_of(next, SCHED_EV_SWITCH_IN, c)))
+	if (!(v = thread_of(next, SCHED_EV_SWITCH_IN, c)))
 		return;
 	if (v->queued_ns && now > v->queued_ns) {
 		__u64 d = now - v->queued_ns;
@@ -157,15 +156,16 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	     unsigned int prev_state)
 {
 	__u32 tgid = target_tgid;
+	struct sched_counters *c;
 	__u64 now;
 
-	if (!enabled || (prev->tgid != tgid && next->tgid != tgid))
+	if (!enabled || (prev->tgid != tgid && next->tgid != tgid) || !(c = counters_here()))
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (prev->tgid == tgid)
-		switch_out(prev, preempt, prev_state, now);
+		switch_out(c, prev, preempt, prev_state, now);
 	if (next->tgid == tgid)
-		switch_in(next, now);
+		switch_in(c, next, now);
 	return 0;
 }
 

@@ -181,7 +181,7 @@ Test(sched, pingpong_on_one_cpu_waits_and_switches_voluntarily)
 		cr_expect_geq(t->runq_max_ns, t->runq_ns / t->runq_count);
 		cr_expect_eq(t->worker, 5u + i, "thread %d drove worker %u", i, t->worker);
 		cr_expect_eq(t->migrations, 0, "a pinned thread migrated");
-		cr_expect_str_eq(t->comm, "sched_child");
+		cr_expect_str_eq(t->comm, "rt-worker");
 		vol += t->voluntary;
 		switches += t->voluntary + t->involuntary;
 	}

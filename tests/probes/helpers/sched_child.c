@@ -13,8 +13,10 @@
  * closes, so that a test reads the probe while it lives. Each worker thread keeps
  * RT_PHASE_WORD(RT_PHASE_RUN, 5 + i, 0) in its phase word, as a runtime worker would.
  * FIGURES: pingpong, each thread's voluntary and involuntary switch counts over its
- * part (getrusage(RUSAGE_THREAD)); migrate, the moves made; spin, the thread's CPU time
- * in ns (CLOCK_THREAD_CPUTIME_ID) when it stopped spinning.
+ * part (getrusage(RUSAGE_THREAD)), then the ns from the go to both threads' end
+ * (CLOCK_MONOTONIC) and the process's CPU time over it (CLOCK_PROCESS_CPUTIME_ID); migrate, the moves made; spin, the thread's CPU time in ns
+ * (CLOCK_THREAD_CPUTIME_ID) when it stopped spinning. The ping-pong's threads are named
+ * rt-worker, as the runtime's workers are.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,7 +39,7 @@ static sem_t ready, go, token[2];
 static long rounds;
 static int cpu;
 static pid_t tids[2];
-static long figures[4];
+static long figures[6];
 static volatile uint64_t sink; /* what the spin computes, so that it is not optimised away */
 
 static void die(const char *what)
@@ -75,11 +77,20 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *pingpong(void *arg)
 {
 	int i = (int)(intptr_t)arg;
 	struct rusage r0, r1;
 
+	pthread_setname_np(pthread_self(), "rt-worker");
 	pin(cpu);
 	start(i);
 	getrusage(RUSAGE_THREAD, &r0);
@@ -127,6 +138,7 @@ int main(int argc, char **argv)
 	void *(*fn)(void *);
 	pthread_t th[2];
 	char line[16];
+	uint64_t t0, cpu0;
 	int n, c;
 
 	if (argc < 3) {
@@ -135,7 +147,7 @@ int main(int argc, char **argv)
 	}
 	rounds = strtol(argv[2], NULL, 10);
 	if (!strcmp(argv[1], "pingpong") && argc == 4) {
-		fn = pingpong, n = 2, c = 4;
+		fn = pingpong, n = 2, c = 6;
 		cpu = (int)strtol(argv[3], NULL, 10);
 	} else if (!strcmp(argv[1], "migrate")) {
 		fn = migrate, n = 1, c = 1;
@@ -162,10 +174,16 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (int i = 0; i < n; i++)
 		sem_post(&go);
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
+	if (fn == pingpong) {
+		figures[4] = (long)(clock_ns(CLOCK_MONOTONIC) - t0);
+		figures[5] = (long)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0);
+	}
 	printf("done");
 	for (int i = 0; i < c; i++)
 		printf(" %ld", figures[i]);
