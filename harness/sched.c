@@ -130,7 +130,9 @@ double hx_sched_quantile_ns(const uint64_t *hist, uint64_t max_ns, double q)
 		n += hist[i];
 	if (!n)
 		return NAN;
-	rank = (uint64_t)ceil(q * (double)n);
+	/* the smallest rank with at least q of the waits at or below it; q × n rounded up,
+	 * but not past a product that is a whole number but for rounding (0.98 × 100) */
+	rank = (uint64_t)ceil(q * (double)n - 1e-9);
 	if (rank < 1)
 		rank = 1;
 	for (int i = 0; i < PROBE_SCHED_SLOTS; i++) {

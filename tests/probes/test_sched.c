@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "analysis/analysis.h"
+#include "harness/harness.h"
 #include "tests/probes/busy.h"
 #include "probes/probes.h"
 #include "runtime/phase.h"
@@ -302,4 +304,115 @@ Test(sched, nothing_is_kept_while_stopped)
 	cr_expect_eq(probe_sched_start(p, 0, 0), -EINVAL);
 	child_end(&c);
 	probe_sched_free(p);
+}
+
+/* The part's JSON members as one object, parsed. */
+static struct an_result *part_json(const struct an_probe_part *part)
+{
+	char *text = NULL, err[256] = "";
+	struct an_result *r;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+
+	cr_assert_not_null(mem);
+	fputs("{\"schema\": \"schedlab-result/1\", \"name\": \"sched\"", mem);
+	part->json(mem, part->data);
+	fputs("}", mem);
+	fclose(mem);
+	r = an_result_parse(text, len, "part.json", err, sizeof(err));
+	cr_assert_not_null(r, "%s\n%s", err, text);
+	free(text);
+	return r;
+}
+
+/* The index of the group called name in groups, or -1. */
+static ssize_t group(const struct an_result *r, const char *name)
+{
+	size_t n = an_result_len(r, "groups");
+	char path[64];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s;
+
+		snprintf(path, sizeof(path), "groups.%zu.name", i);
+		s = an_result_str(r, path);
+		if (s && !strcmp(s, name))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static double group_num(const struct an_result *r, ssize_t i, const char *name)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "groups.%zd.%s", i, name);
+	return an_result_num(r, path);
+}
+
+Test(sched, two_forks_come_out_per_worker_in_result_json_and_report_md)
+{
+	struct hx_probe_config cfg = { .threads = 2 };
+	struct an_probe_part part = { 0 };
+	struct an_result *r;
+	char why[256] = "", *md = NULL;
+	size_t mdlen = 0;
+	void *state = NULL;
+	long fig[4];
+	int cpus[1];
+	char cpu[16];
+	FILE *mem;
+
+	need_bpf();
+	cr_assert_eq(hx_sched_ops.open(&state, &cfg, why, sizeof(why)), 0, "%s", why);
+	allowed_cpus(cpus, 1);
+	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
+	for (int fork = 0; fork < 2; fork++) {
+		struct child c;
+
+		child_start(&c, "pingpong", "400", cpu);
+		cr_assert_eq(hx_sched_ops.begin(state, c.pid, c.tls_off), 0);
+		child_run(&c, fig, 4);
+		cr_assert_eq(hx_sched_ops.end(state, c.pid), 0);
+		child_end(&c);
+	}
+	cr_assert_eq(hx_sched_ops.finish(state, "/nonexistent", &part), 0);
+	cr_assert_not_null(part.summary);
+	cr_expect_not_null(strstr(part.summary, "2 workers: run-queue p99"), "%s", part.summary);
+	cr_expect_not_null(strstr(part.summary, "nothing lost"), "%s", part.summary);
+	r = part_json(&part);
+	cr_expect_eq(an_result_num(r, "forks"), 2);
+	cr_expect_eq(an_result_num(r, "thread_entries"), 256, "the smallest map: 4 × 2 + 64 < 256");
+	for (int w = 5; w <= 6; w++) {
+		char name[16];
+		ssize_t i;
+
+		snprintf(name, sizeof(name), "worker %d", w);
+		i = group(r, name);
+		cr_assert_geq(i, 0, "no group %s", name);
+		/* one thread per fork drove it */
+		cr_expect_eq(group_num(r, i, "threads"), 2);
+		cr_expect_geq(group_num(r, i, "voluntary") + group_num(r, i, "involuntary"), 800);
+		cr_expect_gt(group_num(r, i, "runq_waits"), 0);
+		cr_expect_geq(group_num(r, i, "runq_p99_us"), group_num(r, i, "runq_p50_us"));
+		cr_expect_leq(group_num(r, i, "runq_p99_us"), group_num(r, i, "runq_max_us"));
+		cr_expect_gt(group_num(r, i, "oncpu_ms"), 0);
+	}
+	cr_expect_geq(group(r, "main"), 0, "the fork's main thread has a group of its own");
+	cr_expect_eq(an_result_num(r, "workers.workers"), 2);
+	cr_expect_eq(an_result_num(r, "lost.thread_map_full_switch_out"), 0);
+	cr_expect_gt(an_result_num(r, "seen.switch_out"), 1600);
+	cr_expect_gt(an_result_num(r, "program.runs"), 0);
+	an_result_free(r);
+
+	mem = open_memstream(&md, &mdlen);
+	cr_assert_not_null(mem);
+	part.md(mem, part.data);
+	fclose(mem);
+	cr_expect_eq(strncmp(md, "### Scheduler\n", 14), 0, "%s", md);
+	cr_expect_not_null(strstr(md, "\n| worker 5 | 2 | "), "%s", md);
+	cr_expect_not_null(strstr(md, "\n| worker 6 | 2 | "), "%s", md);
+	cr_expect_not_null(strstr(md, "Nothing lost"), "%s", md);
+	free(md);
+	hx_sched_ops.close(state);
 }
