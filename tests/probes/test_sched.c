@@ -14,6 +14,7 @@
 #include "probes/probes.h"
 #include "runtime/phase.h"
 
+#include <grp.h>
 #include <sched.h>
 
 struct child {
@@ -415,4 +416,44 @@ Test(sched, two_forks_come_out_per_worker_in_result_json_and_report_md)
 	cr_expect_not_null(strstr(md, "Nothing lost"), "%s", md);
 	free(md);
 	hx_sched_ops.close(state);
+}
+
+/* Dropped to nobody in a child (so without any capability), the probe set records the
+ * probe as not attached, with the fix, and the run is not refused. */
+Test(sched, unprivileged_it_is_not_attached_and_says_how_to_fix)
+{
+	char msg[512] = "";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	need_bpf();
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct hx_probe_config cfg = { 0 };
+		struct hx_probeset set = { 0 };
+		char err[256] = "";
+		int r;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(2);
+		r = hx_probeset_add(&set, &hx_sched_ops, &cfg, err, sizeof(err));
+		dprintf(fds[1], "%d|%d|%s", r, set.probes[0].state != NULL, set.probes[0].status);
+		hx_probeset_close(&set);
+		_exit(0);
+	}
+	kids[nkids++] = pid;
+	close(fds[1]);
+	n = read(fds[0], msg, sizeof(msg) - 1);
+	close(fds[0]);
+	cr_assert_gt(n, 0);
+	msg[n] = '\0';
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	nkids--;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect(strstr(msg, "0|0|not attached: sched: not permitted: run as root or grant "
+			      "CAP_BPF and CAP_PERFMON") == msg, "%s", msg);
 }
