@@ -734,3 +734,37 @@ Test(findings, a_report_says_when_none_crossed)
 	free(out.md);
 	free(out.json);
 }
+
+static void sched_part_json(FILE *out, const void *data)
+{
+	(void)data;
+	fputs(", \"window_s\": 1, \"workers\": {\"workers\": 2, \"runq_waits\": 5000, "
+	      "\"runq_p50_us\": 4.096, \"runq_p99_us\": 4194.304, \"runq_ms\": 300, "
+	      "\"voluntary\": 10, \"involuntary\": 4990, \"migrations\": 0, "
+	      "\"migrations_per_s_max\": 0, \"migrations_max_worker\": 0}", out);
+}
+
+Test(findings, a_report_with_the_sched_probe_examines_run_queue_latency)
+{
+	struct an_probe_part part = { .name = "sched", .attached = true, .status = "attached",
+				      .json = sched_part_json };
+	struct an_run run = blocked_run();
+	struct an_finding f[AN_FINDINGS_MAX];
+	char err[256] = "";
+	struct rendered out;
+	int n;
+
+	run.parts = &part;
+	run.nparts = 1;
+	n = an_run_findings(&run, "r.json", f, AN_FINDINGS_MAX, err, sizeof(err));
+	cr_assert_geq(n, 1, "%s", err);
+	run.findings = f;
+	run.nfindings = (size_t)n;
+	out = render_both(&run);
+	cr_expect_not_null(strstr(out.md, "`run-queue-latency`"), "%s", out.md);
+	cr_expect_null(strstr(out.md, AN_FINDINGS_NOT_EXAMINED), "%s", out.md);
+	cr_expect_not_null(strstr(out.md, "\nNot examined: off-CPU time, which needs the off-CPU "
+					  "probe (--probes offcpu).\n"), "%s", out.md);
+	free(out.md);
+	free(out.json);
+}
