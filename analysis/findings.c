@@ -782,7 +782,7 @@ static double part_num(const struct ctx *c, ssize_t i, const char *name)
 static void runq_latency(struct ctx *c)
 {
 	ssize_t i = part_index(c, "sched");
-	double p99, p50, waits, runq_ms, vol, invol, share;
+	double p99, p50, waits, runq_ms, vol, invol;
 	char a[64], b[64];
 	struct an_finding *f;
 
@@ -796,9 +796,10 @@ static void runq_latency(struct ctx *c)
 	invol = part_num(c, i, "workers.involuntary");
 	if (waits < TH(TH_RUNQ_MIN_WAITS) || !(p99 > TH(TH_RUNQ_P99_US)))
 		return;
-	share = isnan(c->worker_ns) ? NAN : runq_ms * 1e6 / c->worker_ns;
+	/* not a share of the measured time: the threads that drove a worker (with blocking
+	 * hand-off, many) wait for CPUs at once, so their waits overlap */
 	fmt_time(p99 * 1e3, a, sizeof(a));
-	f = emit(c, "run-queue-latency", share, p99 / TH(TH_RUNQ_P99_US),
+	f = emit(c, "run-queue-latency", NAN, p99 / TH(TH_RUNQ_P99_US),
 		 "Workers waited for a CPU: one wait in a hundred was %s or more, with "
 		 "other threads holding the CPUs", a);
 	if (!f)
@@ -807,8 +808,7 @@ static void runq_latency(struct ctx *c)
 	EVIDENCE(f, "run-queue latency p99 ≤ %s, p50 ≤ %s (tops of their log2 buckets) over "
 		    "%.0f waits (sched probe, workers)", a, b, waits);
 	fmt_time(runq_ms * 1e6, a, sizeof(a));
-	if (!isnan(share))
-		EVIDENCE(f, "; %s waiting in all, %.0f%% of %s", a, 100 * share, c->base);
+	EVIDENCE(f, "; %s waiting in all, summed over the workers' threads", a);
 	EVIDENCE(f, "; %.0f of %.0f switches out were involuntary (preempted while runnable) "
 		    "(sched probe, workers)", invol, vol + invol);
 	ACTION(f, "run no more workers than CPUs free for them (-c workers=N), or keep other "
