@@ -60,6 +60,24 @@ static bool same_group(const struct group *g, enum group_kind k, unsigned worker
 	return g->kind == k && (k != G_WORKER || g->worker == worker);
 }
 
+/* Add from's counts and hist (its own, or a thread's) into to. */
+static void group_add(struct group *to, const struct group *from, const uint64_t *hist)
+{
+	to->threads += from->threads;
+	to->voluntary += from->voluntary;
+	to->involuntary += from->involuntary;
+	to->migrations += from->migrations;
+	to->wakeups += from->wakeups;
+	to->worker_changes += from->worker_changes;
+	to->oncpu_ns += from->oncpu_ns;
+	to->runq_count += from->runq_count;
+	to->runq_ns += from->runq_ns;
+	if (from->runq_max_ns > to->runq_max_ns)
+		to->runq_max_ns = from->runq_max_ns;
+	for (int i = 0; i < PROBE_SCHED_SLOTS; i++)
+		to->hist[i] += hist[i];
+}
+
 static int add_thread(const struct probe_sched_thread *t, void *ctx)
 {
 	struct hx_sched *s = ctx;
@@ -94,19 +112,12 @@ static int add_thread(const struct probe_sched_thread *t, void *ctx)
 		g->kind = k;
 		g->worker = k == G_WORKER ? t->worker : PROBE_SCHED_NO_WORKER;
 	}
-	g->threads++;
-	g->voluntary += t->voluntary;
-	g->involuntary += t->involuntary;
-	g->migrations += t->migrations;
-	g->wakeups += t->wakeups;
-	g->worker_changes += t->worker_changes;
-	g->oncpu_ns += t->oncpu_ns;
-	g->runq_count += t->runq_count;
-	g->runq_ns += t->runq_ns;
-	if (t->runq_max_ns > g->runq_max_ns)
-		g->runq_max_ns = t->runq_max_ns;
-	for (int i = 0; i < PROBE_SCHED_SLOTS; i++)
-		g->hist[i] += t->hist[i];
+	group_add(g, &(struct group){
+		.threads = 1, .voluntary = t->voluntary, .involuntary = t->involuntary,
+		.migrations = t->migrations, .wakeups = t->wakeups,
+		.worker_changes = t->worker_changes, .oncpu_ns = t->oncpu_ns,
+		.runq_count = t->runq_count, .runq_ns = t->runq_ns, .runq_max_ns = t->runq_max_ns,
+	}, t->hist);
 	return 0;
 }
 
@@ -234,17 +245,7 @@ static void workers_total(const struct hx_sched *s, struct group *w, size_t *n,
 		if (g->kind != G_WORKER)
 			continue;
 		(*n)++;
-		w->threads += g->threads;
-		w->voluntary += g->voluntary;
-		w->involuntary += g->involuntary;
-		w->migrations += g->migrations;
-		w->oncpu_ns += g->oncpu_ns;
-		w->runq_count += g->runq_count;
-		w->runq_ns += g->runq_ns;
-		if (g->runq_max_ns > w->runq_max_ns)
-			w->runq_max_ns = g->runq_max_ns;
-		for (int k = 0; k < PROBE_SCHED_SLOTS; k++)
-			w->hist[k] += g->hist[k];
+		group_add(w, g, g->hist);
 		if (rate > *max_rate || *max_worker == PROBE_SCHED_NO_WORKER) {
 			*max_rate = rate;
 			*max_worker = g->worker;

@@ -14,7 +14,6 @@
 #include "probes/probes.h"
 #include "runtime/phase.h"
 
-#include <grp.h>
 #include <sched.h>
 
 struct child {
@@ -148,6 +147,18 @@ static int allowed_cpus(int *cpus, int max)
 	return n;
 }
 
+/* A ping-pong of exchanges on the first CPU the test may use. */
+static void start_pingpong(struct child *c, long exchanges)
+{
+	char n[24], cpu[16];
+	int cpus[1];
+
+	allowed_cpus(cpus, 1);
+	snprintf(n, sizeof(n), "%ld", exchanges);
+	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
+	child_start(c, "pingpong", n, cpu);
+}
+
 TestSuite(sched, .fini = reap_kids);
 
 #define EXCHANGES 2000
@@ -159,14 +170,9 @@ Test(sched, pingpong_on_one_cpu_waits_and_switches_voluntarily)
 	struct threads v = {};
 	struct child c;
 	long fig[4];
-	char n[16], cpu[16];
-	int cpus[1];
 	uint64_t vol = 0, switches = 0;
 
-	allowed_cpus(cpus, 1);
-	snprintf(n, sizeof(n), "%d", EXCHANGES);
-	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
-	child_start(&c, "pingpong", n, cpu);
+	start_pingpong(&c, EXCHANGES);
 	measure(p, &c, fig, 4, &v, &st);
 	for (int i = 0; i < 2; i++) {
 		const struct probe_sched_thread *t = find(&v, c.tids[i]);
@@ -258,13 +264,9 @@ Test(sched, a_full_thread_map_is_counted_by_event_kind)
 	uint64_t kept[PROBE_SCHED_NEVENTS] = {};
 	struct child c;
 	long fig[4];
-	int cpus[1];
-	char cpu[16];
 
 	cr_assert_eq(probe_sched_thread_entries(p), 1);
-	allowed_cpus(cpus, 1);
-	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
-	child_start(&c, "pingpong", "500", cpu);
+	start_pingpong(&c, 500);
 	measure(p, &c, fig, 4, &v, &st);
 	cr_assert_eq(v.n, 1, "%d threads in a map of one", v.n);
 	for (int i = 0; i < v.n; i++) {
@@ -291,12 +293,8 @@ Test(sched, nothing_is_kept_while_stopped)
 	struct threads v = {};
 	struct child c;
 	long fig[4];
-	int cpus[1];
-	char cpu[16];
 
-	allowed_cpus(cpus, 1);
-	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
-	child_start(&c, "pingpong", "300", cpu);
+	start_pingpong(&c, 300);
 	child_run(&c, fig, 4);
 	cr_assert_eq(probe_sched_drain(p, keep, &v, &st), 0);
 	cr_expect_eq(v.n, 0);
@@ -360,18 +358,14 @@ Test(sched, two_forks_come_out_per_worker_in_result_json_and_report_md)
 	size_t mdlen = 0;
 	void *state = NULL;
 	long fig[4];
-	int cpus[1];
-	char cpu[16];
 	FILE *mem;
 
 	need_bpf();
 	cr_assert_eq(hx_sched_ops.open(&state, &cfg, why, sizeof(why)), 0, "%s", why);
-	allowed_cpus(cpus, 1);
-	snprintf(cpu, sizeof(cpu), "%d", cpus[0]);
 	for (int fork = 0; fork < 2; fork++) {
 		struct child c;
 
-		child_start(&c, "pingpong", "400", cpu);
+		start_pingpong(&c, 400);
 		cr_assert_eq(hx_sched_ops.begin(state, c.pid, c.tls_off), 0);
 		child_run(&c, fig, 4);
 		cr_assert_eq(hx_sched_ops.end(state, c.pid), 0);
@@ -418,42 +412,26 @@ Test(sched, two_forks_come_out_per_worker_in_result_json_and_report_md)
 	hx_sched_ops.close(state);
 }
 
+static void add_unprivileged(int fd)
+{
+	struct hx_probe_config cfg = { 0 };
+	struct hx_probeset set = { 0 };
+	char err[256] = "";
+	int r;
+
+	r = hx_probeset_add(&set, &hx_sched_ops, &cfg, err, sizeof(err));
+	dprintf(fd, "%d|%d|%s", r, set.probes[0].state != NULL, set.probes[0].status);
+	hx_probeset_close(&set);
+}
+
 /* Dropped to nobody in a child (so without any capability), the probe set records the
  * probe as not attached, with the fix, and the run is not refused. */
 Test(sched, unprivileged_it_is_not_attached_and_says_how_to_fix)
 {
 	char msg[512] = "";
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
 
 	need_bpf();
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct hx_probe_config cfg = { 0 };
-		struct hx_probeset set = { 0 };
-		char err[256] = "";
-		int r;
-
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
-			_exit(2);
-		r = hx_probeset_add(&set, &hx_sched_ops, &cfg, err, sizeof(err));
-		dprintf(fds[1], "%d|%d|%s", r, set.probes[0].state != NULL, set.probes[0].status);
-		hx_probeset_close(&set);
-		_exit(0);
-	}
-	kids[nkids++] = pid;
-	close(fds[1]);
-	n = read(fds[0], msg, sizeof(msg) - 1);
-	close(fds[0]);
-	cr_assert_gt(n, 0);
-	msg[n] = '\0';
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	nkids--;
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	as_nobody(add_unprivileged, msg, sizeof(msg));
 	cr_expect(strstr(msg, "0|0|not attached: sched: not permitted: run as root or grant "
 			      "CAP_BPF and CAP_PERFMON") == msg, "%s", msg);
 }
