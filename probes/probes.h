@@ -238,7 +238,8 @@ struct probe_sched_thread {
 	uint32_t worker;          /* the worker (phase word) it drove at its last switch-out
 				   * that drove one; PROBE_SCHED_NO_WORKER: none */
 	uint32_t worker_changes;  /* times that worker changed */
-	char comm[16];            /* its name at its last switch-out */
+	char comm[16];            /* its name (/proc at the drain; an exited thread's as it
+				   * was at its first switch-outs) */
 	uint64_t voluntary;       /* switches out not runnable: it blocked or slept */
 	uint64_t involuntary;     /* switches out still runnable: preempted, or yielded */
 	uint64_t migrations;

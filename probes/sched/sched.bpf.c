@@ -126,7 +126,11 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 			v->worker_changes++;
 		v->worker = worker;
 	}
-	bpf_get_current_comm(v->comm, sizeof(v->comm));
+	/* a thread names itself as it starts (pthread_setname_np), before its first few
+	 * waits; the loader reads a live thread's name from /proc at the drain, so only an
+	 * exited thread's name comes from here, and the copy is not paid on every switch */
+	if (v->voluntary + v->involuntary <= SCHED_COMM_SWITCHES)
+		bpf_get_current_comm(v->comm, sizeof(v->comm));
 }
 
 static __always_inline void switch_in(struct sched_counters *c, struct task_struct *next,

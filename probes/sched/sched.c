@@ -7,6 +7,8 @@
  * windows they test one flag and return. A thread on a CPU when the window stops has
  * its time up to the stop added at the drain, so on-CPU time covers the window's end;
  * a thread already on a CPU when the window starts is counted from its next switch-in.
+ * A thread's name is read from /proc at the drain while the process lives; the kernel
+ * side keeps one only for the threads that exited.
  *
  * The tracepoints name tasks by their ids in the initial pid namespace, so the probe
  * opens only there: elsewhere the target's pid would not be the one the kernel sees.
@@ -21,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,7 @@ struct probe_sched {
 	uint64_t window_start_ns;
 	uint64_t window_ns;        /* time started since the last drain */
 	uint64_t stop_ns;          /* CLOCK_MONOTONIC (the programs' clock) at the last stop */
+	pid_t tgid;                /* the target of the last start */
 };
 
 static uint64_t monotonic_ns(void)
@@ -167,6 +171,7 @@ int probe_sched_start(struct probe_sched *p, pid_t tgid, int64_t phase_tls_off)
 		return -EINVAL;
 	if (p->started)
 		return -EBUSY;
+	p->tgid = tgid;
 	p->skel->bss->target_tgid = (__u32)tgid;
 	p->skel->bss->phase_tls_off = phase_tls_off;
 	/* Publish the target before the flag; pairs with the programs' read of enabled
@@ -188,6 +193,26 @@ int probe_sched_stop(struct probe_sched *p)
 	/* an event that saw enabled = 1 may still be running on another CPU */
 	probe__wait_programs();
 	return 0;
+}
+
+/* The name of a live thread of tgid into comm (left as it is for one that exited). */
+static void live_name(pid_t tgid, __u32 tid, char *comm, size_t len)
+{
+	char path[64], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)tgid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(comm, len, "%s", buf);
 }
 
 static void to_record(const struct sched_thread *v, __u32 tid, uint64_t stop_ns,
@@ -237,6 +262,7 @@ int probe_sched_drain(struct probe_sched *p, probe_sched_fn fn, void *ctx,
 			continue; /* only the drain deletes: never expected */
 		if (!ret) {
 			to_record(&v, p->tids[i], p->stop_ns, &rec);
+			live_name(p->tgid, p->tids[i], rec.comm, sizeof(rec.comm));
 			stats->threads++;
 			ret = fn(&rec, ctx);
 		}

@@ -12,6 +12,8 @@
 #define SCHEDLAB_PROBES_SCHED_H
 
 #define SCHED_COMM_LEN 16
+/* A thread's name is copied at its first this many switch-outs. */
+#define SCHED_COMM_SWITCHES 16
 /* Run-queue latency slots: slot i counts waits of [2^i, 2^(i+1)) ns (slot 0 also 0 and
  * 1 ns), the last slot everything from 2^(SCHED_SLOTS-1) ns (34 s) up. */
 #define SCHED_SLOTS    36
@@ -44,7 +46,8 @@ struct sched_thread {
 	__u32 worker;       /* worker bits of the phase word at its last switch-out;
 			     * SCHED_NO_WORKER: none (or no phase word) */
 	__u32 worker_changes; /* switch-outs whose worker differed from the one before */
-	char comm[SCHED_COMM_LEN]; /* its name at its last switch-out (or first event) */
+	char comm[SCHED_COMM_LEN]; /* its name at its first event, then at its first
+				    * SCHED_COMM_SWITCHES switch-outs */
 };
 
 /* Per-CPU counters. */
