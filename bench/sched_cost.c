@@ -12,7 +12,7 @@
  *   sched_cost [ROUNDS [EXCHANGES [CPU]]]     defaults 9, 200000, 0
  *
  * Prints each mode's median time, the switches (the child's own count, getrusage), the
- * extra ns per switch over nothing attached, and the probe's programs' own run time per
+ * median over rounds of the extra ns per switch over nothing attached in that round, and the probe's programs' own run time per
  * run as the kernel's BPF statistics measure it (every sched_switch, sched_wakeup and
  * sched_migrate_task of the machine while it is attached).
  */
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 9;
 	const char *exchanges = argc > 2 ? argv[2] : "200000";
 	const char *cpu = argc > 3 ? argv[3] : "0";
-	double *t[NMODES], *sw, med[NMODES], msw;
+	double *t[NMODES], *d[NMODES], *sw, med[NMODES], dmed[NMODES], msw;
 	uint64_t runs0 = 0, ns0 = 0, runs = 0, ns = 0;
 	struct probe_sched_stats st = {};
 	struct probe_sched *p;
@@ -125,8 +125,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sched_cost: %s\n", err);
 		return 1;
 	}
-	for (int m = 0; m < NMODES; m++)
+	for (int m = 0; m < NMODES; m++) {
 		t[m] = calloc(rounds, sizeof(double));
+		d[m] = calloc(rounds, sizeof(double));
+	}
 	sw = calloc(rounds, sizeof(double));
 	for (int r = 0; r < rounds; r++) {
 		for (int k = 0; k < NMODES; k++) {
@@ -160,19 +162,27 @@ int main(int argc, char **argv)
 				sw[r] = (double)(fig[0] + fig[1] + fig[2] + fig[3]);
 		}
 	}
-	for (int m = 0; m < NMODES; m++) {
+	msw = 0;
+	for (int r = 0; r < rounds; r++)
+		msw += sw[r] / rounds;
+	/* each round's difference from nothing attached in that round, then the median:
+	 * a round's load falls on its three modes alike */
+	for (int m = NMODES - 1; m >= 0; m--) {
+		for (int r = 0; r < rounds; r++)
+			d[m][r] = (t[m][r] - t[OFF][r]) / sw[r];
+		qsort(d[m], rounds, sizeof(double), cmp);
+		dmed[m] = d[m][rounds / 2];
 		qsort(t[m], rounds, sizeof(double), cmp);
 		med[m] = t[m][rounds / 2];
 	}
-	qsort(sw, rounds, sizeof(double), cmp);
-	msw = sw[rounds / 2];
+
 	printf("ping-pong of %s exchanges on CPU %s, %d rounds, median of each; %.0f switches "
 	       "a run (getrusage)\n\n", exchanges, cpu, rounds, msw);
-	printf("| mode | CPU time (ms) | per switch (ns) | over nothing attached (ns a switch) |\n"
-	       "| --- | ---: | ---: | ---: |\n");
+	printf("| mode | CPU time (ms) | per switch (ns) | over nothing attached, same round "
+	       "(ns a switch) |\n| --- | ---: | ---: | ---: |\n");
 	for (int m = 0; m < NMODES; m++)
 		printf("| %s | %.1f | %.0f | %+.0f |\n", mode_names[m], med[m] / 1e6, med[m] / msw,
-		       (med[m] - med[OFF]) / msw);
+		       dmed[m]);
 	printf("\nsched probe's programs: %.0f ns a run over %llu runs (kernel BPF statistics); "
 	       "events of the child kept: %llu switch-outs, %llu wake-ups, lost %llu\n",
 	       runs > runs0 ? (double)(ns - ns0) / (double)(runs - runs0) : 0,
