@@ -326,7 +326,13 @@ struct an_finding {
  * read as a clean bill: the data for it comes from probes not built yet. */
 #define AN_FINDINGS_NOT_EXAMINED \
 	"Not examined: run-queue latency, migrations and off-CPU time, which need the " \
-	"scheduler and off-CPU probes (--probes sched, --probes offcpu), not built yet."
+	"scheduler and off-CPU probes (--probes sched, --probes offcpu)."
+/* The line to say after the findings: AN_FINDINGS_NOT_EXAMINED less what the probes
+ * that were attached examine (sched: run-queue latency and migrations; offcpu: off-CPU
+ * time); "" when both were. */
+void an_findings_not_examined(bool sched, bool offcpu, char *buf, size_t len);
+/* Whether result r's "probes" holds the probe called name, attached. */
+bool an_result_probe_attached(const struct an_result *r, const char *name);
 
 /* The findings of a run, ranked by share (most first; NAN shares after, by severity): at most max written;
  * returns how many there are, or -errno. */

@@ -10,9 +10,9 @@
  * finding that is not a share of time (imbalance, the measurement's own spread) has a
  * NAN share and ranks after the others by how far it crossed its threshold.
  *
- * Run-queue latency and migrations would come from a scheduler probe (`--probes
- * sched`); none exists yet, so there is no finding for them, nor one saying the probe
- * is missing.
+ * Run-queue latency and migrations come from the scheduler probe (`--probes sched`),
+ * its entry of "probes" named "sched": without it attached there is no finding for them,
+ * and the not-examined line says so.
  */
 #include <errno.h>
 #include <limits.h>
@@ -47,6 +47,9 @@ enum {
 	TH_ERROR_SHARE,
 	TH_DRIFT_SHARE,
 	TH_DRIFT_P,
+	TH_RUNQ_P99_US,
+	TH_RUNQ_MIN_WAITS,
+	TH_MIGRATIONS_PER_S,
 	TH_COUNT
 };
 
@@ -114,6 +117,20 @@ static const struct threshold {
 	[TH_DRIFT_SHARE] = { "drift_share", 0.10 },
 	/* ... with a slope whose t statistic has p below this (two-sided). */
 	[TH_DRIFT_P] = { "drift_p", 0.01 },
+	/* Workers whose p99 wait for a CPU (the top of its log2 bucket) is above a
+	 * millisecond: the scheduler's base slice is 0.75 ms × (1 + log2 CPUs) (1.5 ms on
+	 * two CPUs), so one wait in a hundred that long means a worker queued behind another
+	 * thread's whole slice: more runnable threads than CPUs. A wake-up on an idle CPU
+	 * takes 10-20 µs here; preemption by a woken thread a few µs. */
+	[TH_RUNQ_P99_US] = { "runq_p99_us", 1000 },
+	/* With fewer waits than this the p99 is the largest wait, one event. */
+	[TH_RUNQ_MIN_WAITS] = { "runq_min_waits", 100 },
+	/* A worker moved between CPUs more than this often a second: each move refills its
+	 * caches on the new CPU (up to a MiB of L2 at about 65 ns a line between CPUs here,
+	 * a millisecond's worth at most, tens of µs typically), so at a hundred a second a
+	 * worker may lose a few percent of its time to it, more than a three-fork run
+	 * resolves. */
+	[TH_MIGRATIONS_PER_S] = { "migrations_per_s", 100 },
 };
 
 double an_findings_threshold(const char *name)
@@ -733,6 +750,119 @@ static void probe_distortion(struct ctx *c)
 		  "--call-graph fp copies no stacks");
 }
 
+/* ---- the scheduler probe ---------------------------------------------------------------- */
+
+/* The entry of "probes" that is the probe called name, attached; -1 when there is none. */
+static ssize_t part_index(const struct ctx *c, const char *name)
+{
+	size_t n = an_result_len(c->r, "probes");
+	char path[64];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s;
+
+		snprintf(path, sizeof(path), "probes.%zu.name", i);
+		s = an_result_str(c->r, path);
+		snprintf(path, sizeof(path), "probes.%zu.attached", i);
+		if (s && !strcmp(s, name) && an_result_num(c->r, path) > 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+/* The number at probes.I.NAME, or 0 when there is none. */
+static double part_num(const struct ctx *c, ssize_t i, const char *name)
+{
+	char prefix[32];
+
+	snprintf(prefix, sizeof(prefix), "probes.%zd.", i);
+	return num(c, prefix, name);
+}
+
+static void runq_latency(struct ctx *c)
+{
+	ssize_t i = part_index(c, "sched");
+	double p99, p50, waits, runq_ms, vol, invol;
+	char a[64], b[64];
+	struct an_finding *f;
+
+	if (i < 0)
+		return;
+	p99 = part_num(c, i, "workers.runq_p99_us");
+	p50 = part_num(c, i, "workers.runq_p50_us");
+	waits = part_num(c, i, "workers.runq_waits");
+	runq_ms = part_num(c, i, "workers.runq_ms");
+	vol = part_num(c, i, "workers.voluntary");
+	invol = part_num(c, i, "workers.involuntary");
+	if (waits < TH(TH_RUNQ_MIN_WAITS) || !(p99 > TH(TH_RUNQ_P99_US)))
+		return;
+	/* not a share of the measured time: the threads that drove a worker (with blocking
+	 * hand-off, many) wait for CPUs at once, so their waits overlap */
+	fmt_time(p99 * 1e3, a, sizeof(a));
+	f = emit(c, "run-queue-latency", NAN, p99 / TH(TH_RUNQ_P99_US),
+		 "Workers waited for a CPU: one wait in a hundred was %s or more, with "
+		 "other threads holding the CPUs", a);
+	if (!f)
+		return;
+	fmt_time(p50 * 1e3, b, sizeof(b));
+	EVIDENCE(f, "run-queue latency p99 ≤ %s, p50 ≤ %s (tops of their log2 buckets) over "
+		    "%.0f waits (sched probe, workers)", a, b, waits);
+	fmt_time(runq_ms * 1e6, a, sizeof(a));
+	EVIDENCE(f, "; %s waiting in all, summed over the workers' threads", a);
+	EVIDENCE(f, "; %.0f of %.0f switches out were involuntary (preempted while runnable) "
+		    "(sched probe, workers)", invol, vol + invol);
+	ACTION(f, "run no more workers than CPUs free for them (-c workers=N), or keep other "
+		  "work off the benchmark's CPUs");
+}
+
+static void migrations(struct ctx *c)
+{
+	ssize_t i = part_index(c, "sched");
+	double rate, worker, total, secs;
+	struct an_finding *f;
+
+	if (i < 0)
+		return;
+	rate = part_num(c, i, "workers.migrations_per_s_max");
+	worker = part_num(c, i, "workers.migrations_max_worker");
+	total = part_num(c, i, "workers.migrations");
+	secs = part_num(c, i, "window_s");
+	if (!(rate > TH(TH_MIGRATIONS_PER_S)))
+		return;
+	f = emit(c, "migrations", NAN, rate / TH(TH_MIGRATIONS_PER_S),
+		 "Workers moved between CPUs: worker %.0f %.0f times a second, each move "
+		 "refilling its caches on the new CPU", worker, rate);
+	if (!f)
+		return;
+	EVIDENCE(f, "%.0f migrations of %.0f workers over %.2f s measured, the most worker "
+		    "%.0f at %.0f/s (sched probe, workers)", total,
+		 part_num(c, i, "workers.workers"), secs, worker, rate);
+	ACTION(f, "a worker that parks and is woken elsewhere moves: -c park_spin_us=50 keeps "
+		  "it on its CPU between bursts, and no more workers than free CPUs leaves the "
+		  "scheduler no reason to move them");
+}
+
+bool an_result_probe_attached(const struct an_result *r, const char *name)
+{
+	struct ctx c = { .r = r };
+
+	return r && part_index(&c, name) >= 0;
+}
+
+void an_findings_not_examined(bool sched, bool offcpu, char *buf, size_t len)
+{
+	if (sched && offcpu)
+		snprintf(buf, len, "%s", "");
+	else if (sched)
+		snprintf(buf, len, "Not examined: off-CPU time, which needs the off-CPU probe "
+			 "(--probes offcpu).");
+	else if (offcpu)
+		snprintf(buf, len, "Not examined: run-queue latency and migrations, which need "
+			 "the scheduler probe (--probes sched).");
+	else
+		snprintf(buf, len, "%s", AN_FINDINGS_NOT_EXAMINED);
+}
+
 /* ---- the measurement -------------------------------------------------------------------- */
 
 /* The measured iterations in fork-major order, as the harness appends them. */
@@ -966,6 +1096,8 @@ int an_findings(const struct an_result *r, struct an_finding *out, size_t max)
 	stack_capture(c);
 	allocation(c);
 	probe_distortion(c);
+	runq_latency(c);
+	migrations(c);
 	spread_of(c, &s);
 	forks_disagree(c, &s);
 	noisy_score(c, &s);

@@ -778,6 +778,23 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			p->folded, p->folded);
 }
 
+/* What no finding examined, for want of the probes that would. */
+static void md_not_examined(FILE *out, const struct an_run *r)
+{
+	bool sched = false, offcpu = false;
+	char line[256];
+
+	for (size_t i = 0; i < r->nparts; i++) {
+		if (!r->parts[i].attached)
+			continue;
+		sched |= !strcmp(r->parts[i].name, "sched");
+		offcpu |= !strcmp(r->parts[i].name, "offcpu");
+	}
+	an_findings_not_examined(sched, offcpu, line, sizeof(line));
+	if (*line)
+		fprintf(out, "%s\n\n", line);
+}
+
 /* The findings, ranked: a claim with its share, the evidence and what to try. */
 static void md_findings(FILE *out, const struct an_run *r)
 {
@@ -793,7 +810,8 @@ static void md_findings(FILE *out, const struct an_run *r)
 		fprintf(out, " `%s`  \n   Evidence: %s.  \n   Try: %s.\n", f->id, f->evidence,
 			f->action);
 	}
-	fprintf(out, "%s" AN_FINDINGS_NOT_EXAMINED "\n\n", r->nfindings ? "\n" : "");
+	fprintf(out, "%s", r->nfindings ? "\n" : "");
+	md_not_examined(out, r);
 }
 
 /* The per-worker counters that show placement, and the steal matrix when anyone stole. */

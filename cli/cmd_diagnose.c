@@ -91,6 +91,7 @@ static void print_text(const char *run, const struct diagnosis *d)
 	const char *wl = an_result_str(d->result, "workload");
 	const char *preset = an_result_str(d->result, "preset");
 	const char *over = an_result_str(d->result, "overrides");
+	char line[256];
 
 	printf("%s: %s · preset %s%s%s\n", run, wl ? wl : "?", preset ? preset : "?",
 	       over && *over ? " " : "", over && *over ? over : "");
@@ -105,7 +106,10 @@ static void print_text(const char *run, const struct diagnosis *d)
 			printf("%2zu. %3.0f%%  %s [%s]\n", i + 1, 100 * f->share, f->claim, f->id);
 		printf("    evidence: %s\n    try: %s\n", f->evidence, f->action);
 	}
-	printf("  %s\n", AN_FINDINGS_NOT_EXAMINED);
+	an_findings_not_examined(an_result_probe_attached(d->result, "sched"),
+				 an_result_probe_attached(d->result, "offcpu"), line, sizeof(line));
+	if (*line)
+		printf("  %s\n", line);
 }
 
 static void print_json(const char *run, const struct diagnosis *d)

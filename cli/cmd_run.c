@@ -1172,11 +1172,16 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
 	for (size_t i = 0; i < nspecs; i++) {
 		double m = specs[i].opt.iterations * specs[i].opt.time_s;
+		unsigned w = specs[i].rt.workers_max ? specs[i].rt.workers_max : specs[i].rt.workers;
 
 		if (m > pc.measure_s)
 			pc.measure_s = m;
 		if (specs[i].opt.forks > pc.forks)
 			pc.forks = specs[i].opt.forks;
+		if (!w)
+			w = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+		if (w > pc.threads)
+			pc.threads = w;
 	}
 	pc.timeline_events = (unsigned)a.timeline_events;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {

@@ -202,6 +202,8 @@ struct hx_probe_config {
 	unsigned timeline_events; /* runtime: events per fork kept for timeline.json; 0: the
 				   * default (HX_TIMELINE_EVENTS) */
 	unsigned ring_bytes;     /* runtime: its ring buffer; 0: sized from measure_s */
+	unsigned threads;        /* sched: the workers one fork runs at most (its map holds
+				  * four times as many threads, and a few more); 0: 1 */
 };
 
 /* runtime: a timeline event is about 100 bytes of JSON, so 3 forks stay near 30 MB. */
@@ -241,6 +243,11 @@ const struct hx_probe_ops *const *hx_probe_ops_all(void);
 /* runtime (harness/runtime.c): the runtime's USDT events, exact counts set beside the
  * runtime's counters, and timeline.json. */
 extern const struct hx_probe_ops hx_runtime_probe;
+extern const struct hx_probe_ops hx_sched_ops;
+/* sched: the q-quantile (0..1) of a run-queue latency histogram (PROBE_SCHED_SLOTS
+ * log2 buckets of ns) as the top of the bucket holding it, at most max_ns; NAN when it
+ * is empty. */
+double hx_sched_quantile_ns(const uint64_t *hist, uint64_t max_ns, double q);
 const char *hx_probe_name(enum hx_probe_id id);
 /* Parse a --probes list ("oncpu,offcpu", "all", "none") into a mask of 1 << id. 0, or
  * -EINVAL with one line in err naming the word and what the probes are; a probe that

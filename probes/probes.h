@@ -293,5 +293,80 @@ int probe_runtime_drops(struct probe_runtime *p, uint64_t *per_cpu,
  * statistics; the uprobe trap that runs them is not in it). -ENOTSUP where the kernel
  * would not turn them on. */
 int probe_runtime_prog_stats(const struct probe_runtime *p, uint64_t *runs, uint64_t *ns);
+/* ---- sched ---------------------------------------------------------------------------- */
+
+/* sched: scheduler tracepoints (sched_switch, sched_wakeup, sched_wakeup_new,
+ * sched_migrate_task) for the threads of one target process, aggregated per thread in
+ * the kernel: run-queue latency (woken, or preempted while runnable, until it runs
+ * again) as a log2 histogram, voluntary and involuntary switches (as the kernel counts
+ * nvcsw and nivcsw), migrations, and time on a CPU. An event whose thread finds the
+ * thread map full is counted lost, by kind; what the threads hold plus what was lost
+ * equals what was seen. */
+
+#define PROBE_SCHED_SLOTS     36     /* slot i: waits of [2^i, 2^(i+1)) ns; the last, all
+				      * from 2^35 ns up */
+#define PROBE_SCHED_NO_WORKER 0xffff /* a thread that drove no worker */
+
+enum probe_sched_event {
+	PROBE_SCHED_SWITCH_OUT,  /* its thread left a CPU */
+	PROBE_SCHED_SWITCH_IN,   /* its thread got a CPU */
+	PROBE_SCHED_WAKEUP,      /* sched_wakeup and sched_wakeup_new */
+	PROBE_SCHED_MIGRATE,
+	PROBE_SCHED_NEVENTS,
+};
+
+struct probe_sched_opts {
+	unsigned thread_entries; /* threads one window can hold (about 450 bytes of kernel
+				  * memory each, preallocated); 0: 1024 */
+};
+
+struct probe_sched_thread {
+	uint32_t tid;
+	uint32_t worker;          /* the worker (phase word) it drove at its last switch-out
+				   * that drove one; PROBE_SCHED_NO_WORKER: none */
+	uint32_t worker_changes;  /* times that worker changed */
+	char comm[16];            /* its name (/proc at the drain; an exited thread's as it
+				   * was at its first switch-outs) */
+	uint64_t voluntary;       /* switches out not runnable: it blocked or slept */
+	uint64_t involuntary;     /* switches out still runnable: preempted, or yielded */
+	uint64_t migrations;
+	uint64_t wakeups;
+	uint64_t oncpu_ns;        /* switch-in to switch-out, and to the stop for a thread on
+				   * a CPU then */
+	uint64_t runq_count;      /* waits in hist */
+	uint64_t runq_ns;         /* their sum */
+	uint64_t runq_max_ns;
+	uint64_t hist[PROBE_SCHED_SLOTS];
+};
+
+struct probe_sched_stats {
+	uint64_t seen[PROBE_SCHED_NEVENTS]; /* events of the target's threads, by kind */
+	uint64_t lost[PROBE_SCHED_NEVENTS]; /* of them, those whose thread found no room */
+	uint64_t threads;                   /* threads handed to fn */
+	uint64_t window_ns;                 /* time started */
+};
+
+typedef int (*probe_sched_fn)(const struct probe_sched_thread *t, void *ctx);
+
+struct probe_sched;
+
+/* Open, size, load and attach (the programs keep nothing until started). NULL with
+ * errno and one line in err. */
+struct probe_sched *probe_sched_open(const struct probe_sched_opts *o, char *err,
+				     size_t errlen);
+void probe_sched_free(struct probe_sched *p);
+unsigned probe_sched_thread_entries(const struct probe_sched *p);
+/* Keep the events of tgid's threads; the phase word at phase_tls_off (0: none) names
+ * the worker each drove. 0 or -errno. */
+int probe_sched_start(struct probe_sched *p, pid_t tgid, int64_t phase_tls_off);
+int probe_sched_stop(struct probe_sched *p);
+/* Hand every thread kept since the last drain to fn (a non-zero return stops the walk
+ * and is returned), add the counts to *stats and empty the map. Call it while stopped.
+ * 0 or -errno. */
+int probe_sched_drain(struct probe_sched *p, probe_sched_fn fn, void *ctx,
+		      struct probe_sched_stats *stats);
+/* How often its programs have run since it opened, and for how long in all (the
+ * kernel's BPF run-time statistics, on while the probe is open). 0 or -ENOTSUP. */
+int probe_sched_prog_stats(const struct probe_sched *p, uint64_t *runs, uint64_t *ns);
 
 #endif /* SCHEDLAB_PROBES_H */

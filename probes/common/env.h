@@ -35,4 +35,14 @@ const char *probe__libbpf_last(void);
  * EACCES lead with the fix instead. */
 void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
 
+/* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
+ * EACCES lead with the fix (PROBE__NOT_PERMITTED). e is a positive errno. */
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
+
+/* Wait until every BPF program run that began before the call has finished, so that a
+ * flag cleared before it is seen by all of them and their writes are visible: the
+ * programs run in RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is
+ * synchronize_rcu(). nohz_full kernels refuse it: then a 20 ms wait instead. */
+void probe__wait_programs(void);
+
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

@@ -22,7 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "probes/oncpu/oncpu.h"
-#include "runtime/phase.h"
+#include "probes/common/phase.bpf.h"
 
 #define ENOENT 2
 #define E2BIG  7
@@ -121,34 +121,12 @@ struct {
 	__uint(max_entries, 1);
 } scratch SEC(".maps");
 
-/* The thread's phase word (runtime/phase.h), a thread-local variable at phase_tls_off
- * from the thread pointer, and with group_task the entry word after it into *entry;
- * each 0 when the target has none or its read faults (the page may be out: no faulting
- * allowed here). */
+/* The thread's phase word, and with group_task the entry word after it into *entry
+ * (probes/common/phase.bpf.h). */
 static __always_inline __u64 read_phase(__u64 *entry)
 {
-	__u64 tp = 0, word = 0;
-	struct task_struct *task;
-
 	*entry = 0;
-	if (!phase_tls_off)
-		return 0;
-	task = (struct task_struct *)bpf_get_current_task();
-#if defined(__TARGET_ARCH_x86)
-	/* fsbase is saved on every arch_prctl(ARCH_SET_FS) and context switch, and
-	 * glibc sets it once per thread, so it is current for a running thread. */
-	tp = BPF_CORE_READ(task, thread.fsbase);
-#elif defined(__TARGET_ARCH_arm64)
-	tp = BPF_CORE_READ(task, thread.uw.tp_value);
-#endif
-	if (!tp || bpf_probe_read_user(&word, sizeof(word), (void *)(tp + phase_tls_off)))
-		return 0;
-	/* a read of its own: a word the target lacks costs the entry, never the phase */
-	if (group_task &&
-	    bpf_probe_read_user(entry, sizeof(*entry),
-				(void *)(tp + phase_tls_off + RT_PHASE_ENTRY_OFFSET)))
-		*entry = 0;
-	return word;
+	return probe_read_phase(phase_tls_off, group_task ? entry : NULL);
 }
 
 /* A 64-bit hash of s->nr and s->ips[0..nr), never ONCPU_NO_STACK: a multiply-xorshift

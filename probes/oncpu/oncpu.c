@@ -28,7 +28,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
@@ -704,12 +703,9 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 		p->unclocked++; /* the target was gone, or its clock never readable */
 	err = switch_events(p, false);
 	p->started = false;
-	/* A sample that saw enabled = 1 may still be running on another CPU. The
-	 * programs run in RCU read-side sections (irq or NMI context), and
-	 * MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), so after it every such sample has
-	 * finished and the drain sees it. nohz_full kernels refuse it: wait instead. */
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
-		usleep(20 * 1000);
+	/* A sample that saw enabled = 1 may still be running on another CPU (in irq or
+	 * NMI context): after this every such sample has finished and the drain sees it. */
+	probe__wait_programs();
 	stop_reader(p);
 	return p->dwarf_err ? p->dwarf_err : err;
 }

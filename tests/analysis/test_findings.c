@@ -408,6 +408,84 @@ Test(findings, probe_distortion_crosses_and_not)
 	expect_absent("probe-distortion");
 }
 
+/* A run whose sched probe saw the workers wait p99_us at the 99th percentile over
+ * waits waits (600 ms in all), and its busiest worker move rate times a second. */
+static void diagnose_sched(double p99_us, double waits, double rate, bool attached)
+{
+	char m[1024];
+
+	snprintf(m, sizeof(m),
+		 "\"probes\": [{\"name\": \"oncpu\", \"attached\": false}, {\"name\": \"sched\", "
+		 "\"attached\": %s, \"window_s\": 1.5, \"workers\": {\"workers\": 2, "
+		 "\"runq_waits\": %.17g, \"runq_p50_us\": 8.192, \"runq_p99_us\": %.17g, "
+		 "\"runq_ms\": 600, \"voluntary\": 500, \"involuntary\": 700, \"migrations\": "
+		 "%.17g, \"migrations_per_s_max\": %.17g, \"migrations_max_worker\": 1}}]",
+		 attached ? "true" : "false", waits, p99_us, rate * 1.5, rate);
+	diagnose(m);
+}
+
+Test(findings, run_queue_latency_crosses_and_not)
+{
+	double p99 = th("runq_p99_us"), min = th("runq_min_waits");
+	const struct an_finding *f;
+
+	diagnose_sched(2 * p99, 10 * min, 0, true);
+	expect_found("run-queue-latency");
+	f = get("run-queue-latency");
+	if (f) {
+		/* waits of threads overlap: no share of the measured time */
+		cr_expect(isnan(f->share));
+		cr_expect_not_null(strstr(f->evidence, "600 ms waiting in all"), "%s",
+				   f->evidence);
+		cr_expect_not_null(strstr(f->evidence, "700 of 1200 switches out were "
+						       "involuntary"), "%s", f->evidence);
+		cr_expect_not_null(strstr(f->evidence, "(sched probe, workers)"), "%s",
+				   f->evidence);
+	}
+	diagnose_sched(p99 / 2, 10 * min, 0, true);
+	expect_absent("run-queue-latency");
+	/* too few waits for a 99th percentile */
+	diagnose_sched(2 * p99, min / 2, 0, true);
+	expect_absent("run-queue-latency");
+	/* the probe not attached: nothing to read */
+	diagnose_sched(2 * p99, 10 * min, 0, false);
+	expect_absent("run-queue-latency");
+}
+
+Test(findings, migrations_cross_and_not)
+{
+	double rate = th("migrations_per_s");
+	const struct an_finding *f;
+
+	diagnose_sched(0, 0, 3 * rate, true);
+	expect_found("migrations");
+	f = get("migrations");
+	if (f) {
+		cr_expect(isnan(f->share));
+		cr_expect_not_null(strstr(f->claim, "worker 1"), "%s", f->claim);
+	}
+	diagnose_sched(0, 0, rate / 2, true);
+	expect_absent("migrations");
+	diagnose_sched(0, 0, 3 * rate, false);
+	expect_absent("migrations");
+}
+
+Test(findings, not_examined_names_what_no_attached_probe_measures)
+{
+	char line[256];
+
+	an_findings_not_examined(false, false, line, sizeof(line));
+	cr_expect_str_eq(line, AN_FINDINGS_NOT_EXAMINED);
+	an_findings_not_examined(true, false, line, sizeof(line));
+	cr_expect_null(strstr(line, "run-queue"), "%s", line);
+	cr_expect_null(strstr(line, "migrations"), "%s", line);
+	cr_expect_not_null(strstr(line, "off-CPU time"), "%s", line);
+	an_findings_not_examined(false, true, line, sizeof(line));
+	cr_expect_not_null(strstr(line, "run-queue latency and migrations"), "%s", line);
+	an_findings_not_examined(true, true, line, sizeof(line));
+	cr_expect_str_eq(line, "");
+}
+
 /* forks × iterations samples, fork-major, and the score's error. */
 static void diagnose_samples(unsigned forks, unsigned iters, const double *x, double error)
 {
@@ -655,6 +733,40 @@ Test(findings, a_report_says_when_none_crossed)
 	out = render_both(&run);
 	cr_expect_null(strstr(out.md, "## Findings"));
 	cr_expect_not_null(strstr(out.json, "\"findings\": null"));
+	free(out.md);
+	free(out.json);
+}
+
+static void sched_part_json(FILE *out, const void *data)
+{
+	(void)data;
+	fputs(", \"window_s\": 1, \"workers\": {\"workers\": 2, \"runq_waits\": 5000, "
+	      "\"runq_p50_us\": 4.096, \"runq_p99_us\": 4194.304, \"runq_ms\": 300, "
+	      "\"voluntary\": 10, \"involuntary\": 4990, \"migrations\": 0, "
+	      "\"migrations_per_s_max\": 0, \"migrations_max_worker\": 0}", out);
+}
+
+Test(findings, a_report_with_the_sched_probe_examines_run_queue_latency)
+{
+	struct an_probe_part part = { .name = "sched", .attached = true, .status = "attached",
+				      .json = sched_part_json };
+	struct an_run run = blocked_run();
+	struct an_finding f[AN_FINDINGS_MAX];
+	char err[256] = "";
+	struct rendered out;
+	int n;
+
+	run.parts = &part;
+	run.nparts = 1;
+	n = an_run_findings(&run, "r.json", f, AN_FINDINGS_MAX, err, sizeof(err));
+	cr_assert_geq(n, 1, "%s", err);
+	run.findings = f;
+	run.nfindings = (size_t)n;
+	out = render_both(&run);
+	cr_expect_not_null(strstr(out.md, "`run-queue-latency`"), "%s", out.md);
+	cr_expect_null(strstr(out.md, AN_FINDINGS_NOT_EXAMINED), "%s", out.md);
+	cr_expect_not_null(strstr(out.md, "\nNot examined: off-CPU time, which needs the off-CPU "
+					  "probe (--probes offcpu).\n"), "%s", out.md);
 	free(out.md);
 	free(out.json);
 }
