@@ -1,0 +1,242 @@
+/*
+ * The offcpu probe against tests/helpers/sleeper, whose off-CPU time is known: it
+ * times each of its naps itself, so the probe's total has an independent view to
+ * match, and it naps in functions with recognisable names.
+ */
+#include "tests/probes/sleeper.h"
+
+#include "analysis/analysis.h"
+
+struct seen {
+	struct an_usyms *usyms;
+	const char *leaf;        /* the user leaf function counted in ns */
+	const char *waker_leaf;  /* with wakers: the waker's user leaf expected */
+	uint64_t ns, intervals;  /* of stacks whose user leaf is leaf */
+	uint64_t all_ns, all_intervals;
+	uint64_t wrong_kind, wrong_comm, no_kernel, waker_ok, waker_bad;
+	uint64_t lost_ustack_full, lost_counts_full, counts_full_ns, counts_full_records;
+	unsigned records;
+};
+
+static void leaf_name(struct an_usyms *u, const uint64_t *ips, unsigned n, char *buf,
+		      size_t len)
+{
+	buf[0] = '\0';
+	/* ips[0] is the pc the thread left user mode at: no -1 */
+	if (n && u)
+		an_usyms_name(u, ips[0], buf, len);
+}
+
+static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
+{
+	struct seen *v = ctx;
+	char name[128];
+
+	v->records++;
+	v->all_ns += iv->ns;
+	v->all_intervals += iv->intervals;
+	if (iv->lost & PROBE_LOST_USTACK_FULL)
+		v->lost_ustack_full += iv->intervals;
+	if (iv->lost & PROBE_LOST_COUNTS_FULL) {
+		v->lost_counts_full += iv->intervals;
+		v->counts_full_ns += iv->ns;
+		v->counts_full_records++;
+		cr_expect_eq(iv->nuser + iv->nkernel, 0, "a counts-full record has no stacks");
+		return 0;
+	}
+	leaf_name(v->usyms, iv->ustack, iv->nuser, name, sizeof(name));
+	if (!v->leaf || strcmp(name, v->leaf))
+		return 0;
+	v->ns += iv->ns;
+	v->intervals += iv->intervals;
+	v->wrong_kind += iv->kind != RT_PHASE_BLOCK ? iv->intervals : 0;
+	v->wrong_comm += strcmp(iv->comm, "offcpu-nap") ? iv->intervals : 0;
+	v->no_kernel += iv->nkernel ? 0 : iv->intervals;
+	if (v->waker_leaf) {
+		leaf_name(v->usyms, iv->wustack, iv->nwuser, name, sizeof(name));
+		if (iv->woken && iv->waker_in_target && !strcmp(name, v->waker_leaf) &&
+		    !strcmp(iv->waker_comm, "sleeper-waker") && iv->nwkernel)
+			v->waker_ok += iv->intervals;
+		else
+			v->waker_bad += iv->intervals;
+	}
+	return 0;
+}
+
+/* Start the probe, let s nap, stop, and drain with s's mappings: what it measured. */
+static uint64_t window(struct probe_offcpu *p, struct sleeper *s, struct seen *v,
+		       struct probe_offcpu_stats *st)
+{
+	struct an_symcache *cache = an_symcache_new();
+	struct an_procmaps *maps;
+	uint64_t measured;
+
+	cr_assert_not_null(cache);
+	cr_assert_eq(probe_offcpu_start(p, s->pid, s->tls_off), 0);
+	measured = sleeper_run(s);
+	cr_assert_eq(probe_offcpu_stop(p), 0);
+	maps = an_procmaps_read(s->pid);
+	cr_assert_not_null(maps);
+	v->usyms = an_usyms_new(cache, maps);
+	cr_assert_not_null(v->usyms);
+	cr_assert_eq(probe_offcpu_drain(p, on_interval, v, st), 0);
+	an_usyms_free(v->usyms);
+	v->usyms = NULL;
+	an_symcache_free(cache);
+	sleeper_end(s);
+	/* what every drain promises: each interval in one place, the time kept drained */
+	cr_expect_eq(st->intervals, st->kept + st->under_min + st->counts_full);
+	cr_expect_eq(v->all_ns, st->kept_ns + st->counts_full_ns);
+	cr_expect_eq(v->all_intervals, st->kept + st->counts_full);
+	return measured;
+}
+
+TestSuite(offcpu, .fini = reap_kids);
+
+Test(offcpu, total_matches_what_the_child_measured_and_names_the_nap)
+{
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+	uint64_t measured;
+	double ratio;
+
+	need_bpf();
+	p = probe_offcpu_open(NULL, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, "50", "2", "nap");
+	measured = window(p, &s, &v, &st);
+	cr_assert_geq(measured, 50 * 2000000ull, "the naps took %llu ns", (unsigned long long)measured);
+	ratio = (double)v.ns / (double)measured;
+	cr_expect(ratio > 0.95 && ratio < 1.05,
+		  "sleeper_nap off CPU %llu ns, the child measured %llu ns (ratio %.4f)",
+		  (unsigned long long)v.ns, (unsigned long long)measured, ratio);
+	cr_expect_geq(v.intervals, 50, "%llu intervals in sleeper_nap", (unsigned long long)v.intervals);
+	cr_expect_eq(v.wrong_kind, 0, "the phase word at the switch-out is BLOCK");
+	cr_expect_eq(v.wrong_comm, 0);
+	cr_expect_eq(v.no_kernel, 0, "every nap has its kernel stack");
+	cr_expect_eq(st.start_full + st.counts_full + st.ustack_full + st.kstack_full, 0);
+	cr_expect_gt(st.fired, st.switches);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, intervals_under_the_minimum_are_counted_not_kept)
+{
+	struct probe_offcpu_opts o = { .min_block_us = 20000 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+	uint64_t measured;
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	cr_expect_eq(probe_offcpu_min_block_us(p), 20000);
+	sleeper_spawn(&s, "20", "2", "nap");
+	measured = window(p, &s, &v, &st);
+	/* 2 ms naps under a 20 ms minimum: none kept, each counted with its time (a nap
+	 * that waited over 18 ms for a CPU on a loaded machine would be kept: allowed) */
+	cr_expect_leq(v.intervals, 2, "%llu naps kept", (unsigned long long)v.intervals);
+	cr_expect_geq(st.under_min, 18);
+	cr_expect_geq((double)st.under_min_ns, 0.9 * (double)(measured - v.ns));
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_stacks_map_is_counted_and_marked)
+{
+	struct probe_offcpu_opts o = { .stack_entries = 4 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, "48", "1", "many");
+	window(p, &s, &v, &st);
+	/* 48 distinct user stacks and a kernel one or two into 4 entries */
+	cr_expect_geq(st.ustack_full, 40, "%llu", (unsigned long long)st.ustack_full);
+	cr_expect_eq(v.lost_ustack_full, st.ustack_full);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_counts_map_keeps_the_time_in_one_record)
+{
+	struct probe_offcpu_opts o = { .count_entries = 2 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+	uint64_t measured;
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, "48", "1", "many");
+	measured = window(p, &s, &v, &st);
+	cr_expect_geq(st.counts_full, 40, "%llu", (unsigned long long)st.counts_full);
+	cr_expect_eq(v.counts_full_records, 1);
+	cr_expect_eq(v.lost_counts_full, st.counts_full);
+	cr_expect_eq(v.counts_full_ns, st.counts_full_ns);
+	/* the naps' time is all there, most of it in the record */
+	cr_expect_geq((double)st.counts_full_ns, 0.8 * (double)measured);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_start_map_is_counted)
+{
+	struct probe_offcpu_opts o = { .thread_entries = 1 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	/* two threads off CPU at once, the waiter and the waker napping, in room for one */
+	sleeper_spawn(&s, "20", "2", "pipe");
+	window(p, &s, &v, &st);
+	cr_expect_gt(st.start_full, 0);
+	cr_expect_eq(st.switches, st.intervals + st.start_full + st.unfinished);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
+{
+	struct probe_offcpu_opts o = { .wakers = true };
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_wait", .waker_leaf = "sleeper_wake" };
+	struct sleeper s;
+	struct probe_offcpu *p;
+	char err[256];
+	uint64_t measured;
+	double ratio;
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	cr_expect(probe_offcpu_wakers(p));
+	sleeper_spawn(&s, "30", "2", "pipe");
+	measured = window(p, &s, &v, &st);
+	ratio = (double)v.ns / (double)measured;
+	cr_expect(ratio > 0.95 && ratio < 1.05, "sleeper_wait %llu ns, measured %llu ns",
+		  (unsigned long long)v.ns, (unsigned long long)measured);
+	/* each wait ends with the waker's write; one preempted in sleeper_wait (runnable,
+	 * never woken) has no waker, which a busy CPU may cause now and then */
+	cr_expect_geq(v.waker_ok, 27, "%llu woken by sleeper_wake, %llu not",
+		      (unsigned long long)v.waker_ok, (unsigned long long)v.waker_bad);
+	cr_expect_leq(v.waker_bad * 10, v.waker_ok, "%llu woken by sleeper_wake, %llu not",
+		      (unsigned long long)v.waker_ok, (unsigned long long)v.waker_bad);
+	cr_expect_geq(st.wakeups, 30);
+	cr_expect_eq(st.waker_full, 0);
+	probe_offcpu_free(p);
+}
