@@ -83,6 +83,8 @@ enum {
 	OPT_STACK_COPY,
 	OPT_BASELINE,
 	OPT_GROUP,
+	OPT_MIN_BLOCK,
+	OPT_WAKERS,
 };
 
 static const struct argp_option options[] = {
@@ -122,6 +124,12 @@ static const struct argp_option options[] = {
 	  "running task's entry function, what was passed to rt_spawn, as a [task: NAME] frame)",
 	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
+	{ "min-block-us", OPT_MIN_BLOCK, "US", 0,
+	  "offcpu: keep off-CPU intervals of at least US microseconds (default 1); shorter "
+	  "ones are counted, not kept", 2 },
+	{ "wakers", OPT_WAKERS, NULL, 0,
+	  "offcpu: also keep the stack of whoever woke each blocked thread, in wakers.folded "
+	  "(attaches sched_wakeup too)", 2 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
 	  "workloads)",
@@ -151,6 +159,8 @@ struct run_args {
 	long freq, stack_copy;
 	int callgraph;
 	bool group_task;                /* --group task */
+	long min_block_us;              /* offcpu: 0: not given */
+	bool wakers;                    /* offcpu: --wakers */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -292,6 +302,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->group_task = !strcmp(arg, "task");
+		return 0;
+	case OPT_MIN_BLOCK:
+		if (!cli_parse_long(arg, 1, 60000000, &a->min_block_us)) {
+			a->bad = cli_usage_error("--min-block-us '%s': expected microseconds from 1 "
+						 "to 60000000, e.g. --min-block-us 10",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_WAKERS:
+		a->wakers = true;
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -475,7 +496,8 @@ static int folder_error(const char *out, const char *path, int err)
 /* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
  * past its own cleanup. */
 static const char *const run_files[] = { "result.json", "report.md", "oncpu.folded",
-					 "oncpu.svg", NULL };
+					 "oncpu.svg", "offcpu.folded", "offcpu.svg",
+					 "wakers.folded", NULL };
 
 static bool is_our_temporary(const char *name)
 {
@@ -620,6 +642,10 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --group %s",
 					a->group_task ? "task" : "thread");
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->min_block_us && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --wakers");
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -1047,6 +1073,9 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_argp_parse(&argp, "run", argc, argv, &a))
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
+	if ((a.min_block_us || a.wakers) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
+		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
+				       a.wakers ? "--wakers" : "--min-block-us");
 
 	nspecs = spec_count(&a);
 	specs = calloc(nspecs, sizeof(*specs));
@@ -1099,6 +1128,8 @@ int cmd_run(int argc, char **argv)
 		if (specs[i].opt.forks > pc.forks)
 			pc.forks = specs[i].opt.forks;
 	}
+	pc.min_block_us = (unsigned)a.min_block_us;
+	pc.wakers = a.wakers;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;

@@ -266,6 +266,8 @@ struct probe_offcpu_stats {
 	uint64_t wakeups;        /* wake-ups of target threads (wakers) */
 	uint64_t waker_full;     /* of them, with no room to be kept: the interval has none */
 	uint64_t fired;          /* sched_switch events of any task while started */
+	uint64_t restarts;       /* switch-outs of a thread whose last one saw no switch-in:
+				  * that earlier interval is not timed */
 	uint64_t window_ns;      /* time started */
 };
 
@@ -282,6 +284,11 @@ void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned
 /* How often the sched_switch program has run and for how long in all (the kernel's
  * BPF run-time statistics). 0, or -ENOTSUP where the kernel would not turn them on. */
 int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64_t *ns);
+
+/* Events the kernel did not hand the programs since the open, because one of them was
+ * already running on that CPU (the programs' recursion_misses): a switch so missed
+ * leaves its interval untimed, or a start record to be overwritten. */
+uint64_t probe_offcpu_misses(const struct probe_offcpu *p);
 
 /* Start timing the threads of tgid (phase_tls_off as in struct probe_target); stop. 0 or
  * -errno. */

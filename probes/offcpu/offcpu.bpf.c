@@ -139,6 +139,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	struct scratch *sc;
 	__u32 slot = 0, tid = prev->pid;
 	__u64 entry, phase;
+	long err;
 
 	sc = bpf_map_lookup_elem(&scratch, &slot);
 	if (!sc)
@@ -157,7 +158,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
 	/* last, so that the interval excludes the walks */
 	st.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&starts, &tid, &st, BPF_ANY))
+	err = bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		c->restarts++;
+		err = bpf_map_update_elem(&starts, &tid, &st, BPF_EXIST);
+	}
+	if (err)
 		c->start_full++;
 }
 

@@ -27,7 +27,7 @@ _Static_assert(sizeof(struct offcpu_stack) == 1024, "offcpu_stack ABI");
 _Static_assert(sizeof(struct offcpu_waker) == 40, "offcpu_waker ABI");
 _Static_assert(sizeof(struct offcpu_key) == 80, "offcpu_key ABI");
 _Static_assert(sizeof(struct offcpu_start) == 88, "offcpu_start ABI");
-_Static_assert(sizeof(struct offcpu_counters) == 128, "offcpu_counters ABI");
+_Static_assert(sizeof(struct offcpu_counters) == 136, "offcpu_counters ABI");
 _Static_assert(OFFCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       OFFCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       OFFCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
@@ -235,6 +235,26 @@ int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64
 	return 0;
 }
 
+uint64_t probe_offcpu_misses(const struct probe_offcpu *p)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	uint64_t n = 0;
+
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.offcpu_switch), &info, &len))
+		n += info.recursion_misses;
+	for (int i = 0; p->wakers && i < 2; i++) {
+		struct bpf_program *prog = i ? p->skel->progs.offcpu_wakeup_new
+					     : p->skel->progs.offcpu_wakeup;
+
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
 int probe_offcpu_start(struct probe_offcpu *p, pid_t tgid, int64_t phase_tls_off)
 {
 	if (tgid <= 0)
@@ -440,6 +460,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 		stats->wakeups += c.wakeups;
 		stats->waker_full += c.waker_full;
 		stats->fired += c.fired;
+		stats->restarts += c.restarts;
 		stats->window_ns += p->window_ns;
 	}
 	p->window_ns = 0;

@@ -88,6 +88,9 @@ struct offcpu_counters {
 	__u64 wakeups;		/* wake-ups of target threads while enabled (wakers only) */
 	__u64 waker_full;	/* of them, found no room in the wakers map */
 	__u64 fired;		/* sched_switch runs while enabled, of any task */
+	__u64 restarts;		/* switch-outs that found their thread's start record still
+				 * there: no switch-in was seen since the last (the earlier
+				 * interval is not timed) */
 };
 
 #endif /* SCHEDLAB_PROBES_OFFCPU_H */

@@ -199,8 +199,8 @@ Test(run_cli, knobs_that_cannot_go_together_are_bad_input)
 
 Test(run_cli, unknown_probe_is_bad_input)
 {
-	cr_expect_eq(run_args("run", "spawn-join", "--probes", "offcpu", NULL), 2);
-	expect_one_error_line("--probes 'offcpu'");
+	cr_expect_eq(run_args("run", "spawn-join", "--probes", "oncpu,bogus", NULL), 2);
+	expect_one_error_line("--probes 'oncpu,bogus'");
 }
 
 Test(run_cli, unknown_command_is_bad_input)

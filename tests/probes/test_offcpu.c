@@ -86,6 +86,12 @@ static uint64_t window(struct probe_offcpu *p, struct sleeper *s, struct seen *v
 	sleeper_end(s);
 	/* what every drain promises: each interval in one place, the time kept drained */
 	cr_expect_eq(st->intervals, st->kept + st->under_min + st->counts_full);
+	cr_expect_eq(st->switches, st->intervals + st->start_full + st->unfinished + st->restarts,
+		     "%llu switch-outs, %llu ended, %llu not started, %llu unfinished, %llu "
+		     "restarted, %llu missed",
+		     (unsigned long long)st->switches, (unsigned long long)st->intervals,
+		     (unsigned long long)st->start_full, (unsigned long long)st->unfinished,
+		     (unsigned long long)st->restarts, (unsigned long long)probe_offcpu_misses(p));
 	cr_expect_eq(v->all_ns, st->kept_ns + st->counts_full_ns);
 	cr_expect_eq(v->all_intervals, st->kept + st->counts_full);
 	return measured;

@@ -6,8 +6,9 @@
  * Prints the offset of its thread-local phase word (rt_phase_word, holding
  * RT_PHASE_WORD(RT_PHASE_BLOCK, 1, 7) in the napping thread) from the thread pointer on
  * one line, waits for a line on stdin (the probe is started then), naps COUNT times
- * for MS milliseconds, timing each nap itself with CLOCK_MONOTONIC, prints the total
- * it measured in nanoseconds on one line, and waits for stdin to close (so that the
+ * for MS milliseconds, timing each nap itself (CLOCK_MONOTONIC less its own
+ * CLOCK_THREAD_CPUTIME_ID over the nap: the time it was off CPU by its own clocks),
+ * prints the total it measured in nanoseconds on one line, and waits for stdin to close (so that the
  * probe reads its mappings while it lives). MODE:
  *   nap   (default) the naps in sleeper_nap, as clock_nanosleep called straight from
  *         it (no glibc wrapper, which has no frame pointers: the walk then names the
@@ -16,7 +17,7 @@
  *         sleeper_deep: as many distinct user stacks as naps, up to 48
  *   pipe  the main thread blocks in sleeper_wait on a pipe that a second thread,
  *         named sleeper-waker, writes in sleeper_wake after each nap of its own; the
- *         total printed is the main thread's measured time blocked
+ *         total printed is the main thread's measured time off CPU in sleeper_wait
  * The napping thread's name is "offcpu-nap".
  */
 #include "runtime/phase.h"
@@ -42,12 +43,31 @@ __thread volatile uint64_t rt_phase_word;
 static long count, ms;
 static int fds[2];
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Where the thread is off CPU by its own clocks: wall time less its CPU time (the system
+ * call's way in and out, and, on a loaded machine, a preemption before it returns). */
+struct span {
+	uint64_t wall, cpu;
+};
+
+static struct span span_begin(void)
+{
+	return (struct span){ clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID) };
+}
+
+static uint64_t span_off(struct span s)
+{
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - s.cpu;
+	uint64_t wall = clock_ns(CLOCK_MONOTONIC) - s.wall;
+
+	return wall > cpu ? wall - cpu : 0;
 }
 
 /* A system call made here, not in glibc: the interrupted user pc is in the caller. */
@@ -66,11 +86,11 @@ static inline long raw_syscall4(long nr, long a, long b, long c, long d)
 NOINLINE uint64_t sleeper_nap(long msec)
 {
 	struct timespec ts = { msec / 1000, (msec % 1000) * 1000000L };
-	uint64_t t0 = now_ns();
+	struct span sp = span_begin();
 
 	/* relative: an interrupted nap (never expected here) is simply shorter */
 	raw_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0);
-	return now_ns() - t0;
+	return span_off(sp);
 }
 
 NOINLINE uint64_t sleeper_deep(int depth, long msec)
@@ -87,10 +107,10 @@ NOINLINE uint64_t sleeper_deep(int depth, long msec)
 NOINLINE uint64_t sleeper_wait(void)
 {
 	char b;
-	uint64_t t0 = now_ns();
+	struct span sp = span_begin();
 
 	raw_syscall4(SYS_read, fds[0], (long)&b, 1, 0);
-	return now_ns() - t0;
+	return span_off(sp);
 }
 
 NOINLINE void sleeper_wake(void)
