@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,4 +127,25 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
 		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
 	else
 		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
+}
+
+void probe__sync_programs(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		usleep(20 * 1000);
+}
+
+int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
+		      uint64_t *ns)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (stats_fd < 0)
+		return -ENOTSUP;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PROBE__VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 /* The fix for EPERM/EACCES from bpf() or perf_event_open(). */
@@ -25,5 +26,19 @@ const char *probe__libbpf_last(void);
 /* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
  * EACCES (e is a positive errno) lead with the fix. */
 void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
+
+struct bpf_program;
+
+/* Wait until every BPF program run that began before the call has finished, so that a
+ * drain after a cleared enabled flag sees all they added: the programs run in RCU
+ * read-side sections, and MEMBARRIER_CMD_GLOBAL is synchronize_rcu(); nohz_full kernels
+ * refuse it, and then a 20 ms wait stands in. */
+void probe__sync_programs(void);
+
+/* How often prog has run and for how long in all (the kernel's BPF run-time
+ * statistics, on while stats_fd, from bpf_enable_stats(), is open). 0, -ENOTSUP when
+ * stats_fd < 0, or -errno. */
+int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
+		      uint64_t *ns);
 
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

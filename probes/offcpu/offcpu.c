@@ -14,7 +14,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,16 +222,7 @@ void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned
 
 int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64_t *ns)
 {
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-
-	if (p->stats_fd < 0)
-		return -ENOTSUP;
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.offcpu_switch), &info, &len))
-		return -errno;
-	*runs = info.run_cnt;
-	*ns = info.run_time_ns;
-	return 0;
+	return probe__prog_stats(p->stats_fd, p->skel->progs.offcpu_switch, runs, ns);
 }
 
 uint64_t probe_offcpu_misses(const struct probe_offcpu *p)
@@ -279,12 +269,8 @@ int probe_offcpu_stop(struct probe_offcpu *p)
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
 	p->window_ns += monotonic_ns() - p->window_start_ns;
 	p->started = false;
-	/* A program that saw enabled = 1 may still run on another CPU. Tracepoint programs
-	 * run in RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is synchronize_rcu(),
-	 * so after it every one has finished and the drain sees what it added. nohz_full
-	 * kernels refuse it: wait instead. */
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
-		usleep(20 * 1000);
+	/* a program that saw enabled = 1 may still run on another CPU */
+	probe__sync_programs();
 	return 0;
 }
 
