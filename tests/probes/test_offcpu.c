@@ -5,6 +5,8 @@
  */
 #include "tests/probes/sleeper.h"
 
+#include <grp.h>
+
 #include "analysis/analysis.h"
 
 struct seen {
@@ -245,4 +247,41 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 	cr_expect_geq(st.wakeups, 30);
 	cr_expect_eq(st.waker_full, 0);
 	probe_offcpu_free(p);
+}
+
+/* Dropped to nobody in a child (so without any capability), open must fail with the
+ * fix in its message. */
+Test(offcpu, unprivileged_open_says_how_to_fix)
+{
+	char msg[512] = "";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	need_bpf();
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char err[256] = "";
+		struct probe_offcpu *p;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(2);
+		p = probe_offcpu_open(NULL, err, sizeof(err));
+		dprintf(fds[1], "%d|%s", p != NULL, err);
+		_exit(0);
+	}
+	kids[nkids++] = pid;
+	close(fds[1]);
+	n = read(fds[0], msg, sizeof(msg) - 1);
+	close(fds[0]);
+	cr_assert_gt(n, 0);
+	msg[n] = '\0';
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	nkids--;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect(strstr(msg, "0|offcpu: not permitted: run as root or grant CAP_BPF and "
+			      "CAP_PERFMON") == msg, "%s", msg);
 }
