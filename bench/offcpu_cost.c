@@ -7,7 +7,8 @@
  * A child process ping-pongs a byte between two threads over two pipes, both pinned to
  * one CPU, so that every hand-off is a context switch; it counts round trips in shared
  * memory. Each round measures its rate for SECONDS (default 0.5) under each condition in
- * turn: nothing; `perf stat -e sched:sched_switch -p CHILD`; offcpu with the child as
+ * turn (each round starting at the next): nothing (the probe attached, its programs
+ * returning at their first test); `perf stat -e sched:sched_switch -p CHILD`; offcpu with the child as
  * target (every switch is the target's: two stack walks and a map update each); offcpu
  * with another process as target (the child's switches are other tasks', filtered out
  * in the kernel). The cost of an event is the extra time per round trip over the
@@ -155,33 +156,51 @@ int main(int argc, char **argv)
 	}
 	rate(0.5); /* warm up */
 	for (int i = 0; i < rounds; i++) {
-		uint64_t runs0, ns0, runs1, ns1;
-		double t0;
+		/* each round starts at another condition, so that none always follows the
+		 * same one (a drain, perf's exit) */
+		for (int k = 0; k < NCOND; k++) {
+			int c = (i + k) % NCOND;
+			uint64_t runs0, ns0, runs1, ns1;
+			double t0;
 
-		r[C_NONE][i] = rate(secs);
-		if (have_perf) {
-			perf = start_perf(child);
-			r[C_PERF][i] = rate(secs);
-			kill(perf, SIGINT);
-			waitpid(perf, NULL, 0);
+			switch (c) {
+			case C_NONE:
+				r[c][i] = rate(secs);
+				break;
+			case C_PERF:
+				if (!have_perf)
+					break;
+				perf = start_perf(child);
+				r[c][i] = rate(secs);
+				kill(perf, SIGINT);
+				waitpid(perf, NULL, 0);
+				break;
+			case C_TARGET:
+				memset(&st, 0, sizeof(st));
+				probe_offcpu_prog_stats(p, &runs0, &ns0);
+				probe_offcpu_start(p, child, 0);
+				t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED);
+				r[c][i] = rate(secs);
+				t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED) - t0;
+				probe_offcpu_stop(p);
+				probe_offcpu_drain(p, NULL, NULL, &st);
+				probe_offcpu_prog_stats(p, &runs1, &ns1);
+				events_per_trip[i] = t0 > 0 ? (double)st.switches / t0 : 0;
+				prog_ns[i] = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0)
+							   : 0;
+				break;
+			case C_OTHER:
+				probe_offcpu_prog_stats(p, &runs0, &ns0);
+				probe_offcpu_start(p, getpid(), 0);
+				r[c][i] = rate(secs);
+				probe_offcpu_stop(p);
+				probe_offcpu_drain(p, NULL, NULL, NULL);
+				probe_offcpu_prog_stats(p, &runs1, &ns1);
+				other_ns[i] = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0)
+							    : 0;
+				break;
+			}
 		}
-		memset(&st, 0, sizeof(st));
-		probe_offcpu_prog_stats(p, &runs0, &ns0);
-		probe_offcpu_start(p, child, 0);
-		t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED);
-		r[C_TARGET][i] = rate(secs);
-		t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED) - t0;
-		probe_offcpu_stop(p);
-		probe_offcpu_drain(p, NULL, NULL, &st);
-		probe_offcpu_prog_stats(p, &runs1, &ns1);
-		events_per_trip[i] = t0 > 0 ? (double)st.switches / t0 : 0;
-		prog_ns[i] = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0) : 0;
-		probe_offcpu_start(p, getpid(), 0);
-		r[C_OTHER][i] = rate(secs);
-		probe_offcpu_stop(p);
-		probe_offcpu_drain(p, NULL, NULL, NULL);
-		probe_offcpu_prog_stats(p, &runs0, &ns0);
-		other_ns[i] = runs0 > runs1 ? (double)(ns0 - ns1) / (double)(runs0 - runs1) : 0;
 	}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
