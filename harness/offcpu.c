@@ -413,12 +413,14 @@ static void write_md(FILE *out, const void *data)
 		}
 	}
 	fprintf(out, "\nCounted, not kept: %" PRIu64 " intervals under %u µs (%.1f ms); %" PRIu64
-		     " switch-outs still off CPU at a fork's end. Lost: %" PRIu64 " + %" PRIu64
+		     " switch-outs still off CPU at a fork's end, %" PRIu64 " whose switch-in "
+		     "went unseen (a second switch-out came first: not timed). Lost: %" PRIu64
+		     " + %" PRIu64
 		     " intervals whose user + kernel stack found the stacks map (%u) full, %" PRIu64
 		     " whose key found the counts map (%u) full (their time kept, stacks unknown), %"
 		     PRIu64 " switch-outs with no room in the start map (%u threads: not timed)",
 		st->under_min, probe_offcpu_min_block_us(s->p), us_of(st->under_min_ns) / 1000.0,
-		st->unfinished, st->ustack_full, st->kstack_full, stacks, st->counts_full, counts,
+		st->unfinished, st->restarts, st->ustack_full, st->kstack_full, stacks, st->counts_full, counts,
 		st->start_full, threads);
 	if (s->wakers)
 		fprintf(out, ", %" PRIu64 " wake-ups with no room to be kept", st->waker_full);

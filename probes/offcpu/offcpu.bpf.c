@@ -97,6 +97,22 @@ struct {
 	__uint(max_entries, 2);
 } scratch SEC(".maps");
 
+/* A thread's record in starts or woken, keyed by its tid: written in place once it
+ * exists, so that the steady state takes no bucket lock. Only the thread's own
+ * switches and wake-ups touch it, and the scheduler orders those, so the plain stores
+ * do not race; the insert of a thread's first record is the only update. 0 with *old
+ * the record to write over, or 0 with *old NULL when rec was inserted, or the insert's
+ * -errno (-E2BIG: full). */
+static __always_inline long put_record(void *map, __u32 tid, const void *rec, void **old)
+{
+	void *v = bpf_map_lookup_elem(map, &tid);
+
+	*old = v;
+	if (v)
+		return 0;
+	return bpf_map_update_elem(map, &tid, rec, BPF_NOEXIST);
+}
+
 /* Walk the current task's user (BPF_F_USER_STACK) or kernel (0) stack into s, hash it
  * into *id and store it; a walk that fails or finds nothing sets error_bit. */
 static __always_inline void take_stack(void *ctx, struct offcpu_stack *s, __u64 flags, __u64 *id,
@@ -137,6 +153,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 {
 	struct offcpu_start st = {};
 	struct scratch *sc;
+	struct offcpu_start *old;
 	__u32 slot = 0, tid = prev->pid;
 	__u64 entry, phase;
 	long err;
@@ -147,8 +164,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	c->switches++;
 	/* a wake-up seen before this switch-out woke the thread from an earlier wait, or
 	 * found it still running: it is not what ends the interval that starts here */
-	if (wakers)
-		bpf_map_delete_elem(&woken, &tid);
+	if (wakers) {
+		struct offcpu_waker *w = bpf_map_lookup_elem(&woken, &tid);
+
+		if (w)
+			w->comm[0] = 0; /* none */
+	}
 	take_stack(ctx, &sc->kernel, 0, &st.key.kstack, &st.key.lost, OFFCPU_LOST_KSTACK_FULL,
 		   OFFCPU_LOST_KSTACK_ERROR);
 	take_stack(ctx, &sc->user, BPF_F_USER_STACK, &st.key.ustack, &st.key.lost,
@@ -158,13 +179,16 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
 	/* last, so that the interval excludes the walks */
 	st.ts = bpf_ktime_get_ns();
-	err = bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		c->restarts++;
-		err = bpf_map_update_elem(&starts, &tid, &st, BPF_EXIST);
-	}
-	if (err)
+	err = put_record(&starts, tid, &st, (void **)&old);
+	if (old) {
+		if (old->ts)
+			c->restarts++;
+		__builtin_memcpy(old, &st, sizeof(st));
+	} else if (err == -EEXIST) {
+		c->restarts++; /* never: only this thread inserts its record */
+	} else if (err) {
 		c->start_full++;
+	}
 }
 
 static __always_inline void switch_in(struct task_struct *next, struct offcpu_counters *c)
@@ -177,17 +201,17 @@ static __always_inline void switch_in(struct task_struct *next, struct offcpu_co
 	__u64 delta;
 
 	st = bpf_map_lookup_elem(&starts, &tid);
-	if (!st)
+	if (!st || !st->ts)
 		return; /* off CPU since before the window: not timed */
 	delta = bpf_ktime_get_ns() - st->ts;
 	__builtin_memcpy(&key, &st->key, sizeof(key));
-	bpf_map_delete_elem(&starts, &tid);
+	st->ts = 0; /* consumed */
 	c->intervals++;
 	if (wakers) {
 		w = bpf_map_lookup_elem(&woken, &tid);
-		if (w) {
+		if (w && w->comm[0]) {
 			__builtin_memcpy(&key.waker, w, sizeof(key.waker));
-			bpf_map_delete_elem(&woken, &tid);
+			w->comm[0] = 0;
 		}
 	}
 	if (delta < min_block_ns) {
@@ -250,7 +274,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
  * stack, which names the real cause. */
 static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 {
-	struct offcpu_waker w = {};
+	struct offcpu_waker w = {}, *old;
 	struct offcpu_counters *c;
 	struct task_struct *cur;
 	struct scratch *sc;
@@ -274,8 +298,13 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 		take_stack(ctx, &sc->user, BPF_F_USER_STACK, &w.ustack, &w.lost,
 			   OFFCPU_LOST_WUSTACK_FULL, 0);
 	tid = p->pid;
-	if (bpf_map_update_elem(&woken, &tid, &w, BPF_ANY))
+	/* a comm is never empty, so w.comm[0] says the record holds a wake-up */
+	if (!w.comm[0])
+		w.comm[0] = '?';
+	if (put_record(&woken, tid, &w, (void **)&old))
 		c->waker_full++;
+	else if (old)
+		__builtin_memcpy(old, &w, sizeof(w));
 	return 0;
 }
 

@@ -308,6 +308,27 @@ static int clear_map(struct probe_offcpu *p, struct bpf_map *m, unsigned cap, ui
 	return 0;
 }
 
+/* Empty the start records (one per thread seen, kept between its intervals): how many
+ * were still timing an interval, a thread off CPU at the stop (or gone). */
+static int clear_starts(struct probe_offcpu *p, uint64_t *open)
+{
+	int fd = bpf_map__fd(p->skel->maps.starts);
+	struct offcpu_start st;
+	unsigned n = 0;
+	void *prev = NULL;
+
+	*open = 0;
+	while (n < p->thread_entries && !bpf_map_get_next_key(fd, prev, &p->ids[n]))
+		prev = &p->ids[n++];
+	for (unsigned i = 0; i < n; i++) {
+		if (!bpf_map_lookup_elem(fd, &p->ids[i], &st) && st.ts)
+			(*open)++;
+		if (bpf_map_delete_elem(fd, &p->ids[i]) && errno != ENOENT)
+			return -errno;
+	}
+	return 0;
+}
+
 /* Sum the per-CPU counters into *c and zero them. */
 static int take_counters(struct probe_offcpu *p, struct offcpu_counters *c)
 {
@@ -406,7 +427,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 	err = clear_map(p, p->skel->maps.stacks, p->stack_entries, NULL);
 	/* threads still off CPU at the stop: their intervals are not timed */
 	if (!err)
-		err = clear_map(p, p->skel->maps.starts, p->thread_entries, &unfinished);
+		err = clear_starts(p, &unfinished);
 	if (!err && p->wakers)
 		err = clear_map(p, p->skel->maps.woken, p->thread_entries, NULL);
 	if (!err)
