@@ -237,7 +237,7 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 	cr_expect_gt(v.waker_ok, 0);
 	cr_expect_leq(v.waker_bad, v.waker_ok, "%llu woken by sleeper_wake, %llu not",
 		      (unsigned long long)v.waker_ok, (unsigned long long)v.waker_bad);
-	cr_expect_geq(st.wakeups, 30);
+	cr_expect_geq(st.wakeups, v.waker_ok, "each woken wait had its wake-up");
 	cr_expect_eq(st.waker_full, 0);
 	probe_offcpu_free(p);
 }
