@@ -331,7 +331,7 @@ bench: $(BIN) $(BENCH_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
 	$(Q){ BUILD=$(BUILD) bench/run.sh && echo && BUILD=$(BUILD) bench/stacks.sh && echo && \
-		BUILD=$(BUILD) bench/analysis.sh; } > BENCHMARKS.md.tmp && \
+		BUILD=$(BUILD) bench/analysis.sh && echo && BUILD=$(BUILD) bench/offcpu.sh; } > BENCHMARKS.md.tmp && \
 		mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
 

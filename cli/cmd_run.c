@@ -92,6 +92,8 @@ enum {
 	OPT_OVERHEAD,
 	OPT_GROUP,
 	OPT_TIMELINE_EVENTS,
+	OPT_MIN_BLOCK,
+	OPT_WAKERS,
 };
 
 static const struct argp_option options[] = {
@@ -135,6 +137,12 @@ static const struct argp_option options[] = {
 	  "100000, about 10 MB a fork; 1 to 100000000); later ones are counted, not drawn",
 	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
+	{ "min-block-us", OPT_MIN_BLOCK, "US", 0,
+	  "offcpu: keep off-CPU intervals of at least US microseconds (default 1); shorter "
+	  "ones are counted, not kept", 2 },
+	{ "wakers", OPT_WAKERS, NULL, 0,
+	  "offcpu: also keep the stack of whoever woke each blocked thread, in wakers.folded "
+	  "(attaches sched_wakeup too)", 2 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
 	  "workloads)",
@@ -170,6 +178,8 @@ struct run_args {
 	int callgraph;
 	bool group_task;                /* --group task */
 	bool overhead;                  /* --overhead */
+	long min_block_us;              /* offcpu: 0: not given */
+	bool wakers;                    /* offcpu: --wakers */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -319,6 +329,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 						 arg);
 			return EINVAL;
 		}
+		return 0;
+	case OPT_MIN_BLOCK:
+		if (!cli_parse_long(arg, 1, 60000000, &a->min_block_us)) {
+			a->bad = cli_usage_error("--min-block-us '%s': expected microseconds from 1 "
+						 "to 60000000, e.g. --min-block-us 10",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_WAKERS:
+		a->wakers = true;
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -505,7 +526,8 @@ static int folder_error(const char *out, const char *path, int err)
 /* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
  * past its own cleanup. */
 static const char *const run_files[] = { "result.json", "report.md", "oncpu.folded",
-					 "oncpu.svg", NULL };
+					 "oncpu.svg", "offcpu.folded", "offcpu.svg",
+					 "wakers.folded", NULL };
 
 static bool is_our_temporary(const char *name)
 {
@@ -652,6 +674,10 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 					a->group_task ? "task" : "thread");
 	if (a->overhead && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --overhead");
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->min_block_us && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --wakers");
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -1126,6 +1152,9 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_argp_parse(&argp, "run", argc, argv, &a))
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
+	if ((a.min_block_us || a.wakers) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
+		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
+				       a.wakers ? "--wakers" : "--min-block-us");
 
 	nspecs = spec_count(&a);
 	specs = calloc(nspecs, sizeof(*specs));
@@ -1184,6 +1213,8 @@ int cmd_run(int argc, char **argv)
 			pc.threads = w;
 	}
 	pc.timeline_events = (unsigned)a.timeline_events;
+	pc.min_block_us = (unsigned)a.min_block_us;
+	pc.wakers = a.wakers;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;

@@ -174,6 +174,19 @@ void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
 /* Forget the collected profile before the next benchmark; the probe stays loaded. */
 int hx_profile_reset(struct hx_profile *p);
 void hx_profile_close(struct hx_profile *p);
+/* Frames as the folded files name them (harness/profile.c), for every probe that
+ * folds stacks: a kernel frame "NAME_[k]" ("[k]+0xADDR_[k]" where unknown); a thread's
+ * name with spaces as '_'; user frames from leaf-first ips, named leaf first into
+ * names[0..max) and cut after the function that began the thread (start_thread, a
+ * fiber's entry, ...). hx_user_frames returns how many; *rooted: a root ended them,
+ * *garbage: one is in no code, *past_root: the walk went on past the root. */
+#define HX_FRAME_LEN 256
+void hx_kernel_frame(const struct an_ksyms *k, uint64_t addr, char *buf, size_t len);
+void hx_comm_frame(const char *comm, char *buf, size_t len);
+unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
+			char (*names)[HX_FRAME_LEN], unsigned max, bool *rooted, bool *garbage,
+			bool *past_root);
+
 /* ---- the probe set ------------------------------------------------------------------ */
 
 /* The probes a run can use, as --probes names them: oncpu (the profile above) and the
@@ -237,6 +250,12 @@ struct hx_probe_ops {
 	 * runtime's counters (res->rt). NULL: not needed. */
 	void (*observe)(void *state, const struct hx_result *res);
 };
+
+/* The probes beside oncpu (harness/<name>.c). */
+extern const struct hx_probe_ops hx_offcpu_ops;
+/* hx_offcpu_ops' open with the probe's own options (its map sizes, say), for the state
+ * the other ops take. */
+int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len);
 
 /* The probes beside oncpu that are built, NULL-terminated, in enum order. */
 const struct hx_probe_ops *const *hx_probe_ops_all(void);

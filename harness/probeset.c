@@ -16,6 +16,7 @@
 
 /* The probes beside oncpu that are built, in enum order. */
 static const struct hx_probe_ops *const built[] = {
+	&hx_offcpu_ops,
 	&hx_sched_ops,
 	&hx_runtime_probe,
 	NULL,

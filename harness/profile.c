@@ -28,7 +28,7 @@
 #include "harness/harness.h"
 
 #define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
-#define NAME_LEN   256
+#define NAME_LEN   HX_FRAME_LEN
 #define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
 
 /* The functions that begin a thread's stack: a fiber's entry, glibc's thread start
@@ -154,15 +154,58 @@ static void summarize_breaks(struct hx_profile *p)
 		q->breaks_other += p->all_breaks[i].count;
 }
 
-static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t len)
+void hx_kernel_frame(const struct an_ksyms *k, uint64_t addr, char *buf, size_t len)
 {
 	uint64_t off;
-	const char *name = p->ksyms ? an_ksyms_lookup(p->ksyms, addr, &off) : NULL;
+	const char *name = k ? an_ksyms_lookup(k, addr, &off) : NULL;
 
 	if (name)
 		snprintf(buf, len, "%s_[k]", name);
 	else
 		snprintf(buf, len, "[k]+0x%llx_[k]", (unsigned long long)addr);
+}
+
+static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t len)
+{
+	hx_kernel_frame(p->ksyms, addr, buf, len);
+}
+
+unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
+			char (*names)[HX_FRAME_LEN], unsigned max, bool *rooted, bool *garbage,
+			bool *past_root)
+{
+	unsigned n = 0;
+
+	*rooted = *garbage = *past_root = false;
+	for (unsigned i = 0; i < nips && n < max; i++) {
+		uint64_t addr = ips[i];
+		char *buf = names[n];
+
+		/* every frame but the sampled pc holds a return address: one past its call */
+		if (addr < 4096 || !an_usyms_module(u, addr, NULL, 0)) {
+			/* no code is mapped there: a frame pointer that pointed at data, or a
+			 * return address of 0 or 1; shown as it was read */
+			snprintf(buf, HX_FRAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
+			*garbage = true;
+		} else {
+			an_usyms_name(u, i ? addr - 1 : addr, buf, HX_FRAME_LEN);
+		}
+		n++;
+		if (is_root(buf)) {
+			*rooted = true;
+			*past_root = i + 1 < nips;
+			break;
+		}
+	}
+	return n;
+}
+
+void hx_comm_frame(const char *comm, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.16s", comm && comm[0] ? comm : "[unknown]");
+	for (char *c = buf; *c; c++)
+		if (*c == ' ')
+			*c = '_';
 }
 
 /* Name the user frames into f->names[base..] leaf first, cut at the thread's root.
@@ -171,30 +214,9 @@ static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t l
 static unsigned name_user(struct fold_ctx *f, const struct sample *s, size_t base, bool *rooted,
 			  bool *garbage, bool *past_root)
 {
-	unsigned n = 0;
-
-	*rooted = *garbage = *past_root = false;
-	for (unsigned i = 0; i < s->nuser && base + n < MAX_FRAMES - 4; i++) {
-		uint64_t addr = s->ustack[i];
-		char *buf = f->names[base + n];
-
-		/* every frame but the sampled pc holds a return address: one past its call */
-		if (addr < 4096 || !an_usyms_module(f->usyms, addr, NULL, 0)) {
-			/* no code is mapped there: a frame pointer that pointed at data, or a
-			 * return address of 0 or 1; shown as it was read */
-			snprintf(buf, NAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
-			*garbage = true;
-		} else {
-			an_usyms_name(f->usyms, i ? addr - 1 : addr, buf, NAME_LEN);
-		}
-		n++;
-		if (is_root(buf)) {
-			*rooted = true;
-			*past_root = i + 1 < s->nuser;
-			break;
-		}
-	}
-	return n;
+	return hx_user_frames(f->usyms, s->ustack, s->nuser, &f->names[base],
+			      base + 4 < MAX_FRAMES ? MAX_FRAMES - 4 - base : 0, rooted, garbage,
+			      past_root);
 }
 
 /* "[task: NAME]" for a task's entry function: an address the task was spawned with,
@@ -255,10 +277,7 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 
 	/* names[0] category, [1] comm, [2] task, then kernel frames leaf first, then user
 	 * frames leaf first; frames[] is put together root first at the end */
-	snprintf(f->names[1], NAME_LEN, "%.16s", s->comm && s->comm[0] ? s->comm : "[unknown]");
-	for (char *c = f->names[1]; *c; c++)
-		if (*c == ' ')
-			*c = '_';
+	hx_comm_frame(s->comm, f->names[1], NAME_LEN);
 	if (s->entry)
 		task_name(f, s->entry, f->names[2], NAME_LEN);
 	kbase = 3;

@@ -368,5 +368,102 @@ int probe_sched_drain(struct probe_sched *p, probe_sched_fn fn, void *ctx,
 /* How often its programs have run since it opened, and for how long in all (the
  * kernel's BPF run-time statistics, on while the probe is open). 0 or -ENOTSUP. */
 int probe_sched_prog_stats(const struct probe_sched *p, uint64_t *runs, uint64_t *ns);
+/* ---- offcpu --------------------------------------------------------------------------- */
+
+/* Off-CPU time of one process's threads, from sched_switch: each interval from a
+ * thread's switch-out to its switch-in, kept when it lasts at least min_block_us, and
+ * aggregated in the kernel, in nanoseconds, by the user and kernel stack (frame
+ * pointers) the thread left the CPU with, its phase word's kind then, and its name; with
+ * wakers, by the stacks of the task whose wake-up ended the interval as well (its user
+ * stack only when it is in the target). Every switch-out of the target while started is
+ * timed, or counted in start_full; every interval that ends is kept, counted under the
+ * minimum, or counted with its time in counts_full; a stack that cannot be kept is a
+ * loss bit on its key. */
+struct probe_offcpu_opts {
+	unsigned min_block_us;   /* the shortest interval kept; 0: 1 */
+	bool wakers;             /* keep the waker's stacks too (attaches sched_wakeup and
+				  * sched_wakeup_new) */
+	unsigned stack_entries;  /* distinct stacks kept per drain; 0: 16384 (1 KiB each) */
+	unsigned count_entries;  /* aggregated keys; 0: 16384 */
+	unsigned thread_entries; /* threads off CPU (and woken) at once; 0: 4096 */
+};
+
+/* Loss bits of the waker's part (beside PROBE_LOST_* of the wakee's). */
+#define PROBE_LOST_WUSTACK_FULL (1u << 8)
+#define PROBE_LOST_WKSTACK_FULL (1u << 9)
+
+struct probe_offcpu_interval {
+	char comm[16];           /* the thread's name */
+	unsigned kind;           /* its phase word's kind at the switch-out (RT_PHASE_*) */
+	const uint64_t *ustack;  /* leaf first: where it left the CPU */
+	uint32_t nuser;
+	const uint64_t *kstack;
+	uint32_t nkernel;
+	uint32_t lost;           /* PROBE_LOST_* / PROBE_TRUNCATED_* */
+	bool woken;              /* wakers: a wake-up of the target's is known for it (none:
+				  * it was preempted, still runnable, or woken before the
+				  * window) */
+	uint32_t waker_tgid;     /* the kernel's tgid of the waker; 0: an interrupt on idle */
+	bool waker_in_target;
+	char waker_comm[16];
+	const uint64_t *wustack; /* only for a waker in the target */
+	uint32_t nwuser;
+	const uint64_t *wkstack;
+	uint32_t nwkernel;
+	uint64_t ns;             /* off-CPU time, summed */
+	uint64_t intervals;
+};
+
+struct probe_offcpu_stats {
+	uint64_t switches;       /* switch-outs of the target while started */
+	uint64_t intervals;      /* of them, ended while started */
+	uint64_t kept, kept_ns;  /* intervals kept under a key, and their time */
+	uint64_t under_min, under_min_ns; /* shorter than min_block_us: counted, not kept */
+	uint64_t counts_full, counts_full_ns; /* no room for their key: time only */
+	uint64_t start_full;     /* switch-outs with no room for their start: not timed */
+	uint64_t unfinished;     /* switch-outs still off CPU at the stop: not timed */
+	uint64_t ustack_full, kstack_full;     /* kept intervals whose stack found no room */
+	uint64_t ustack_errors, kstack_errors; /* kept intervals whose walk failed */
+	uint64_t truncated;      /* kept stacks at the depth limit */
+	uint64_t wakeups;        /* wake-ups of target threads (wakers) */
+	uint64_t waker_full;     /* of them, with no room to be kept: the interval has none */
+	uint64_t fired;          /* sched_switch events of any task while started */
+	uint64_t restarts;       /* switch-outs of a thread whose last one saw no switch-in:
+				  * that earlier interval is not timed */
+	uint64_t window_ns;      /* time started */
+};
+
+struct probe_offcpu;
+
+struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *err,
+				       size_t errlen);
+void probe_offcpu_free(struct probe_offcpu *p);
+unsigned probe_offcpu_min_block_us(const struct probe_offcpu *p);
+bool probe_offcpu_wakers(const struct probe_offcpu *p);
+/* The maps' sizes, as opened. */
+void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned *counts,
+			unsigned *threads);
+/* How often the sched_switch program has run and for how long in all (the kernel's
+ * BPF run-time statistics). 0, or -ENOTSUP where the kernel would not turn them on. */
+int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64_t *ns);
+
+/* Events the kernel did not hand the programs since the open, because one of them was
+ * already running on that CPU (the programs' recursion_misses): a switch so missed
+ * leaves its interval untimed, or a start record to be overwritten. */
+uint64_t probe_offcpu_misses(const struct probe_offcpu *p);
+
+/* Start timing the threads of tgid (phase_tls_off as in struct probe_target); stop. 0 or
+ * -errno. */
+int probe_offcpu_start(struct probe_offcpu *p, pid_t tgid, int64_t phase_tls_off);
+int probe_offcpu_stop(struct probe_offcpu *p);
+
+typedef int (*probe_offcpu_fn)(const struct probe_offcpu_interval *iv, void *ctx);
+
+/* Hand every aggregate to fn (a non-zero return stops the calls and is returned), add
+ * this drain's counts to *stats, and empty the maps. Intervals whose key found no room
+ * come last, as one aggregate with PROBE_LOST_COUNTS_FULL and no stacks. Call it while
+ * stopped. 0 or -errno. */
+int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
+		       struct probe_offcpu_stats *stats);
 
 #endif /* SCHEDLAB_PROBES_H */

@@ -65,7 +65,9 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
 {
 	const char *lb = probe__libbpf_last();
 
-	if (e == EPERM || e == EACCES)
+	/* EACCES with a word from libbpf is the verifier refusing a program, not a
+	 * missing privilege: what it said is the news */
+	if (e == EPERM || (e == EACCES && !*lb))
 		snprintf(err, len, "%s: %s (%s: %s)", probe, PROBE__NOT_PERMITTED, step, strerror(e));
 	else if (*lb)
 		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
@@ -157,21 +159,23 @@ bool probe_bpf_available(char *why, size_t len)
 	return true;
 }
 
-void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e)
-{
-	const char *lb = probe__libbpf_last();
-
-	if (e == EPERM || e == EACCES)
-		snprintf(err, len, "%s: %s (%s: %s)", probe, PROBE__NOT_PERMITTED, step,
-			 strerror(e));
-	else if (*lb)
-		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
-	else
-		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
-}
-
 void probe__wait_programs(void)
 {
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
 		usleep(20 * 1000);
+}
+
+int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
+		      uint64_t *ns)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (stats_fd < 0)
+		return -ENOTSUP;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PROBE__VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 /* The fix for EPERM/EACCES from bpf() or perf_event_open(). */
@@ -31,12 +32,9 @@ int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t 
 void probe__libbpf_capture(void);
 /* The last warning libbpf printed on this thread since the capture, "" if none. */
 const char *probe__libbpf_last(void);
-/* "PROBE: STEP failed: strerror(e)" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix instead. */
-void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
-
-/* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix (PROBE__NOT_PERMITTED). e is a positive errno. */
+/* "PROBE: STEP failed: strerror(e)" plus libbpf's last word when it said one; EPERM,
+ * and EACCES without a word from libbpf (with one, the verifier refused a program), lead
+ * with the fix instead. e is a positive errno. */
 void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
 
 /* Wait until every BPF program run that began before the call has finished, so that a
@@ -44,5 +42,13 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
  * programs run in RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is
  * synchronize_rcu(). nohz_full kernels refuse it: then a 20 ms wait instead. */
 void probe__wait_programs(void);
+
+struct bpf_program;
+
+/* How often prog has run and for how long in all (the kernel's BPF run-time
+ * statistics, on while stats_fd, from bpf_enable_stats(), is open). 0, -ENOTSUP when
+ * stats_fd < 0, or -errno. */
+int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
+		      uint64_t *ns);
 
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

@@ -22,14 +22,10 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "probes/oncpu/oncpu.h"
-#include "probes/common/phase.bpf.h"
+#include "probes/common/bpf_common.h"
 
-#define ENOENT 2
-#define E2BIG  7
-#define ENOMEM 12
-#define EFAULT 14
-#define EEXIST 17
-#define ENOSPC 28
+_Static_assert(ONCPU_MAX_DEPTH == PROBE__MAX_DEPTH, "one stack depth for every probe");
+
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -121,36 +117,16 @@ struct {
 	__uint(max_entries, 1);
 } scratch SEC(".maps");
 
-/* The thread's phase word, and with group_task the entry word after it into *entry
- * (probes/common/phase.bpf.h). */
+/* The current thread's phase word, and with group_task its entry word into *entry. */
 static __always_inline __u64 read_phase(__u64 *entry)
 {
-	*entry = 0;
-	return probe_read_phase(phase_tls_off, group_task ? entry : NULL);
+	return probe__read_phase((struct task_struct *)bpf_get_current_task(), phase_tls_off,
+				 group_task, entry);
 }
 
-/* A 64-bit hash of s->nr and s->ips[0..nr), never ONCPU_NO_STACK: a multiply-xorshift
- * step per ip, then murmur3's fmix64 finaliser. Each step is a bijection of the state
- * for a given ip and of the ip for a given state, so two stacks of one length that
- * differ in a single frame always hash apart. A few instructions per frame; the
- * constant bound is what the verifier needs. */
 static __always_inline __u64 stack_hash(const struct oncpu_stack *s)
 {
-	__u64 h = 0x9e3779b97f4a7c15ull ^ s->nr;
-	__u32 nr = s->nr;
-
-	for (__u32 i = 0; i < ONCPU_MAX_DEPTH; i++) {
-		if (i >= nr)
-			break;
-		h = (h ^ s->ips[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h ? h : 1;
+	return probe__stack_hash(s->ips, s->nr);
 }
 
 /* Walk one stack (flags: BPF_F_USER_STACK, or 0 for the kernel's) into s. 0, or the
@@ -325,21 +301,11 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	return 0;
 }
 
-/* Store s under *id unless the stacks map has it already. If it cannot (-E2BIG: no
- * room), the key names no stack and a loss bit says why. */
+/* Store s under *id unless the stacks map has it already; see probe__store_stack(). */
 static __always_inline void store_stack(__u64 *id, const struct oncpu_stack *s, __u32 *lost,
 					__u32 full_bit, __u32 error_bit)
 {
-	long err;
-
-	if (*id == ONCPU_NO_STACK || bpf_map_lookup_elem(&stacks, id))
-		return;
-	err = bpf_map_update_elem(&stacks, id, s, BPF_NOEXIST);
-	/* -EEXIST: another CPU stored the same stack since our lookup. */
-	if (!err || err == -EEXIST)
-		return;
-	*id = ONCPU_NO_STACK;
-	*lost |= err == -E2BIG || err == -ENOMEM ? full_bit : error_bit;
+	probe__store_stack(&stacks, id, s, lost, full_bit, error_bit);
 }
 
 SEC("perf_event")

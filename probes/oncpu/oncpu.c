@@ -593,16 +593,7 @@ uint64_t probe_oncpu_cost_ns(const struct probe_oncpu *p)
 
 int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t *ns)
 {
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-
-	if (p->stats_fd < 0)
-		return -ENOTSUP;
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.oncpu_sample), &info, &len))
-		return -errno;
-	*runs = info.run_cnt;
-	*ns = info.run_time_ns;
-	return 0;
+	return probe__prog_stats(p->stats_fd, p->skel->progs.oncpu_sample, runs, ns);
 }
 
 bool probe_oncpu_group_task(const struct probe_oncpu *p)

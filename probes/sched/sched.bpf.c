@@ -17,9 +17,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "probes/sched/sched.h"
-#include "probes/common/phase.bpf.h"
+#include "probes/common/bpf_common.h"
 
-#define EEXIST 17
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -99,7 +98,7 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 				       bool preempt, unsigned int prev_state, __u64 now)
 {
 	struct sched_thread *v;
-	__u64 word;
+	__u64 word, entry;
 	__u32 worker;
 
 	if (!(v = thread_of(prev, SCHED_EV_SWITCH_OUT, c)))
@@ -119,7 +118,7 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 		v->queued_ns = now;
 	}
 	/* prev is current here: its phase word says which worker it drove */
-	word = probe_read_phase(phase_tls_off, NULL);
+	word = probe__read_phase(prev, phase_tls_off, false, &entry);
 	worker = word ? RT_PHASE_WORKER(word) : SCHED_NO_WORKER;
 	if (worker != SCHED_NO_WORKER && worker != v->worker) {
 		if (v->worker != SCHED_NO_WORKER)

@@ -1,0 +1,510 @@
+/*
+ * The offcpu probe around a benchmark: started when a fork begins its measured
+ * iterations, stopped when they end, and drained then, while the fork is alive, so
+ * that its /proc/PID/maps names the user frames.
+ *
+ * offcpu.folded is weighted in microseconds off CPU, in oncpu.folded's grammar: a root
+ * frame from the phase word at the switch-out, "[parked]" (an idle worker parking, phase
+ * PARK), "[blocking]" (a blocking section, phase BLOCK) or "[other]" (any other phase,
+ * or a thread that is not the runtime's: a preempted worker waiting for a CPU, a server
+ * thread blocked in accept); the thread's name; the user frames, root first; "-" and the
+ * kernel frames "_[k]". A part that could not be kept is a "[lost: ...]" frame, so the
+ * file's total is every microsecond kept. With wakers, wakers.folded has each line of
+ * offcpu.folded followed by "--" and the stack of the task whose wake-up ended the
+ * interval, leaf first (the wake-up point beside the wait it ended, as bcc's offwaketime
+ * draws it): its kernel frames, its user frames when it is in the target, and its name.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flamegraphs/flamegraph.h"
+#include "harness/harness.h"
+
+#define MAX_FRAMES (16 + 4 * PROBE_MAX_DEPTH) /* two stacks of two parts, and markers */
+#define TOP_STACKS 5
+
+enum { CLASS_PARKED, CLASS_BLOCKING, CLASS_OTHER, NCLASSES };
+static const char *const class_names[NCLASSES] = { "parked", "blocking", "other" };
+
+struct offcpu_state {
+	struct probe_offcpu *p;
+	struct an_symcache *symcache;
+	struct an_ksyms *ksyms;
+	bool ksyms_tried;
+	struct an_folded *folded, *wakers;
+	struct probe_offcpu_stats stats;
+	uint64_t class_ns[NCLASSES];
+	uint64_t with_user_ns, rooted_ns; /* intervals with a user stack, and those of them
+					   * whose walk reached the thread's root */
+	uint64_t runs0, ns0, runs, ns;    /* the sched_switch program's run-time statistics */
+	bool prog_stats;
+	/* folding scratch */
+	struct an_usyms *usyms;
+	char names[MAX_FRAMES][HX_FRAME_LEN];
+	const char *frames[MAX_FRAMES];
+	char summary[256];
+};
+
+static unsigned phase_class(unsigned kind)
+{
+	return kind == RT_PHASE_PARK ? CLASS_PARKED : kind == RT_PHASE_BLOCK ? CLASS_BLOCKING
+									 : CLASS_OTHER;
+}
+
+/* The wakee's frames, root first, into s->frames from *n; names used from *used. */
+static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_interval *iv,
+			 size_t *n, size_t *used)
+{
+	bool rooted = false, garbage, past;
+	unsigned nu = 0, nk = iv->nkernel < PROBE_MAX_DEPTH ? iv->nkernel : PROBE_MAX_DEPTH;
+	size_t ubase, kbase;
+	const char *marker = NULL;
+
+	/* no key, so no class, thread or stacks: the time alone, under its own root */
+	if (iv->lost & PROBE_LOST_COUNTS_FULL) {
+		s->frames[(*n)++] = "[lost: counts map full]";
+		return;
+	}
+	snprintf(s->names[(*used)], HX_FRAME_LEN, "[%s]", class_names[phase_class(iv->kind)]);
+	s->frames[(*n)++] = s->names[(*used)++];
+	hx_comm_frame(iv->comm, s->names[*used], HX_FRAME_LEN);
+	s->frames[(*n)++] = s->names[(*used)++];
+	if (iv->lost & PROBE_LOST_USTACK_FULL)
+		marker = "[lost: user stack storage full]";
+	else if (iv->lost & PROBE_LOST_USTACK_ERROR)
+		marker = "[lost: user stack error]";
+	ubase = *used;
+	if (!marker && s->usyms)
+		nu = hx_user_frames(s->usyms, iv->ustack, iv->nuser, &s->names[ubase],
+				    PROBE_MAX_DEPTH, &rooted, &garbage, &past);
+	*used += nu;
+	if (nu) {
+		s->with_user_ns += iv->ns;
+		s->rooted_ns += rooted ? iv->ns : 0;
+	}
+	if (marker)
+		s->frames[(*n)++] = marker;
+	if (nu && (iv->lost & PROBE_TRUNCATED_USTACK) && !rooted)
+		s->frames[(*n)++] = "[truncated]";
+	for (size_t i = nu; i-- > 0;)
+		s->frames[(*n)++] = s->names[ubase + i];
+	s->frames[(*n)++] = "-";
+	if (iv->lost & PROBE_LOST_KSTACK_FULL)
+		s->frames[(*n)++] = "[lost: kernel stack storage full]";
+	else if (iv->lost & PROBE_LOST_KSTACK_ERROR)
+		s->frames[(*n)++] = "[lost: kernel stack error]";
+	if (iv->lost & PROBE_TRUNCATED_KSTACK)
+		s->frames[(*n)++] = "[truncated]";
+	kbase = *used;
+	for (unsigned i = 0; i < nk; i++)
+		hx_kernel_frame(s->ksyms, i ? iv->kstack[i] - 1 : iv->kstack[i],
+				s->names[kbase + i], HX_FRAME_LEN);
+	*used += nk;
+	for (size_t i = nk; i-- > 0;)
+		s->frames[(*n)++] = s->names[kbase + i];
+}
+
+/* The waker's frames after "--", leaf first: kernel, user (a waker in the target), name. */
+static void waker_frames(struct offcpu_state *s, const struct probe_offcpu_interval *iv,
+			 size_t *n, size_t *used)
+{
+	bool rooted, garbage, past;
+	unsigned nu = 0, nk = iv->nwkernel < PROBE_MAX_DEPTH ? iv->nwkernel : PROBE_MAX_DEPTH;
+
+	s->frames[(*n)++] = "--";
+	if (!iv->woken) {
+		/* preempted (runnable, no wake-up), woken before the window, or its wake-up
+		 * found no room (counted in waker_full) */
+		s->frames[(*n)++] = "[no wake-up seen]";
+		return;
+	}
+	if (iv->lost & PROBE_LOST_WKSTACK_FULL)
+		s->frames[(*n)++] = "[lost: kernel stack storage full]";
+	for (unsigned i = 0; i < nk; i++) {
+		hx_kernel_frame(s->ksyms, i ? iv->wkstack[i] - 1 : iv->wkstack[i],
+				s->names[*used], HX_FRAME_LEN);
+		s->frames[(*n)++] = s->names[(*used)++];
+	}
+	s->frames[(*n)++] = "-";
+	if (iv->lost & PROBE_LOST_WUSTACK_FULL)
+		s->frames[(*n)++] = "[lost: user stack storage full]";
+	if (iv->waker_in_target && s->usyms)
+		nu = hx_user_frames(s->usyms, iv->wustack, iv->nwuser, &s->names[*used],
+				    PROBE_MAX_DEPTH, &rooted, &garbage, &past);
+	else if (!iv->waker_in_target)
+		s->frames[(*n)++] = iv->waker_tgid ? "[another process]" : "[interrupt]";
+	for (unsigned i = 0; i < nu; i++)
+		s->frames[(*n)++] = s->names[(*used)++];
+	hx_comm_frame(iv->waker_comm, s->names[*used], HX_FRAME_LEN);
+	s->frames[(*n)++] = s->names[(*used)++];
+}
+
+/* The leaf kernel frames that are the probe's own (the tracepoint's BPF dispatch and
+ * the program): how many of n to skip. */
+static unsigned own_frames(const struct an_ksyms *k, const uint64_t *ips, unsigned n)
+{
+	unsigned i = 0;
+	uint64_t off;
+
+	for (; i < n && k; i++) {
+		const char *name = an_ksyms_lookup(k, i ? ips[i] - 1 : ips[i], &off);
+
+		if (!name || (strncmp(name, "bpf_prog_", 9) && strncmp(name, "bpf_trace_run", 13) &&
+			      strncmp(name, "__bpf_trace_", 12)))
+			break;
+	}
+	return i;
+}
+
+static int fold(const struct probe_offcpu_interval *iv, void *arg)
+{
+	struct offcpu_state *s = arg;
+	/* microseconds, rounded: every key holds at least min_block_us (>= 1) of time */
+	uint64_t us = (iv->ns + 500) / 1000;
+	size_t n = 0, used = 0;
+	int err;
+
+	struct probe_offcpu_interval v = *iv;
+	unsigned skip;
+
+	if (!us)
+		us = 1;
+	skip = own_frames(s->ksyms, v.kstack, v.nkernel);
+	v.kstack += skip;
+	v.nkernel -= skip;
+	skip = own_frames(s->ksyms, v.wkstack, v.nwkernel);
+	v.wkstack += skip;
+	v.nwkernel -= skip;
+	iv = &v;
+	if (!(iv->lost & PROBE_LOST_COUNTS_FULL))
+		s->class_ns[phase_class(iv->kind)] += iv->ns;
+	wakee_frames(s, iv, &n, &used);
+	err = an_folded_add(s->folded, s->frames, n, us);
+	if (err || !s->wakers)
+		return err;
+	waker_frames(s, iv, &n, &used);
+	return an_folded_add(s->wakers, s->frames, n, us);
+}
+
+int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len)
+{
+	struct offcpu_state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->folded = an_folded_new();
+	s->wakers = o->wakers ? an_folded_new() : NULL;
+	s->symcache = an_symcache_new();
+	if (!s->folded || !s->symcache || (o->wakers && !s->wakers)) {
+		an_folded_free(s->folded);
+		an_folded_free(s->wakers);
+		an_symcache_free(s->symcache);
+		free(s);
+		return -ENOMEM;
+	}
+	s->p = probe_offcpu_open(o, why, len);
+	if (!s->p) {
+		int err = errno ? -errno : -EINVAL;
+
+		/* the reason already names the probe: the report's line does too */
+		if (!strncmp(why, "offcpu: ", 8))
+			memmove(why, why + 8, strlen(why + 8) + 1);
+		an_folded_free(s->folded);
+		an_folded_free(s->wakers);
+		an_symcache_free(s->symcache);
+		free(s);
+		/* -EINVAL would read as bad input: a program the kernel refused is not */
+		return err == -EINVAL ? -ENOTSUP : err;
+	}
+	*state = s;
+	return 0;
+}
+
+static int op_open(void **state, const struct hx_probe_config *cfg, char *why, size_t len)
+{
+	struct probe_offcpu_opts o = { .min_block_us = cfg->min_block_us, .wakers = cfg->wakers };
+
+	return hx_offcpu_open(state, &o, why, len);
+}
+
+static int op_begin(void *state, pid_t pid, int64_t tls_off)
+{
+	struct offcpu_state *s = state;
+
+	s->prog_stats = !probe_offcpu_prog_stats(s->p, &s->runs0, &s->ns0);
+	return probe_offcpu_start(s->p, pid, tls_off);
+}
+
+static int op_end(void *state, pid_t pid)
+{
+	struct offcpu_state *s = state;
+	struct an_procmaps *maps;
+	uint64_t runs, ns;
+	int err = probe_offcpu_stop(s->p);
+
+	if (s->prog_stats && !probe_offcpu_prog_stats(s->p, &runs, &ns)) {
+		s->runs += runs - s->runs0;
+		s->ns += ns - s->ns0;
+	}
+	/* read at the first drain, not in the attach time: symbolizing is not attaching */
+	if (!s->ksyms && !s->ksyms_tried) {
+		s->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
+		s->ksyms_tried = true;
+	}
+	maps = an_procmaps_read(pid);
+	/* without the mappings the user frames are lost, not the time: drain anyway */
+	s->usyms = maps ? an_usyms_new(s->symcache, maps) : NULL;
+	if (!err)
+		err = probe_offcpu_drain(s->p, fold, s, &s->stats);
+	an_usyms_free(s->usyms);
+	s->usyms = NULL;
+	return err;
+}
+
+static int op_reset(void *state)
+{
+	struct offcpu_state *s = state;
+	struct an_folded *f = an_folded_new(), *w = s->wakers ? an_folded_new() : NULL;
+
+	if (!f || (s->wakers && !w)) {
+		an_folded_free(f);
+		an_folded_free(w);
+		return -ENOMEM;
+	}
+	an_folded_free(s->folded);
+	an_folded_free(s->wakers);
+	s->folded = f;
+	s->wakers = w;
+	memset(&s->stats, 0, sizeof(s->stats));
+	memset(s->class_ns, 0, sizeof(s->class_ns));
+	s->with_user_ns = s->rooted_ns = s->runs = s->ns = 0;
+	return 0;
+}
+
+static double us_of(uint64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+static void write_json(FILE *out, const void *data)
+{
+	const struct offcpu_state *s = data;
+	const struct probe_offcpu_stats *st = &s->stats;
+	unsigned stacks, counts, threads;
+
+	probe_offcpu_sizes(s->p, &stacks, &counts, &threads);
+	fprintf(out, ", \"min_block_us\": %u, \"wakers\": %s",
+		probe_offcpu_min_block_us(s->p), probe_offcpu_wakers(s->p) ? "true" : "false");
+	fprintf(out, ", \"folded_us\": %" PRIu64 ", \"total_us\": ", an_folded_total(s->folded));
+	an_json_num(out, us_of(st->kept_ns + st->counts_full_ns));
+	fprintf(out, ", \"by_class_us\": {");
+	for (int c = 0; c < NCLASSES; c++) {
+		fprintf(out, "%s\"%s\": ", c ? ", " : "", class_names[c]);
+		an_json_num(out, us_of(s->class_ns[c]));
+	}
+	fprintf(out, "}, \"intervals\": {\"switches\": %" PRIu64 ", \"ended\": %" PRIu64
+		     ", \"kept\": %" PRIu64 ", \"under_min\": %" PRIu64 ", \"under_min_us\": ",
+		st->switches, st->intervals, st->kept, st->under_min);
+	an_json_num(out, us_of(st->under_min_ns));
+	fprintf(out, ", \"unfinished\": %" PRIu64 ", \"restarted\": %" PRIu64 "}", st->unfinished,
+		st->restarts);
+	fprintf(out, ", \"lost\": {\"user_stack_map_full\": %" PRIu64
+		     ", \"kernel_stack_map_full\": %" PRIu64 ", \"user_stack_errors\": %" PRIu64
+		     ", \"kernel_stack_errors\": %" PRIu64 ", \"truncated\": %" PRIu64
+		     ", \"counts_map_full\": %" PRIu64 ", \"counts_map_full_us\": ",
+		st->ustack_full, st->kstack_full, st->ustack_errors, st->kstack_errors,
+		st->truncated, st->counts_full);
+	an_json_num(out, us_of(st->counts_full_ns));
+	fprintf(out, ", \"start_map_full\": %" PRIu64 ", \"waker_map_full\": %" PRIu64
+		     ", \"program_misses\": %" PRIu64 "}",
+		st->start_full, st->waker_full, probe_offcpu_misses(s->p));
+	fprintf(out, ", \"maps\": {\"stacks\": %u, \"counts\": %u, \"threads\": %u}", stacks,
+		counts, threads);
+	fprintf(out, ", \"user_stacks\": {\"with_user_us\": ");
+	an_json_num(out, us_of(s->with_user_ns));
+	fprintf(out, ", \"rooted_us\": ");
+	an_json_num(out, us_of(s->rooted_ns));
+	fprintf(out, "}, \"wakeups\": %" PRIu64 ", \"cost\": {\"switch_events\": %" PRIu64
+		     ", \"program_ns\": %" PRIu64 ", \"ns_per_event\": ",
+		st->wakeups, s->runs, s->ns);
+	an_json_num(out, s->prog_stats && s->runs ? (double)s->ns / (double)s->runs : NAN);
+	fprintf(out, "}");
+}
+
+static int line_cmp(const void *pa, const void *pb)
+{
+	const struct an_folded_line *a = *(const struct an_folded_line *const *)pa;
+	const struct an_folded_line *b = *(const struct an_folded_line *const *)pb;
+
+	if (a->count != b->count)
+		return (a->count < b->count) - (a->count > b->count);
+	return strcmp(a->stack, b->stack);
+}
+
+/* A folded line in a table cell: its root frame, thread, and the user frames nearest the
+ * leaf (the kernel's below "-" are the same few paths into schedule()). */
+static void short_stack(const char *stack, char *buf, size_t len)
+{
+	const char *dash = strstr(stack, ";-;"), *end = dash ? dash : stack + strlen(stack);
+	const char *from = end;
+	int seps = 0;
+
+	while (from > stack && seps < 3)
+		if (*--from == ';')
+			seps++;
+	if (from > stack)
+		from++;
+	snprintf(buf, len, "%.*s", (int)(end - from), from);
+	for (char *c = buf; *c; c++)
+		if (*c == '|' || *c == '`')
+			*c = ' ';
+}
+
+static void write_md(FILE *out, const void *data)
+{
+	const struct offcpu_state *s = data;
+	const struct probe_offcpu_stats *st = &s->stats;
+	uint64_t total = st->kept_ns + st->counts_full_ns, folded = an_folded_total(s->folded);
+	const struct an_folded_line *lines;
+	const struct an_folded_line *top[TOP_STACKS] = { 0 };
+	const struct an_folded_line **all;
+	unsigned stacks, counts, threads;
+	char nbuf[64], cell[512];
+	size_t n, ntop;
+
+	probe_offcpu_sizes(s->p, &stacks, &counts, &threads);
+	fprintf(out, "### Off-CPU\n\n");
+	an_format_number(us_of(total) / 1000.0, 1, nbuf, sizeof(nbuf));
+	fprintf(out, "%s ms off CPU in %" PRIu64 " intervals of at least %u µs (offcpu.folded, "
+		     "weighted in µs%s).\n\n", nbuf, st->kept + st->counts_full,
+		probe_offcpu_min_block_us(s->p), s->wakers ? "; wakers.folded: with the waker's stack" : "");
+	fprintf(out, "| class | ms | share |\n|---|---:|---:|\n");
+	for (int c = 0; c < NCLASSES; c++) {
+		an_format_number(us_of(s->class_ns[c]) / 1000.0, 1, nbuf, sizeof(nbuf));
+		fprintf(out, "| %s | %s | %.1f%% |\n", class_names[c], nbuf,
+			total ? 100.0 * (double)s->class_ns[c] / (double)total : 0.0);
+	}
+	if (st->counts_full_ns) {
+		an_format_number(us_of(st->counts_full_ns) / 1000.0, 1, nbuf, sizeof(nbuf));
+		fprintf(out, "| lost: counts map full | %s | %.1f%% |\n", nbuf,
+			100.0 * (double)st->counts_full_ns / (double)total);
+	}
+	lines = an_folded_lines(s->folded, &n);
+	all = lines && n ? malloc(n * sizeof(*all)) : NULL;
+	if (all) {
+		for (size_t i = 0; i < n; i++)
+			all[i] = &lines[i];
+		qsort(all, n, sizeof(*all), line_cmp);
+		ntop = n < TOP_STACKS ? n : TOP_STACKS;
+		memcpy(top, all, ntop * sizeof(*top));
+		free(all);
+		fprintf(out, "\nTop stacks (the user frames nearest the leaf):\n\n"
+			     "| ms | share | stack |\n|---:|---:|---|\n");
+		for (size_t i = 0; i < ntop; i++) {
+			short_stack(top[i]->stack, cell, sizeof(cell));
+			an_format_number((double)top[i]->count / 1000.0, 1, nbuf, sizeof(nbuf));
+			fprintf(out, "| %s | %.1f%% | `%s` |\n", nbuf,
+				folded ? 100.0 * (double)top[i]->count / (double)folded : 0.0, cell);
+		}
+	}
+	fprintf(out, "\nCounted, not kept: %" PRIu64 " intervals under %u µs (%.1f ms); %" PRIu64
+		     " switch-outs still off CPU at a fork's end, %" PRIu64 " whose switch-in "
+		     "went unseen (a second switch-out came first: not timed). Lost: %" PRIu64
+		     " + %" PRIu64
+		     " intervals whose user + kernel stack found the stacks map (%u) full, %" PRIu64
+		     " whose key found the counts map (%u) full (their time kept, stacks unknown), %"
+		     PRIu64 " switch-outs with no room in the start map (%u threads: not timed)",
+		st->under_min, probe_offcpu_min_block_us(s->p), us_of(st->under_min_ns) / 1000.0,
+		st->unfinished, st->restarts, st->ustack_full, st->kstack_full, stacks, st->counts_full, counts,
+		st->start_full, threads);
+	if (s->wakers)
+		fprintf(out, ", %" PRIu64 " wake-ups with no room to be kept", st->waker_full);
+	fprintf(out, ". User stacks are walked by frame pointers: of the %.1f ms with one, %.1f ms "
+		     "reached the thread's root (a wait inside glibc, built without them, loses "
+		     "its caller's frame).",
+		us_of(s->with_user_ns) / 1000.0, us_of(s->rooted_ns) / 1000.0);
+	if (s->prog_stats && s->runs)
+		fprintf(out, " The sched_switch program ran %" PRIu64 " times, %.0f ns each.",
+			s->runs, (double)s->ns / (double)s->runs);
+	fprintf(out, "\n\n");
+}
+
+static int write_svg(struct offcpu_state *s, const struct an_folded *f, const char *dir,
+		     const char *name, const char *title)
+{
+	char path[PATH_MAX];
+	struct fg_options fo;
+
+	fg_options_default(&fo);
+	fo.title = title;
+	fo.count_name = "us";
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return fg_svg_write_file(f, &fo, path);
+}
+
+static int op_finish(void *state, const char *dir, struct an_probe_part *part)
+{
+	struct offcpu_state *s = state;
+	const struct probe_offcpu_stats *st = &s->stats;
+	char path[PATH_MAX];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/offcpu.folded", dir);
+	err = an_folded_write_file(s->folded, path);
+	if (!err)
+		err = write_svg(s, s->folded, dir, "offcpu.svg", "Off-CPU time (µs)");
+	if (!err && s->wakers) {
+		snprintf(path, sizeof(path), "%s/wakers.folded", dir);
+		err = an_folded_write_file(s->wakers, path);
+	}
+	if (err)
+		return err;
+	part->files[0] = "offcpu.folded";
+	part->files[1] = "offcpu.svg";
+	part->files[2] = s->wakers ? "wakers.folded" : NULL;
+	part->files[3] = NULL;
+	snprintf(s->summary, sizeof(s->summary),
+		 "%.1f ms off-CPU in %" PRIu64 " intervals (parked %.1f, blocking %.1f, other "
+		 "%.1f); %s",
+		 us_of(st->kept_ns + st->counts_full_ns) / 1000.0, st->kept + st->counts_full,
+		 us_of(s->class_ns[CLASS_PARKED]) / 1000.0,
+		 us_of(s->class_ns[CLASS_BLOCKING]) / 1000.0,
+		 us_of(s->class_ns[CLASS_OTHER]) / 1000.0,
+		 st->ustack_full + st->kstack_full + st->counts_full + st->start_full +
+				 st->waker_full ? "losses counted in result.json" : "nothing lost");
+	part->summary = s->summary;
+	part->json = write_json;
+	part->md = write_md;
+	part->data = s;
+	return 0;
+}
+
+static void op_close(void *state)
+{
+	struct offcpu_state *s = state;
+
+	probe_offcpu_free(s->p);
+	an_ksyms_free(s->ksyms);
+	an_folded_free(s->folded);
+	an_folded_free(s->wakers);
+	an_symcache_free(s->symcache);
+	free(s);
+}
+
+const struct hx_probe_ops hx_offcpu_ops = {
+	.id = HX_PROBE_OFFCPU,
+	.name = "offcpu",
+	.summary = "off-CPU time by stack from sched_switch, split parked/blocking/other by "
+		   "the phase word (--min-block-us, --wakers)",
+	.open = op_open,
+	.begin = op_begin,
+	.end = op_end,
+	.reset = op_reset,
+	.finish = op_finish,
+	.close = op_close,
+};

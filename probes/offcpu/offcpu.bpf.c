@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * offcpu: off-CPU time of one target process's threads, from sched_switch, with the
+ * user and kernel stack each thread left the CPU with, and (wakers) the stacks of
+ * whoever woke it, from sched_wakeup and sched_wakeup_new.
+ *
+ * sched_switch runs on every context switch of the machine, so a switch of no target
+ * thread costs a flag, two tgid reads and two compares. A target thread switching out
+ * walks both its stacks, stores each once in the stacks map (keyed by a hash of its
+ * contents, as oncpu's are), reads its phase word and leaves a start record under its
+ * tid; switching back in, it adds the interval to the count of its key, or counts it
+ * under the minimum. Invariants: every interval that ends while enabled adds one to
+ * intervals and to exactly one of kept, under_min or counts_full, with its time in the
+ * matching _ns counter; kept intervals' time is the sum of the counts map's ns; a key's
+ * stack hashes name stacks in the stacks map, or are 0 with a loss bit.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "probes/offcpu/offcpu.h"
+#include "probes/common/bpf_common.h"
+
+_Static_assert(OFFCPU_MAX_DEPTH == PROBE__MAX_DEPTH, "one stack depth for every probe");
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* The loader's pid namespace, so that the target's tgid means what the loader's pids
+ * mean even inside a container. */
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
+/* Intervals shorter than this are counted, not kept. */
+const volatile __u64 min_block_ns = 1000;
+/* Keep the waker's stacks: the wake-up programs are loaded only then. */
+const volatile __u32 wakers = 0;
+
+/* Written by the loader through the mmapped .bss: the target and its phase offset,
+ * target_ktgid cleared, then enabled (a release store; x86 keeps the order). */
+__u32 enabled = 0;
+__u32 target_tgid = 0;
+__s64 phase_tls_off = 0;
+/* The target's tgid as the kernel's task_struct holds it (the init namespace's),
+ * learnt from the first target thread to switch out while enabled: the next task of a
+ * switch and the wakee of a wake-up are not current, so the namespace helper cannot
+ * name their tgid. Every interval begins with a switch-out, so it is known before any
+ * switch-in or wake-up can matter. */
+__u32 target_ktgid = 0;
+
+/* Sized by the loader: distinct stacks, keys, and threads off CPU at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct offcpu_stack);
+	__uint(max_entries, 16384);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_value);
+	__uint(max_entries, 16384);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+	__uint(max_entries, 4096);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct offcpu_waker);
+	__uint(max_entries, 4096);
+} woken SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct offcpu_counters);
+	__uint(max_entries, 1);
+} counters SEC(".maps");
+
+/* Where a switch's (slot 0) or a wake-up's (slot 1) two stacks are walked: 2 KiB, too
+ * big for the BPF stack. Both run with interrupts off (under the run queue's lock, and
+ * the wakee's pi_lock), so neither interrupts itself on a CPU; two slots in case one
+ * ever nests in the other. */
+struct scratch {
+	struct offcpu_stack user, kernel;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 2);
+} scratch SEC(".maps");
+
+/* A thread's record in starts or woken, keyed by its tid: written in place once it
+ * exists, so that the steady state takes no bucket lock. Only the thread's own
+ * switches and wake-ups touch it, and the scheduler orders those, so the plain stores
+ * do not race; the insert of a thread's first record is the only update. 0 with *old
+ * the record to write over, or 0 with *old NULL when rec was inserted, or the insert's
+ * -errno (-E2BIG: full). */
+static __always_inline long put_record(void *map, __u32 tid, const void *rec, void **old)
+{
+	void *v = bpf_map_lookup_elem(map, &tid);
+
+	*old = v;
+	if (v)
+		return 0;
+	return bpf_map_update_elem(map, &tid, rec, BPF_NOEXIST);
+}
+
+/* Walk the current task's user (BPF_F_USER_STACK) or kernel (0) stack into s, hash it
+ * into *id and store it; a walk that fails or finds nothing sets error_bit. */
+static __always_inline void take_stack(void *ctx, struct offcpu_stack *s, __u64 flags, __u64 *id,
+				       __u32 *lost, __u32 full_bit, __u32 error_bit)
+{
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
+
+	s->nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
+	*id = OFFCPU_NO_STACK;
+	if (n <= 0) {
+		*lost |= error_bit;
+		return;
+	}
+	*id = probe__stack_hash(s->ips, s->nr);
+	probe__store_stack(&stacks, id, s, lost, full_bit, error_bit);
+}
+
+/* The target's kernel tgid, learnt from prev (current) if it is the target; 0 while
+ * unknown. */
+static __always_inline __u32 target(struct task_struct *prev)
+{
+	struct bpf_pidns_info ns = {};
+	__u32 k = target_ktgid;
+
+	if (k)
+		return k;
+	/* Fails for tasks outside the loader's namespace: those are not the target. */
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) ||
+	    ns.tgid != target_tgid)
+		return 0;
+	k = prev->tgid;
+	target_ktgid = k;
+	return k;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev,
+				       struct offcpu_counters *c)
+{
+	struct offcpu_start st = {};
+	struct scratch *sc;
+	struct offcpu_start *old;
+	__u32 slot = 0, tid = prev->pid;
+	__u64 entry, phase;
+	long err;
+
+	sc = bpf_map_lookup_elem(&scratch, &slot);
+	if (!sc)
+		return;
+	c->switches++;
+	/* a wake-up seen before this switch-out woke the thread from an earlier wait, or
+	 * found it still running: it is not what ends the interval that starts here */
+	if (wakers) {
+		struct offcpu_waker *w = bpf_map_lookup_elem(&woken, &tid);
+
+		if (w)
+			w->comm[0] = 0; /* none */
+	}
+	take_stack(ctx, &sc->kernel, 0, &st.key.kstack, &st.key.lost, OFFCPU_LOST_KSTACK_FULL,
+		   OFFCPU_LOST_KSTACK_ERROR);
+	take_stack(ctx, &sc->user, BPF_F_USER_STACK, &st.key.ustack, &st.key.lost,
+		   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
+	phase = probe__read_phase(prev, phase_tls_off, false, &entry);
+	st.key.kind = RT_PHASE_KIND(phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(phase) : 0;
+	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
+	/* last, so that the interval excludes the walks */
+	st.ts = bpf_ktime_get_ns();
+	err = put_record(&starts, tid, &st, (void **)&old);
+	if (old) {
+		if (old->ts)
+			c->restarts++;
+		__builtin_memcpy(old, &st, sizeof(st));
+	} else if (err == -EEXIST) {
+		c->restarts++; /* never: only this thread inserts its record */
+	} else if (err) {
+		c->start_full++;
+	}
+}
+
+static __always_inline void switch_in(struct task_struct *next, struct offcpu_counters *c)
+{
+	struct offcpu_value zero = {}, *val;
+	struct offcpu_key key;
+	struct offcpu_start *st;
+	struct offcpu_waker *w;
+	__u32 tid = next->pid;
+	__u64 delta;
+
+	st = bpf_map_lookup_elem(&starts, &tid);
+	if (!st || !st->ts)
+		return; /* off CPU since before the window: not timed */
+	delta = bpf_ktime_get_ns() - st->ts;
+	__builtin_memcpy(&key, &st->key, sizeof(key));
+	st->ts = 0; /* consumed */
+	c->intervals++;
+	if (wakers) {
+		w = bpf_map_lookup_elem(&woken, &tid);
+		if (w && w->comm[0]) {
+			__builtin_memcpy(&key.waker, w, sizeof(key.waker));
+			w->comm[0] = 0;
+		}
+	}
+	if (delta < min_block_ns) {
+		c->under_min++;
+		c->under_min_ns += delta;
+		return;
+	}
+	val = bpf_map_lookup_elem(&counts, &key);
+	if (!val) {
+		long err = bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST);
+
+		/* -EEXIST: another CPU inserted the same key since our lookup */
+		if (!err || err == -EEXIST)
+			val = bpf_map_lookup_elem(&counts, &key);
+	}
+	if (!val) {
+		c->counts_full++;
+		c->counts_full_ns += delta;
+		return;
+	}
+	__sync_fetch_and_add(&val->ns, delta);
+	__sync_fetch_and_add(&val->intervals, 1);
+	c->kept++;
+	c->kept_ns += delta;
+	if (key.lost & OFFCPU_LOST_USTACK_FULL)
+		c->ustack_full++;
+	if (key.lost & OFFCPU_LOST_KSTACK_FULL)
+		c->kstack_full++;
+	if (key.lost & OFFCPU_LOST_USTACK_ERROR)
+		c->ustack_errors++;
+	if (key.lost & OFFCPU_LOST_KSTACK_ERROR)
+		c->kstack_errors++;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct offcpu_counters *c;
+	__u32 zero = 0, k;
+
+	if (!enabled)
+		return 0;
+	c = bpf_map_lookup_elem(&counters, &zero);
+	if (!c)
+		return 0;
+	c->fired++;
+	k = target(prev);
+	if (!k)
+		return 0;
+	if (prev->tgid == k)
+		switch_out(ctx, prev, c);
+	if (next->tgid == k)
+		switch_in(next, c);
+	return 0;
+}
+
+/* A target thread woken: keep the waker's stacks (current's) under its tid until it
+ * runs. The user stack only of a waker in the target; an interrupt's wake-up (a timer
+ * on an idle CPU, say) has the interrupted task as current and the interrupt's kernel
+ * stack, which names the real cause. */
+static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
+{
+	struct offcpu_waker w = {}, *old;
+	struct offcpu_counters *c;
+	struct task_struct *cur;
+	struct scratch *sc;
+	__u32 zero = 0, slot = 1, tid, k;
+
+	if (!enabled || !wakers)
+		return 0;
+	k = target_ktgid;
+	if (!k || p->tgid != k)
+		return 0;
+	c = bpf_map_lookup_elem(&counters, &zero);
+	sc = bpf_map_lookup_elem(&scratch, &slot);
+	if (!c || !sc)
+		return 0;
+	c->wakeups++;
+	cur = bpf_get_current_task_btf();
+	w.tgid = cur->tgid;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	take_stack(ctx, &sc->kernel, 0, &w.kstack, &w.lost, OFFCPU_LOST_WKSTACK_FULL, 0);
+	if (w.tgid == k)
+		take_stack(ctx, &sc->user, BPF_F_USER_STACK, &w.ustack, &w.lost,
+			   OFFCPU_LOST_WUSTACK_FULL, 0);
+	tid = p->pid;
+	/* a comm is never empty, so w.comm[0] says the record holds a wake-up */
+	if (!w.comm[0])
+		w.comm[0] = '?';
+	if (put_record(&woken, tid, &w, (void **)&old))
+		c->waker_full++;
+	else if (old)
+		__builtin_memcpy(old, &w, sizeof(w));
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(offcpu_wakeup, struct task_struct *p)
+{
+	return on_wakeup(ctx, p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(offcpu_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup(ctx, p);
+}

@@ -1,0 +1,95 @@
+/*
+ * `schedlab run` with the offcpu probe: a blocking-TCP run under kyo spends its workers'
+ * time blocked in recv and parked, and result.json and offcpu.folded say so, with the
+ * folded total what result.json reports; the probe's options are bad input without it.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "probes/probes.h"
+#include "tests/cli/cli_run.h"
+
+TestSuite(run_offcpu, .init = setup, .fini = teardown);
+
+/* The number after "key": in json, from the first occurrence of `after`. */
+static double json_num(const char *json, const char *after, const char *key)
+{
+	char pat[64];
+	const char *p = strstr(json, after);
+
+	cr_assert_not_null(p, "%s not in result.json", after);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	cr_assert_not_null(p, "%s not in result.json after %s", key, after);
+	return strtod(p + strlen(pat), NULL);
+}
+
+static uint64_t folded_total(const char *path, const char *root, uint64_t *under_root)
+{
+	FILE *f = fopen(path, "r");
+	char line[16384];
+	uint64_t total = 0;
+
+	cr_assert_not_null(f, "%s", path);
+	*under_root = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		uint64_t n;
+
+		cr_assert_not_null(sp, "a folded line without a count: %s", line);
+		n = strtoull(sp + 1, NULL, 10);
+		total += n;
+		if (!strncmp(line, root, strlen(root)))
+			*under_root += n;
+	}
+	fclose(f);
+	return total;
+}
+
+Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout = 180)
+{
+	const char *argv[] = { "run", "tcp-blocking", "--preset", "kyo", "--quick", "--probes",
+			       "oncpu,offcpu", "--wakers", "--out", in_dir("results"), NULL };
+	char path[1024], *json, *md, *off;
+	uint64_t total, blocking;
+	double folded_us;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	off = strstr(json, "\"name\": \"offcpu\"");
+	cr_assert_not_null(off, "%s", json);
+	cr_assert_not_null(strstr(off, "\"attached\": true"), "root with BTF: %s", off);
+	cr_expect_gt(json_num(off, "\"by_class_us\"", "blocking"), 0, "%s", off);
+	cr_expect_gt(json_num(off, "\"by_class_us\"", "parked"), 0, "%s", off);
+	cr_expect_gt(json_num(off, "\"intervals\"", "kept"), 0, "%s", off);
+	folded_us = json_num(off, "\"name\": \"offcpu\"", "folded_us");
+	snprintf(path, sizeof(path), "%s/latest/offcpu.folded", in_dir("results"));
+	total = folded_total(path, "[blocking];", &blocking);
+	cr_expect_eq((double)total, folded_us, "offcpu.folded's total is result.json's");
+	cr_expect_gt(blocking, 0);
+	snprintf(path, sizeof(path), "%s/latest/wakers.folded", in_dir("results"));
+	cr_expect_eq(access(path, R_OK), 0, "%s", path);
+	snprintf(path, sizeof(path), "%s/latest/offcpu.svg", in_dir("results"));
+	cr_expect_eq(access(path, R_OK), 0, "%s", path);
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md);
+	cr_expect_not_null(strstr(md, "### Off-CPU"), "%s", md);
+	free(md);
+	free(json);
+}
+
+Test(run_offcpu, its_options_are_checked)
+{
+	const char *bad[] = { "run", "spawn-join", "--probes", "oncpu,offcpu", "--min-block-us",
+			      "0", NULL };
+	const char *alone[] = { "run", "spawn-join", "--wakers", NULL };
+
+	cr_expect_eq(run_schedlab(bad), 2);
+	expect_one_error_line("--min-block-us '0'");
+	cr_expect_eq(run_schedlab(alone), 2);
+	expect_one_error_line("--probes oncpu,offcpu");
+	cr_expect_eq(entries(), 0, "nothing was created");
+}

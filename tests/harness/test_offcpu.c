@@ -1,0 +1,211 @@
+/*
+ * The offcpu probe as the probe set drives it (harness/offcpu.c) against
+ * tests/helpers/sleeper: offcpu.folded and wakers.folded in oncpu.folded's grammar,
+ * weighted in microseconds, their totals what the probe kept, and every loss a frame.
+ */
+#include "tests/probes/sleeper.h"
+
+#include <ftw.h>
+
+#include "analysis/analysis.h"
+#include "harness/harness.h"
+
+static char dir[] = "/tmp/schedlab-offcpu-XXXXXX";
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	reap_kids();
+	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(harness_offcpu, .init = setup, .fini = teardown);
+
+/* Open with o, run the sleeper (COUNT MS MODE) under it, finish into dir; the part. */
+static void *measure(const struct probe_offcpu_opts *o, const char *count, const char *ms,
+		     const char *mode, uint64_t *measured, struct an_probe_part *part)
+{
+	const struct hx_probe_ops *ops = &hx_offcpu_ops;
+	struct sleeper s;
+	char why[256];
+	void *st = NULL;
+
+	need_bpf();
+	cr_assert_eq(hx_offcpu_open(&st, o, why, sizeof(why)), 0, "%s", why);
+	sleeper_spawn(&s, count, ms, mode);
+	cr_assert_eq(ops->begin(st, s.pid, s.tls_off), 0);
+	*measured = sleeper_run(&s);
+	cr_assert_eq(ops->end(st, s.pid), 0);
+	sleeper_end(&s);
+	memset(part, 0, sizeof(*part));
+	cr_assert_eq(ops->finish(st, dir, part), 0);
+	return st;
+}
+
+static struct an_folded *read_folded(const char *name)
+{
+	char path[256], err[256];
+	struct an_folded *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = an_folded_read(path, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	return f;
+}
+
+/* The microseconds of f's lines that contain every one of the NULL-terminated parts. */
+static uint64_t weight_of(const struct an_folded *f, const char *const *parts)
+{
+	const struct an_folded_line *l;
+	uint64_t w = 0;
+	size_t n;
+
+	l = an_folded_lines(f, &n);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (parts[k] && strstr(l[i].stack, parts[k]))
+			k++;
+		if (!parts[k])
+			w += l[i].count;
+	}
+	return w;
+}
+
+/* The part's JSON members, written out. */
+static void part_json(const struct an_probe_part *part, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	cr_assert_not_null(f);
+	part->json(f, part->data);
+	fclose(f);
+}
+
+Test(harness_offcpu, folded_names_the_nap_under_its_class_in_microseconds)
+{
+	struct probe_offcpu_opts o = { 0 };
+	struct an_probe_part part;
+	const char *nap[] = { "[blocking];offcpu-nap;", ";sleeper_nap;-;", "_[k]", NULL };
+	const char *own[] = { "bpf_prog_", NULL };
+	struct an_folded *f;
+	uint64_t measured, us;
+	char json[8192], md[16384];
+	FILE *m;
+	void *st;
+
+	st = measure(&o, "50", "2", "nap", &measured, &part);
+	cr_expect_str_eq(part.files[0], "offcpu.folded");
+	cr_expect_str_eq(part.files[1], "offcpu.svg");
+	cr_expect_null(part.files[2], "no wakers.folded without wakers");
+	f = read_folded("offcpu.folded");
+	us = weight_of(f, nap);
+	cr_expect(us > 0.95 * measured / 1000.0 && us < 1.05 * measured / 1000.0,
+		  "%llu us of naps in offcpu.folded, the child measured %llu ns",
+		  (unsigned long long)us, (unsigned long long)measured);
+	cr_expect_eq(weight_of(f, own), 0, "the probe's own frames are not the thread's");
+	part_json(&part, json, sizeof(json));
+	cr_expect_not_null(strstr(json, "\"by_class_us\": {\"parked\": "), "%s", json);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"folded_us\": %llu",
+			 (unsigned long long)an_folded_total(f));
+		cr_expect_not_null(strstr(json, want), "folded total in result.json: %s", json);
+	}
+	m = fmemopen(md, sizeof(md), "w");
+	part.md(m, part.data);
+	fclose(m);
+	cr_expect(!strncmp(md, "### Off-CPU\n", 12), "%s", md);
+	cr_expect_not_null(strstr(md, "| blocking |"), "%s", md);
+	cr_expect_not_null(strstr(md, "sleeper_nap"), "the top stack names the nap: %s", md);
+	an_folded_free(f);
+	hx_offcpu_ops.close(st);
+}
+
+Test(harness_offcpu, wakers_folded_puts_the_waker_after_the_wait)
+{
+	struct probe_offcpu_opts o = { .wakers = true };
+	struct an_probe_part part;
+	const char *wait[] = { ";sleeper_wait;-;", NULL };
+	struct an_folded *f, *w;
+	uint64_t measured;
+	void *st;
+
+	st = measure(&o, "30", "2", "pipe", &measured, &part);
+	cr_expect_str_eq(part.files[2], "wakers.folded");
+	f = read_folded("offcpu.folded");
+	w = read_folded("wakers.folded");
+	cr_expect_eq(an_folded_total(w), an_folded_total(f), "the same time, waker added");
+	/* the waker's user leaf, then its name, end the line: match on the text */
+	{
+		const struct an_folded_line *l;
+		uint64_t by_waker = 0;
+		size_t n;
+
+		l = an_folded_lines(w, &n);
+		for (size_t i = 0; i < n; i++)
+			if (strstr(l[i].stack, ";sleeper_wait;-;") && strstr(l[i].stack, ";--;") &&
+			    strstr(l[i].stack, ";sleeper_wake;") &&
+			    !strcmp(strrchr(l[i].stack, ';'), ";sleeper-waker"))
+				by_waker += l[i].count;
+		/* a wait preempted (runnable, never woken) has none: most are the waker's */
+		cr_expect_geq(by_waker, 0.5 * weight_of(w, wait),
+			      "%llu of %llu us waiting were woken by sleeper_wake",
+			      (unsigned long long)by_waker, (unsigned long long)weight_of(w, wait));
+	}
+	an_folded_free(f);
+	an_folded_free(w);
+	hx_offcpu_ops.close(st);
+}
+
+/* Run the many-stacks sleeper with o: the folded weight under lost, which must be
+ * there, and the folded total in the part's JSON. */
+static void expect_lost_frame(const struct probe_offcpu_opts *o, const char *lost,
+			      const char *counter)
+{
+	const char *parts[] = { lost, NULL };
+	struct an_probe_part part;
+	struct an_folded *f;
+	uint64_t measured;
+	char json[8192], want[96];
+	void *st;
+
+	st = measure(o, "48", "1", "many", &measured, &part);
+	f = read_folded("offcpu.folded");
+	cr_expect_gt(weight_of(f, parts), 0, "%s: no %s frame", counter, lost);
+	part_json(&part, json, sizeof(json));
+	snprintf(want, sizeof(want), "\"folded_us\": %llu", (unsigned long long)an_folded_total(f));
+	cr_expect_not_null(strstr(json, want), "%s", json);
+	snprintf(want, sizeof(want), "\"%s\": 0,", counter);
+	cr_expect_null(strstr(json, want), "%s counted: %s", counter, json);
+	/* the naps are all there, lost parts included */
+	cr_expect_geq((double)an_folded_total(f), 0.95 * measured / 1000.0,
+		      "%llu us folded, %llu ns measured: %s", (unsigned long long)an_folded_total(f),
+		      (unsigned long long)measured, json);
+	an_folded_free(f);
+	hx_offcpu_ops.close(st);
+}
+
+Test(harness_offcpu, a_full_stacks_map_is_a_lost_frame)
+{
+	struct probe_offcpu_opts o = { .stack_entries = 4 };
+
+	expect_lost_frame(&o, "[lost: user stack storage full]", "user_stack_map_full");
+}
+
+Test(harness_offcpu, a_full_counts_map_is_a_lost_root)
+{
+	struct probe_offcpu_opts o = { .count_entries = 2 };
+
+	expect_lost_frame(&o, "[lost: counts map full]", "counts_map_full");
+}

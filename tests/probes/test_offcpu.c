@@ -1,0 +1,263 @@
+/*
+ * The offcpu probe against tests/helpers/sleeper, whose off-CPU time is known: it
+ * times each of its naps itself, so the probe's total has an independent view to
+ * match, and it naps in functions with recognisable names.
+ */
+#include "tests/probes/sleeper.h"
+
+#include "analysis/analysis.h"
+
+struct seen {
+	struct an_usyms *usyms;
+	const char *leaf;        /* the user leaf function counted in ns */
+	const char *waker_leaf;  /* with wakers: the waker's user leaf expected */
+	uint64_t ns, intervals;  /* of stacks whose user leaf is leaf */
+	uint64_t all_ns, all_intervals;
+	uint64_t wrong_kind, wrong_comm, no_kernel, waker_ok, waker_bad;
+	uint64_t lost_ustack_full, lost_counts_full, counts_full_ns, counts_full_records;
+	unsigned records;
+};
+
+static void leaf_name(struct an_usyms *u, const uint64_t *ips, unsigned n, char *buf,
+		      size_t len)
+{
+	buf[0] = '\0';
+	/* ips[0] is the pc the thread left user mode at: no -1 */
+	if (n && u)
+		an_usyms_name(u, ips[0], buf, len);
+}
+
+static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
+{
+	struct seen *v = ctx;
+	char name[128];
+
+	v->records++;
+	v->all_ns += iv->ns;
+	v->all_intervals += iv->intervals;
+	if (iv->lost & PROBE_LOST_USTACK_FULL)
+		v->lost_ustack_full += iv->intervals;
+	if (iv->lost & PROBE_LOST_COUNTS_FULL) {
+		v->lost_counts_full += iv->intervals;
+		v->counts_full_ns += iv->ns;
+		v->counts_full_records++;
+		cr_expect_eq(iv->nuser + iv->nkernel, 0, "a counts-full record has no stacks");
+		return 0;
+	}
+	leaf_name(v->usyms, iv->ustack, iv->nuser, name, sizeof(name));
+	if (!v->leaf || strcmp(name, v->leaf))
+		return 0;
+	v->ns += iv->ns;
+	v->intervals += iv->intervals;
+	v->wrong_kind += iv->kind != RT_PHASE_BLOCK ? iv->intervals : 0;
+	v->wrong_comm += strcmp(iv->comm, "offcpu-nap") ? iv->intervals : 0;
+	v->no_kernel += iv->nkernel ? 0 : iv->intervals;
+	if (v->waker_leaf) {
+		leaf_name(v->usyms, iv->wustack, iv->nwuser, name, sizeof(name));
+		if (iv->woken && iv->waker_in_target && !strcmp(name, v->waker_leaf) &&
+		    !strcmp(iv->waker_comm, "sleeper-waker") && iv->nwkernel)
+			v->waker_ok += iv->intervals;
+		else
+			v->waker_bad += iv->intervals;
+	}
+	return 0;
+}
+
+/* Start the probe, let s nap, stop, and drain with s's mappings: what it measured. */
+static uint64_t window(struct probe_offcpu *p, struct sleeper *s, struct seen *v,
+		       struct probe_offcpu_stats *st)
+{
+	struct an_symcache *cache = an_symcache_new();
+	struct an_procmaps *maps;
+	uint64_t measured;
+
+	cr_assert_not_null(cache);
+	cr_assert_eq(probe_offcpu_start(p, s->pid, s->tls_off), 0);
+	measured = sleeper_run(s);
+	cr_assert_eq(probe_offcpu_stop(p), 0);
+	maps = an_procmaps_read(s->pid);
+	cr_assert_not_null(maps);
+	v->usyms = an_usyms_new(cache, maps);
+	cr_assert_not_null(v->usyms);
+	cr_assert_eq(probe_offcpu_drain(p, on_interval, v, st), 0);
+	an_usyms_free(v->usyms);
+	v->usyms = NULL;
+	an_symcache_free(cache);
+	sleeper_end(s);
+	/* what every drain promises: each interval in one place, the time kept drained */
+	cr_expect_eq(st->intervals, st->kept + st->under_min + st->counts_full);
+	cr_expect_eq(st->switches, st->intervals + st->start_full + st->unfinished + st->restarts,
+		     "%llu switch-outs, %llu ended, %llu not started, %llu unfinished, %llu "
+		     "restarted, %llu missed",
+		     (unsigned long long)st->switches, (unsigned long long)st->intervals,
+		     (unsigned long long)st->start_full, (unsigned long long)st->unfinished,
+		     (unsigned long long)st->restarts, (unsigned long long)probe_offcpu_misses(p));
+	cr_expect_eq(v->all_ns, st->kept_ns + st->counts_full_ns);
+	cr_expect_eq(v->all_intervals, st->kept + st->counts_full);
+	return measured;
+}
+
+/* Open with o (NULL: the defaults), run `sleeper COUNT MS MODE` in one window: the
+ * probe, still open, and what the child measured. */
+static struct probe_offcpu *run_with(const struct probe_offcpu_opts *o, const char *count,
+				     const char *ms, const char *mode, struct seen *v,
+				     struct probe_offcpu_stats *st, uint64_t *measured)
+{
+	struct probe_offcpu *p;
+	struct sleeper s;
+	char err[256];
+
+	need_bpf();
+	p = probe_offcpu_open(o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, count, ms, mode);
+	*measured = window(p, &s, v, st);
+	return p;
+}
+
+TestSuite(offcpu, .fini = reap_kids);
+
+Test(offcpu, total_matches_what_the_child_measured_and_names_the_nap)
+{
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct probe_offcpu *p;
+	uint64_t measured;
+	double ratio;
+
+	p = run_with(NULL, "50", "2", "nap", &v, &st, &measured);
+	cr_assert_geq(measured, 50 * 2000000ull, "the naps took %llu ns", (unsigned long long)measured);
+	ratio = (double)v.ns / (double)measured;
+	cr_expect(ratio > 0.95 && ratio < 1.05,
+		  "sleeper_nap off CPU %llu ns, the child measured %llu ns (ratio %.4f)",
+		  (unsigned long long)v.ns, (unsigned long long)measured, ratio);
+	/* a switch-in the program did not see (a restart: rare, counted) loses a nap */
+	cr_expect_geq(v.intervals + st.restarts, 50, "%llu intervals in sleeper_nap; %llu switch-outs, %llu "
+		      "restarts, %llu under the minimum, %llu missed by the kernel",
+		      (unsigned long long)v.intervals, (unsigned long long)st.switches,
+		      (unsigned long long)st.restarts, (unsigned long long)st.under_min,
+		      (unsigned long long)probe_offcpu_misses(p));
+	cr_expect_eq(v.wrong_kind, 0, "the phase word at the switch-out is BLOCK");
+	cr_expect_eq(v.wrong_comm, 0);
+	cr_expect_eq(v.no_kernel, 0, "every nap has its kernel stack");
+	cr_expect_eq(st.start_full + st.counts_full + st.ustack_full + st.kstack_full, 0);
+	cr_expect_gt(st.fired, st.switches);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, intervals_under_the_minimum_are_counted_not_kept)
+{
+	struct probe_offcpu_opts o = { .min_block_us = 20000 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct probe_offcpu *p;
+	uint64_t measured;
+
+	p = run_with(&o, "20", "2", "nap", &v, &st, &measured);
+	cr_expect_eq(probe_offcpu_min_block_us(p), 20000);
+	/* 2 ms naps under a 20 ms minimum: none kept, each counted with its time (a nap
+	 * that waited over 18 ms for a CPU on a loaded machine would be kept: allowed) */
+	cr_expect_leq(v.intervals, 2, "%llu naps kept", (unsigned long long)v.intervals);
+	cr_expect_geq(st.under_min, 18);
+	/* a nap is at least its 2 ms off CPU (the timer fires no earlier), less the
+	 * microseconds from arming it to the switch; one whose switch-in went unseen (a
+	 * restart, counted) has no interval */
+	cr_expect_geq((double)st.under_min_ns,
+		      0.95 * 2e6 * (double)(20 - v.intervals - st.restarts),
+		      "%llu ns under the minimum, %llu naps kept, %llu restarts",
+		      (unsigned long long)st.under_min_ns, (unsigned long long)v.intervals,
+		      (unsigned long long)st.restarts);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_stacks_map_is_counted_and_marked)
+{
+	struct probe_offcpu_opts o = { .stack_entries = 4 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+
+	p = run_with(&o, "48", "1", "many", &v, &st, &measured);
+	/* 48 distinct user stacks and a kernel one or two into 4 entries */
+	cr_expect_geq(st.ustack_full, 40, "%llu", (unsigned long long)st.ustack_full);
+	cr_expect_eq(v.lost_ustack_full, st.ustack_full);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_counts_map_keeps_the_time_in_one_record)
+{
+	struct probe_offcpu_opts o = { .count_entries = 2 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+
+	p = run_with(&o, "48", "1", "many", &v, &st, &measured);
+	cr_expect_geq(st.counts_full, 40, "%llu", (unsigned long long)st.counts_full);
+	cr_expect_eq(v.counts_full_records, 1);
+	cr_expect_eq(v.lost_counts_full, st.counts_full);
+	cr_expect_eq(v.counts_full_ns, st.counts_full_ns);
+	/* the naps' time is all there, most of it in the record */
+	cr_expect_geq((double)st.counts_full_ns, 0.8 * (double)measured);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, a_full_start_map_is_counted)
+{
+	struct probe_offcpu_opts o = { .thread_entries = 1 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+
+	/* two threads off CPU at once, the waiter and the waker napping, in room for one */
+	p = run_with(&o, "20", "2", "pipe", &v, &st, &measured);
+	cr_expect_gt(st.start_full, 0);
+	probe_offcpu_free(p);
+}
+
+Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
+{
+	struct probe_offcpu_opts o = { .wakers = true };
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_wait", .waker_leaf = "sleeper_wake" };
+	struct probe_offcpu *p;
+	uint64_t measured;
+	double ratio;
+
+	p = run_with(&o, "30", "2", "pipe", &v, &st, &measured);
+	cr_expect(probe_offcpu_wakers(p));
+	ratio = (double)v.ns / (double)measured;
+	cr_expect(ratio > 0.95 && ratio < 1.05, "sleeper_wait %llu ns, measured %llu ns",
+		  (unsigned long long)v.ns, (unsigned long long)measured);
+	/* each wait that blocks ends with the waker's write (one whose byte was already
+	 * there does not block); one preempted in sleeper_wait (runnable, never woken) has
+	 * no waker, which a busy CPU causes now and then: most are the waker's */
+	cr_expect_gt(v.waker_ok, 0);
+	cr_expect_leq(v.waker_bad, v.waker_ok, "%llu woken by sleeper_wake, %llu not",
+		      (unsigned long long)v.waker_ok, (unsigned long long)v.waker_bad);
+	cr_expect_geq(st.wakeups, v.waker_ok, "each woken wait had its wake-up");
+	cr_expect_eq(st.waker_full, 0);
+	probe_offcpu_free(p);
+}
+
+static void open_unprivileged(int fd)
+{
+	char err[256] = "";
+	struct probe_offcpu *p = probe_offcpu_open(NULL, err, sizeof(err));
+
+	dprintf(fd, "%d|%s", p != NULL, err);
+}
+
+/* Dropped to nobody in a child (so without any capability), open must fail with the
+ * fix in its message. */
+Test(offcpu, unprivileged_open_says_how_to_fix)
+{
+	char msg[512] = "";
+
+	need_bpf();
+	as_nobody(open_unprivileged, msg, sizeof(msg));
+	cr_expect(strstr(msg, "0|offcpu: not permitted: run as root or grant CAP_BPF and "
+			      "CAP_PERFMON") == msg, "%s", msg);
+}
