@@ -115,3 +115,16 @@ bool probe_bpf_available(char *why, size_t len)
 	close(fd);
 	return true;
 }
+
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e)
+{
+	const char *lb = probe__libbpf_last();
+
+	if (e == EPERM || e == EACCES)
+		snprintf(err, len, "%s: %s (%s: %s)", probe, PROBE__NOT_PERMITTED, step,
+			 strerror(e));
+	else if (*lb)
+		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
+	else
+		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
+}

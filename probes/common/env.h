@@ -22,4 +22,8 @@ void probe__libbpf_capture(void);
 /* The last warning libbpf printed on this thread since the capture, "" if none. */
 const char *probe__libbpf_last(void);
 
+/* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
+ * EACCES lead with the fix. e is a positive errno. */
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
+
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

@@ -22,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "probes/oncpu/oncpu.h"
+#include "probes/common/stack.bpf.h"
 #include "runtime/phase.h"
 
 #define ENOENT 2
@@ -151,28 +152,10 @@ static __always_inline __u64 read_phase(__u64 *entry)
 	return word;
 }
 
-/* A 64-bit hash of s->nr and s->ips[0..nr), never ONCPU_NO_STACK: a multiply-xorshift
- * step per ip, then murmur3's fmix64 finaliser. Each step is a bijection of the state
- * for a given ip and of the ip for a given state, so two stacks of one length that
- * differ in a single frame always hash apart. A few instructions per frame; the
- * constant bound is what the verifier needs. */
+/* A 64-bit hash of the stack, never ONCPU_NO_STACK (probes/common/stack.bpf.h). */
 static __always_inline __u64 stack_hash(const struct oncpu_stack *s)
 {
-	__u64 h = 0x9e3779b97f4a7c15ull ^ s->nr;
-	__u32 nr = s->nr;
-
-	for (__u32 i = 0; i < ONCPU_MAX_DEPTH; i++) {
-		if (i >= nr)
-			break;
-		h = (h ^ s->ips[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h ? h : 1;
+	return probe__stack_hash(s->ips, s->nr);
 }
 
 /* Walk one stack (flags: BPF_F_USER_STACK, or 0 for the kernel's) into s. 0, or the

@@ -144,14 +144,7 @@ static int switch_events(struct probe_oncpu *p, bool on)
  * EACCES lead with the fix. */
 static void step_error(char *err, size_t len, const char *step, int e)
 {
-	const char *lb = probe__libbpf_last();
-
-	if (e == EPERM || e == EACCES)
-		snprintf(err, len, "oncpu: %s (%s: %s)", PROBE__NOT_PERMITTED, step, strerror(e));
-	else if (*lb)
-		snprintf(err, len, "oncpu: %s failed: %s (%s)", step, strerror(e), lb);
-	else
-		snprintf(err, len, "oncpu: %s failed: %s", step, strerror(e));
+	probe__step_error(err, len, "oncpu", step, e);
 }
 
 /* ---- what a sample costs ------------------------------------------------------------ */
