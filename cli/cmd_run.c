@@ -59,7 +59,9 @@ static const char doc[] =
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run workers --group task         a frame per kind of task under its thread\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n"
-	"  schedlab run spawn-join --preset kyo --baseline results/latest\n\n"
+	"  schedlab run spawn-join --preset kyo --baseline results/latest\n"
+	"  schedlab run bind-chain --probes oncpu,alloc --alloc-sample 64K\n"
+	"                                            allocation stacks in alloc.svg\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
 	"several runs' as an array of them, in the order given (each workload under each "
 	"preset in turn).\n\n"
@@ -83,6 +85,7 @@ enum {
 	OPT_STACK_COPY,
 	OPT_BASELINE,
 	OPT_GROUP,
+	OPT_ALLOC_SAMPLE,
 };
 
 static const struct argp_option options[] = {
@@ -121,6 +124,10 @@ static const struct argp_option options[] = {
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
 	  "running task's entry function, what was passed to rt_spawn, as a [task: NAME] frame)",
 	  2 },
+	{ "alloc-sample", OPT_ALLOC_SAMPLE, "BYTES", 0,
+	  "alloc probe: one allocation stack sampled per BYTES a thread asks for (default "
+	  "512K; a whole number, K, M or G for KiB, MiB, GiB; 1 to 1G)",
+	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
@@ -151,6 +158,7 @@ struct run_args {
 	long freq, stack_copy;
 	int callgraph;
 	bool group_task;                /* --group task */
+	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -172,6 +180,28 @@ static long kernel_max_sample_rate(void)
 		v = 0;
 	fclose(f);
 	return v;
+}
+
+/* "4096", "512K", "1M", "1G" (powers of 1024) into 1 .. 1 GiB bytes. */
+static bool parse_bytes(const char *arg, uint64_t *out)
+{
+	static const char units[] = "KMG";
+	char num[32];
+	size_t n = strlen(arg);
+	long v, shift = 0;
+	const char *u;
+
+	if (!n || n >= sizeof(num))
+		return false;
+	memcpy(num, arg, n + 1);
+	if ((u = strchr(units, num[n - 1])) && *u) {
+		shift = 10 * (u - units + 1);
+		num[n - 1] = '\0';
+	}
+	if (!cli_parse_long(num, 1, 1l << 30, &v) || (v << shift) > (1l << 30))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -292,6 +322,15 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->group_task = !strcmp(arg, "task");
+		return 0;
+	case OPT_ALLOC_SAMPLE:
+		if (!parse_bytes(arg, &a->alloc_sample)) {
+			a->bad = cli_usage_error("--alloc-sample '%s': expected bytes from 1 to 1G, a "
+						 "whole number with an optional K, M or G (KiB, MiB, "
+						 "GiB), e.g. --alloc-sample 512K",
+						 arg);
+			return EINVAL;
+		}
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -620,6 +659,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --group %s",
 					a->group_task ? "task" : "thread");
+	if ((a->probes & (1u << HX_PROBE_ALLOC)) && a->alloc_sample && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --alloc-sample %llu",
+					(unsigned long long)a->alloc_sample);
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -856,6 +898,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (prof->error)
 		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
 	/* the other probes' files; one that failed says so in its status, the run goes on */
+	if (!err)
+		hx_probeset_result(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 
@@ -1099,6 +1143,7 @@ int cmd_run(int argc, char **argv)
 		if (specs[i].opt.forks > pc.forks)
 			pc.forks = specs[i].opt.forks;
 	}
+	pc.alloc_sample = a.alloc_sample;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;

@@ -163,6 +163,19 @@ struct hx_profile {
 	uint64_t attach_ns;          /* probe_oncpu_open: open, load, attach */
 };
 
+/* For the probes that fold user stacks as the profile does (internal to harness/). */
+#define HX__NAME_LEN 256
+/* Name the user frames ips[0..n) (leaf first, raw: ips[0] the pc, the others return
+ * addresses) into names[], at most max, cut after the first that begins a thread's
+ * stack (start_thread, a fiber's entry, ...). Returns how many; *rooted: a root ended
+ * them; *garbage: one is no code (a frame pointer that pointed at data), named
+ * "[unknown 0x...]"; *past_root: the walk went on past the root. */
+unsigned hx__name_user(struct an_usyms *u, const uint64_t *ips, unsigned n,
+		       char (*names)[HX__NAME_LEN], unsigned max, bool *rooted, bool *garbage,
+		       bool *past_root);
+/* A thread's name as a folded frame: spaces made '_', "[unknown]" when empty. */
+void hx__comm_frame(char *buf, size_t len, const char *comm);
+
 /* Open the probe (want_oncpu false: record "not attached: disabled"). o->dwarf_fn is
  * the profile's own; any given is ignored. 0, -ENOMEM, or -EINVAL when the built-in
  * stack rules do not parse: an unavailable probe is recorded in status, not returned. */
@@ -223,7 +236,16 @@ struct hx_probe_ops {
 	 * stay valid until the next reset). 0 or -errno. */
 	int (*finish)(void *state, const char *dir, struct an_probe_part *part);
 	void (*close)(void *state);
+	/* The benchmark's result, before finish: for figures per op and beside the
+	 * runtime's own counters. NULL: not needed. */
+	void (*result)(void *state, const struct hx_result *res);
 };
+
+/* alloc (harness/alloc.c), and its open with the probe's own map sizes given, for the
+ * tests that force its losses; ops.open sizes them from the configuration. */
+extern const struct hx_probe_ops hx_alloc_ops;
+int hx_alloc_open_sized(void **state, const struct hx_probe_config *cfg,
+			const struct probe_alloc_opts *o, char *why, size_t len);
 
 /* The probes beside oncpu that are built, NULL-terminated, in enum order. */
 const struct hx_probe_ops *const *hx_probe_ops_all(void);
@@ -264,6 +286,8 @@ int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
  * ended in reverse. */
 void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h);
 int hx_probeset_reset(struct hx_probeset *s);
+/* Hand the benchmark's result to the attached probes that take it, before finishing. */
+void hx_probeset_result(struct hx_probeset *s, const struct hx_result *res);
 /* Each probe's finish, into dir; s->parts[0..n) describe them afterwards (a probe that
  * is not attached, or whose finish failed, only by its status). The first error. */
 int hx_probeset_finish(struct hx_probeset *s, const char *dir);

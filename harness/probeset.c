@@ -15,6 +15,7 @@
 
 /* The probes beside oncpu that are built, in enum order. */
 static const struct hx_probe_ops *const built[] = {
+	&hx_alloc_ops,
 	NULL,
 };
 
@@ -233,6 +234,13 @@ int hx_probeset_reset(struct hx_probeset *s)
 			first = err;
 	}
 	return first;
+}
+
+void hx_probeset_result(struct hx_probeset *s, const struct hx_result *res)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->probes[i].state && s->probes[i].ops->result)
+			s->probes[i].ops->result(s->probes[i].state, res);
 }
 
 int hx_probeset_finish(struct hx_probeset *s, const char *dir)

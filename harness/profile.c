@@ -28,7 +28,7 @@
 #include "harness/harness.h"
 
 #define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
-#define NAME_LEN   256
+#define NAME_LEN   HX__NAME_LEN
 #define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
 
 /* The functions that begin a thread's stack: a fiber's entry, glibc's thread start
@@ -165,36 +165,54 @@ static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t l
 		snprintf(buf, len, "[k]+0x%llx_[k]", (unsigned long long)addr);
 }
 
+unsigned hx__name_user(struct an_usyms *u, const uint64_t *ips, unsigned n,
+		       char (*names)[HX__NAME_LEN], unsigned max, bool *rooted, bool *garbage,
+		       bool *past_root)
+{
+	unsigned k = 0;
+
+	*rooted = *garbage = *past_root = false;
+	for (unsigned i = 0; i < n && k < max; i++) {
+		uint64_t addr = ips[i];
+		char *buf = names[k];
+
+		/* every frame but the sampled pc holds a return address: one past its call */
+		if (addr < 4096 || !an_usyms_module(u, addr, NULL, 0)) {
+			/* no code is mapped there: a frame pointer that pointed at data, or a
+			 * return address of 0 or 1; shown as it was read */
+			snprintf(buf, HX__NAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
+			*garbage = true;
+		} else {
+			an_usyms_name(u, i ? addr - 1 : addr, buf, HX__NAME_LEN);
+		}
+		k++;
+		if (is_root(buf)) {
+			*rooted = true;
+			*past_root = i + 1 < n;
+			break;
+		}
+	}
+	return k;
+}
+
+void hx__comm_frame(char *buf, size_t len, const char *comm)
+{
+	snprintf(buf, len, "%.16s", comm && comm[0] ? comm : "[unknown]");
+	for (char *c = buf; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+}
+
 /* Name the user frames into f->names[base..] leaf first, cut at the thread's root.
  * Returns how many; *rooted says whether a root ended them, *garbage whether one is no
  * code at all. */
 static unsigned name_user(struct fold_ctx *f, const struct sample *s, size_t base, bool *rooted,
 			  bool *garbage, bool *past_root)
 {
-	unsigned n = 0;
-
-	*rooted = *garbage = *past_root = false;
-	for (unsigned i = 0; i < s->nuser && base + n < MAX_FRAMES - 4; i++) {
-		uint64_t addr = s->ustack[i];
-		char *buf = f->names[base + n];
-
-		/* every frame but the sampled pc holds a return address: one past its call */
-		if (addr < 4096 || !an_usyms_module(f->usyms, addr, NULL, 0)) {
-			/* no code is mapped there: a frame pointer that pointed at data, or a
-			 * return address of 0 or 1; shown as it was read */
-			snprintf(buf, NAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
-			*garbage = true;
-		} else {
-			an_usyms_name(f->usyms, i ? addr - 1 : addr, buf, NAME_LEN);
-		}
-		n++;
-		if (is_root(buf)) {
-			*rooted = true;
-			*past_root = i + 1 < s->nuser;
-			break;
-		}
-	}
-	return n;
+	if (base >= MAX_FRAMES - 4)
+		return 0;
+	return hx__name_user(f->usyms, s->ustack, s->nuser, &f->names[base],
+			     (unsigned)(MAX_FRAMES - 4 - base), rooted, garbage, past_root);
 }
 
 /* "[task: NAME]" for a task's entry function: an address the task was spawned with,
@@ -255,10 +273,7 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 
 	/* names[0] category, [1] comm, [2] task, then kernel frames leaf first, then user
 	 * frames leaf first; frames[] is put together root first at the end */
-	snprintf(f->names[1], NAME_LEN, "%.16s", s->comm && s->comm[0] ? s->comm : "[unknown]");
-	for (char *c = f->names[1]; *c; c++)
-		if (*c == ' ')
-			*c = '_';
+	hx__comm_frame(f->names[1], NAME_LEN, s->comm);
 	if (s->entry)
 		task_name(f, s->entry, f->names[2], NAME_LEN);
 	kbase = 3;

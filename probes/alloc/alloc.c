@@ -74,22 +74,6 @@ const char *probe_alloc_fn_name(unsigned fn)
 	return fn < PROBE_ALLOC_NFN ? fn_names[fn] : fn_names[PROBE_ALLOC_NFN];
 }
 
-static struct bpf_program *fn_prog(struct probe_alloc *p, unsigned fn)
-{
-	switch (fn) {
-	case PROBE_ALLOC_MALLOC:
-		return p->skel->progs.alloc_malloc;
-	case PROBE_ALLOC_CALLOC:
-		return p->skel->progs.alloc_calloc;
-	case PROBE_ALLOC_REALLOC:
-		return p->skel->progs.alloc_realloc;
-	case PROBE_ALLOC_POSIX_MEMALIGN:
-		return p->skel->progs.alloc_posix_memalign;
-	default:
-		return p->skel->progs.alloc_aligned_alloc;
-	}
-}
-
 struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err, size_t errlen)
 {
 	struct probe_alloc_opts d = {};
@@ -287,9 +271,10 @@ int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen
 	p->attached = 0;
 	probe__libbpf_capture();
 	for (unsigned i = 0; i < PROBE_ALLOC_NFN; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = fn_names[i]);
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = fn_names[i], .bpf_cookie = i);
 
-		p->links[i] = bpf_program__attach_uprobe_opts(fn_prog(p, i), pid, p->libc, 0, &uo);
+		p->links[i] = bpf_program__attach_uprobe_opts(p->skel->progs.alloc_entry, pid,
+							      p->libc, 0, &uo);
 		if (p->links[i]) {
 			p->attached |= 1u << i;
 			continue;
