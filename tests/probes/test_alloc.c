@@ -213,3 +213,174 @@ Test(alloc, calls_and_bytes_are_exact_and_samples_unbiased)
 	an_symcache_free(cache);
 	probe_alloc_free(p);
 }
+
+Test(alloc, tiny_maps_count_every_loss_and_keep_its_bytes)
+{
+	/* one stack and two keys: the first sample's stack is kept, the next new stack
+	 * finds the stacks map full (its key says so), and a third key finds no room */
+	struct probe_alloc_opts o = { .sample_bytes = PERIOD, .stack_entries = 1,
+				      .count_entries = 2 };
+	struct probe_alloc_stats st = { 0 };
+	struct an_symcache *cache = an_symcache_new();
+	struct seen w = { 0 };
+	struct probe_alloc *p;
+	struct child c;
+	char err[512] = "";
+
+	need_bpf();
+	p = probe_alloc_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	c = spawn_allocs();
+	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
+	run_allocs(&c);
+	cr_assert_eq(probe_alloc_stop(p), 0);
+	w.usyms = child_usyms(cache, c.pid);
+	cr_assert_eq(probe_alloc_drain(p, collect, &w, &st), 0);
+
+	cr_expect_gt(st.stack_full, 0);
+	cr_expect_gt(st.counts_full, 0);
+	/* the counts: each equals the samples of the records with its bit */
+	cr_expect_eq(w.bytes, st.sampled_bytes, "drained %llu bytes of %llu sampled",
+		     (unsigned long long)w.bytes, (unsigned long long)st.sampled_bytes);
+	cr_expect_eq(w.samples, st.samples);
+	cr_expect_eq(w.lost_bytes[3], st.counts_full_bytes);
+	cr_expect_gt(w.lost_bytes[0], 0);
+	/* exact totals do not depend on the maps */
+	cr_expect_eq(st.calls[PROBE_ALLOC_MALLOC], ALLOCS_MALLOC_CALLS);
+	cr_expect_eq(st.bytes[PROBE_ALLOC_MALLOC], ALLOCS_MALLOC_BYTES);
+
+	end_child(&c);
+	an_usyms_free(w.usyms);
+	an_symcache_free(cache);
+	probe_alloc_free(p);
+}
+
+Test(alloc, nothing_is_counted_outside_a_window)
+{
+	struct probe_alloc_stats st = { 0 };
+	struct probe_alloc *p;
+	struct child c;
+	char err[512] = "";
+
+	need_bpf();
+	p = probe_alloc_open(NULL, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	c = spawn_allocs();
+	/* attached and stopped before the calls: the uprobes are gone */
+	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(probe_alloc_stop(p), 0);
+	run_allocs(&c);
+	cr_assert_eq(probe_alloc_drain(p, NULL, NULL, &st), 0);
+	for (int i = 0; i < PROBE_ALLOC_NFN; i++)
+		cr_expect_eq(st.calls[i], 0, "%s: %llu calls", probe_alloc_fn_name(i),
+			     (unsigned long long)st.calls[i]);
+	cr_expect_eq(st.samples, 0);
+	end_child(&c);
+	probe_alloc_free(p);
+}
+
+Test(alloc, a_process_without_libc_is_refused_clearly)
+{
+	struct probe_alloc *p;
+	char err[512] = "";
+
+	need_bpf();
+	p = probe_alloc_open(NULL, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	/* pid 2 is kthreadd: no user mappings at all */
+	cr_expect_eq(probe_alloc_start(p, 2, err, sizeof(err)), -ENOENT);
+	cr_expect(strstr(err, "maps no libc"), "%s", err);
+	cr_expect_eq(probe_alloc_start(p, 0, err, sizeof(err)), -EINVAL);
+	probe_alloc_free(p);
+}
+
+/* The harness's side: alloc.folded in bytes, its total the sampled bytes, the stacks
+ * named while the child lives, the losses drawn as frames. */
+static uint64_t folded_bytes(const struct an_folded *f, const char *needle)
+{
+	const struct an_folded_line *l;
+	uint64_t sum = 0;
+	size_t n;
+
+	l = an_folded_lines(f, &n);
+	for (size_t i = 0; i < n; i++)
+		if (!needle || strstr(l[i].stack, needle))
+			sum += l[i].count;
+	return sum;
+}
+
+static void run_harness(const struct probe_alloc_opts *o, char *dir, struct an_folded **out,
+			char *json, size_t jsonlen)
+{
+	struct hx_probe_config cfg = { .measure_s = 1, .forks = 1 };
+	struct an_probe_part part = { 0 };
+	char why[256] = "", path[PATH_MAX + 32];
+	void *state = NULL;
+	struct child c;
+	FILE *f;
+
+	cr_assert_eq(hx_alloc_open_sized(&state, &cfg, o, why, sizeof(why)), 0, "%s", why);
+	c = spawn_allocs();
+	cr_assert_eq(hx_alloc_ops.begin(state, c.pid, 0), 0);
+	run_allocs(&c);
+	cr_assert_eq(hx_alloc_ops.end(state, c.pid), 0);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(hx_alloc_ops.finish(state, dir, &part), 0);
+	cr_expect_str_eq(part.files[0], "alloc.folded");
+	cr_expect_str_eq(part.files[1], "alloc.svg");
+	cr_assert_not_null(part.json);
+	f = fmemopen(json, jsonlen, "w");
+	cr_assert_not_null(f);
+	part.json(f, part.data);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/alloc.folded", dir);
+	*out = an_folded_read(path, why, sizeof(why));
+	cr_assert_not_null(*out, "%s", why);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/alloc.svg", dir);
+	cr_expect_eq(unlink(path), 0, "no %s", path);
+	rmdir(dir);
+	end_child(&c);
+	hx_alloc_ops.close(state);
+}
+
+Test(alloc, folded_in_bytes_names_the_allocating_function)
+{
+	struct probe_alloc_opts o = { .sample_bytes = PERIOD };
+	char dir[] = "/tmp/schedlab-alloc-XXXXXX", json[8192], want[64];
+	struct an_folded *f;
+	uint64_t many;
+
+	need_bpf();
+	run_harness(&o, dir, &f, json, sizeof(json));
+	/* the JSON's sampled bytes are the folded total */
+	snprintf(want, sizeof(want), "\"sampled_bytes\": %llu,",
+		 (unsigned long long)an_folded_total(f));
+	cr_expect(strstr(json, want), "%s not in %s", want, json);
+	cr_expect(strstr(json, "\"lost\": {\"samples\": 0,"), "%s", json);
+	many = folded_bytes(f, "[alloc];allocs;");
+	cr_expect_eq(many, an_folded_total(f), "every stack under [alloc];allocs");
+	many = folded_bytes(f, ";main;alloc_known_many;malloc");
+	cr_expect_gt(many, (uint64_t)ALLOCS_MANY_N * ALLOCS_MANY_SIZE - 2 * PERIOD);
+	cr_expect_lt(many, (uint64_t)ALLOCS_MANY_N * ALLOCS_MANY_SIZE + 2 * PERIOD);
+	cr_expect_eq(folded_bytes(f, "[lost"), 0);
+	an_folded_free(f);
+}
+
+Test(alloc, folded_draws_the_losses_of_tiny_maps)
+{
+	struct probe_alloc_opts o = { .sample_bytes = PERIOD, .stack_entries = 1,
+				      .count_entries = 2 };
+	char dir[] = "/tmp/schedlab-alloc-XXXXXX", json[8192], want[64];
+	struct an_folded *f;
+
+	need_bpf();
+	run_harness(&o, dir, &f, json, sizeof(json));
+	snprintf(want, sizeof(want), "\"sampled_bytes\": %llu,",
+		 (unsigned long long)an_folded_total(f));
+	cr_expect(strstr(json, want), "%s not in %s", want, json);
+	cr_expect_gt(folded_bytes(f, "[alloc];allocs;[lost: stack map full];"), 0);
+	cr_expect_gt(folded_bytes(f, "[alloc];[lost: counts map full]"), 0);
+	cr_expect(!strstr(json, "\"lost\": {\"samples\": 0,"), "%s", json);
+	an_folded_free(f);
+}
