@@ -299,6 +299,16 @@ static void alloc_json(FILE *out, const void *data)
 		an_json_num(out, (double)st->attach_ns / (double)st->starts);
 	else
 		fputs("null", out);
+	fputs(", \"prog_runs\": ", out);
+	if (st->prog_timed)
+		fprintf(out, "%" PRIu64 ", \"prog_ns\": %" PRIu64 ", \"prog_ns_per_call\": ",
+			st->prog_runs, st->prog_ns);
+	else
+		fputs("null, \"prog_ns\": null, \"prog_ns_per_call\": ", out);
+	if (st->prog_timed && st->prog_runs)
+		an_json_num(out, (double)st->prog_ns / (double)st->prog_runs);
+	else
+		fputs("null", out);
 	fprintf(out, ", \"lost\": {\"samples\": %" PRIu64 ", \"stack_map_full\": %" PRIu64
 		", \"counts_map_full\": %" PRIu64 ", \"counts_map_full_bytes\": %" PRIu64
 		", \"user_stack_errors\": %" PRIu64 ", \"no_thread_state\": %" PRIu64
@@ -365,6 +375,10 @@ static void alloc_md(FILE *out, const void *data)
 	if (st->starts)
 		fprintf(out, " Attaching to a fork's libc took %.1f ms.",
 			(double)st->attach_ns / (double)st->starts / 1e6);
+	if (st->prog_timed && st->prog_runs)
+		fprintf(out, " The program took %.0f ns a call (the kernel's BPF run-time "
+			"statistics; the uprobe's trap, which costs more, comes on top).",
+			(double)st->prog_ns / (double)st->prog_runs);
 	fputs("\n", out);
 	if (a->start_error[0])
 		fprintf(out, "\nA fork could not be probed: %s\n", a->start_error);

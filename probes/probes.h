@@ -287,6 +287,10 @@ struct probe_alloc_stats {
 	uint64_t truncated;
 	uint64_t starts;         /* windows (starts) drained */
 	uint64_t attach_ns;      /* their attaches, in all */
+	bool prog_timed;         /* the kernel timed the program (BPF run-time statistics) */
+	uint64_t prog_runs;      /* its runs (every call of every target, in or out of a
+				  * window) and their time in the program, trap excluded */
+	uint64_t prog_ns;
 };
 
 typedef int (*probe_alloc_fn)(const struct probe_alloc_stack *s, void *ctx);

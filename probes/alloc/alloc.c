@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 _Static_assert(sizeof(struct alloc_key) == 32, "alloc_key ABI");
 _Static_assert(sizeof(struct alloc_val) == 16, "alloc_val ABI");
@@ -61,6 +62,8 @@ struct probe_alloc {
 	char libc[PATH_MAX];
 	uint64_t attach_ns;        /* the starts' attaches since the last drain */
 	uint64_t starts;
+	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	uint64_t prog_runs, prog_ns; /* the program's counters at the last drain */
 	int ncpus;
 	struct alloc_counters *pcpu;
 	struct alloc_key *keys;    /* drain scratch, count_entries long */
@@ -96,6 +99,7 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 		errno = ENOMEM;
 		return NULL;
 	}
+	p->stats_fd = -1;
 	p->period = o->sample_bytes ? o->sample_bytes : PROBE_ALLOC_SAMPLE_DEFAULT;
 	p->stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
 	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
@@ -146,6 +150,9 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 		probe__step_error(err, errlen, "alloc", "load", -ret);
 		goto out_destroy;
 	}
+	/* What a call costs in the program is measured, not guessed: the kernel times
+	 * every BPF program while this fd is open. Without it the cost is unknown. */
+	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	return p;
 
 out_destroy:
@@ -173,6 +180,8 @@ void probe_alloc_free(struct probe_alloc *p)
 		return;
 	detach(p);
 	alloc_bpf__destroy(p->skel);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
 	free(p->ids);
 	free(p->keys);
 	free(p->pcpu);
@@ -326,6 +335,25 @@ static int read_stack(struct probe_alloc *p, __u64 id, uint64_t *buf)
 	return n;
 }
 
+/* The program's runs and run time since the last call, added to *stats; nothing where
+ * the kernel would not time it. */
+static void take_prog_stats(struct probe_alloc *p, struct probe_alloc_stats *stats)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (p->stats_fd < 0 ||
+	    bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.alloc_entry), &info, &len))
+		return;
+	if (stats) {
+		stats->prog_timed = true;
+		stats->prog_runs += info.run_cnt - p->prog_runs;
+		stats->prog_ns += info.run_time_ns - p->prog_ns;
+	}
+	p->prog_runs = info.run_cnt;
+	p->prog_ns = info.run_time_ns;
+}
+
 /* Sum the per-CPU counters into *c and zero them. */
 static int take_counters(struct probe_alloc *p, struct alloc_counters *c)
 {
@@ -423,6 +451,7 @@ int probe_alloc_drain(struct probe_alloc *p, probe_alloc_fn fn, void *ctx,
 
 		ret = fn(&s, ctx);
 	}
+	take_prog_stats(p, stats);
 	if (stats) {
 		for (unsigned i = 0; i < PROBE_ALLOC_NFN; i++) {
 			stats->calls[i] += c.calls[i];
