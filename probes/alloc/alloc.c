@@ -12,6 +12,7 @@
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
+#include "probes/common/maps.h"
 #include "probes/common/perf.h"
 
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
@@ -374,38 +375,18 @@ static int take_counters(struct probe_alloc *p, struct alloc_counters *c)
 	return 0;
 }
 
-/* Remove every stack, including those whose count could not be inserted. Keys are
- * collected first: deleting while walking with get_next_key restarts the walk. */
-static int clear_stacks(struct probe_alloc *p)
-{
-	int fd = bpf_map__fd(p->skel->maps.stacks);
-	__u64 id, *prev = NULL;
-	unsigned n = 0;
-
-	while (n < p->stack_entries && !bpf_map_get_next_key(fd, prev, &id)) {
-		p->ids[n] = id;
-		prev = &p->ids[n++];
-	}
-	for (unsigned i = 0; i < n; i++)
-		if (bpf_map_delete_elem(fd, &p->ids[i]) && errno != ENOENT)
-			return -errno;
-	return 0;
-}
-
 int probe_alloc_drain(struct probe_alloc *p, probe_alloc_fn fn, void *ctx,
 		      struct probe_alloc_stats *stats)
 {
 	int fd = bpf_map__fd(p->skel->maps.counts), ret = 0, err;
 	uint64_t truncated = 0, missing = 0;
-	struct alloc_key *prev = NULL;
 	struct alloc_counters c;
-	unsigned n = 0;
+	unsigned n;
 
 	/* While attached, counts would move between our reads and the deletes. */
 	if (p->started)
 		return -EBUSY;
-	while (n < p->count_entries && !bpf_map_get_next_key(fd, prev, &p->keys[n]))
-		prev = &p->keys[n++];
+	n = probe__map_keys(fd, p->keys, sizeof(*p->keys), p->count_entries);
 	for (unsigned i = 0; i < n; i++) {
 		const struct alloc_key *k = &p->keys[i];
 		struct probe_alloc_stack s = { .fn = k->fn, .lost = k->lost, .ustack = p->ubuf };
@@ -432,10 +413,11 @@ int probe_alloc_drain(struct probe_alloc *p, probe_alloc_fn fn, void *ctx,
 		if (!ret && fn)
 			ret = fn(&s, ctx);
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (bpf_map_delete_elem(fd, &p->keys[i]) && errno != ENOENT)
-			return -errno;
-	err = clear_stacks(p);
+	/* the stacks too, including those whose count could not be inserted */
+	err = probe__map_delete(fd, p->keys, sizeof(*p->keys), n);
+	if (!err)
+		err = probe__map_clear(bpf_map__fd(p->skel->maps.stacks), p->ids, sizeof(*p->ids),
+				       p->stack_entries);
 	if (!err)
 		err = take_counters(p, &c);
 	if (err)

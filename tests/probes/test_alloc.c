@@ -134,6 +134,29 @@ static struct an_usyms *child_usyms(struct an_symcache *cache, pid_t pid)
 	return u;
 }
 
+/* Open the probe with o, let a fresh child make its calls inside one window, and drain
+ * into *w (its stacks named against the child's mappings) and *st. */
+static void probe_child(const struct probe_alloc_opts *o, struct an_symcache *cache,
+			struct seen *w, struct probe_alloc_stats *st)
+{
+	struct probe_alloc *p;
+	struct child c;
+	char err[512] = "";
+
+	p = probe_alloc_open(o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	c = spawn_allocs();
+	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(probe_alloc_attached(p), (1u << PROBE_ALLOC_NFN) - 1,
+		     "functions attached: %#x in %s", probe_alloc_attached(p), probe_alloc_libc(p));
+	run_allocs(&c);
+	cr_assert_eq(probe_alloc_stop(p), 0);
+	w->usyms = child_usyms(cache, c.pid);
+	cr_assert_eq(probe_alloc_drain(p, collect, w, st), 0);
+	end_child(&c);
+	probe_alloc_free(p);
+}
+
 TestSuite(alloc, .fini = reap_kids);
 
 /* 64 KiB periods: about 1,800 samples of the child's 120 MB. */
@@ -145,23 +168,11 @@ Test(alloc, calls_and_bytes_are_exact_and_samples_unbiased)
 	struct probe_alloc_stats st = { 0 };
 	struct an_symcache *cache = an_symcache_new();
 	struct seen w = { 0 };
-	struct probe_alloc *p;
-	struct child c;
-	char err[512] = "";
 	uint64_t total = 0;
 	int64_t diff;
 
 	need_bpf();
-	p = probe_alloc_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
-	c = spawn_allocs();
-	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(probe_alloc_attached(p), (1u << PROBE_ALLOC_NFN) - 1,
-		     "functions attached: %#x in %s", probe_alloc_attached(p), probe_alloc_libc(p));
-	run_allocs(&c);
-	cr_assert_eq(probe_alloc_stop(p), 0);
-	w.usyms = child_usyms(cache, c.pid);
-	cr_assert_eq(probe_alloc_drain(p, collect, &w, &st), 0);
+	probe_child(&o, cache, &w, &st);
 
 	/* exact: every call, every byte asked for */
 	cr_expect_eq(st.calls[PROBE_ALLOC_MALLOC], ALLOCS_MALLOC_CALLS);
@@ -208,10 +219,8 @@ Test(alloc, calls_and_bytes_are_exact_and_samples_unbiased)
 	/* the walk at malloc's entry has the allocating function as the second frame */
 	cr_expect(w.many_calls_malloc, "no stack with malloc called from alloc_known_many");
 
-	end_child(&c);
 	an_usyms_free(w.usyms);
 	an_symcache_free(cache);
-	probe_alloc_free(p);
 }
 
 Test(alloc, tiny_maps_count_every_loss_and_keep_its_bytes)
@@ -223,19 +232,9 @@ Test(alloc, tiny_maps_count_every_loss_and_keep_its_bytes)
 	struct probe_alloc_stats st = { 0 };
 	struct an_symcache *cache = an_symcache_new();
 	struct seen w = { 0 };
-	struct probe_alloc *p;
-	struct child c;
-	char err[512] = "";
 
 	need_bpf();
-	p = probe_alloc_open(&o, err, sizeof(err));
-	cr_assert_not_null(p, "%s", err);
-	c = spawn_allocs();
-	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
-	run_allocs(&c);
-	cr_assert_eq(probe_alloc_stop(p), 0);
-	w.usyms = child_usyms(cache, c.pid);
-	cr_assert_eq(probe_alloc_drain(p, collect, &w, &st), 0);
+	probe_child(&o, cache, &w, &st);
 
 	cr_expect_gt(st.stack_full, 0);
 	cr_expect_gt(st.counts_full, 0);
@@ -249,10 +248,8 @@ Test(alloc, tiny_maps_count_every_loss_and_keep_its_bytes)
 	cr_expect_eq(st.calls[PROBE_ALLOC_MALLOC], ALLOCS_MALLOC_CALLS);
 	cr_expect_eq(st.bytes[PROBE_ALLOC_MALLOC], ALLOCS_MALLOC_BYTES);
 
-	end_child(&c);
 	an_usyms_free(w.usyms);
 	an_symcache_free(cache);
-	probe_alloc_free(p);
 }
 
 Test(alloc, nothing_is_counted_outside_a_window)
