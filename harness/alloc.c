@@ -25,7 +25,7 @@
 #define MAX_FRAMES (PROBE_MAX_DEPTH + 6) /* [alloc], comm, markers, user frames */
 /* The kernel's maps are sized for the samples a fork can take: measure_s × threads ×
  * this allocation rate ÷ the sample period, each sample at most one new stack and key,
- * between the bounds below (a stack takes 1 KiB of kernel memory, preallocated). 1 GiB/s
+ * between the bounds below (a stack takes 1 KiB of kernel memory once used). 1 GiB/s
  * a thread is more than a uprobe'd allocator reaches (each call traps). */
 #define SIZING_RATE	   (1ull << 30)
 #define MIN_ENTRIES	   1024u
@@ -436,6 +436,7 @@ const struct hx_probe_ops hx_alloc_ops = {
 	.name = "alloc",
 	.summary = "allocation stacks sampled by bytes, exact calls and bytes per allocator "
 		   "function (uprobes on the libc the benchmark maps)",
+	.opt_in = true, /* every allocator call traps: 14-18 µs each on this project's VMs */
 	.available = probe_bpf_available,
 	.open = alloc_open,
 	.begin = alloc_begin,

@@ -15,11 +15,12 @@
  * whatever the sizes; tcmalloc draws exponential intervals instead, which also makes
  * each byte's chance independent of its neighbours, at the cost of a random total.
  *
- * The stack is walked at the allocator's first instruction. There the caller's frame
- * pointer is still in %rbp and its return address on top of the stack, which the
- * kernel's user walk takes as the second frame for a uprobe at a function's entry
- * (perf/x86 since 6.12): so the walk needs frame pointers only in our code, not in
- * glibc. Invariants: see alloc.h.
+ * The stack is walked by frame pointers at the allocator's first instruction, before
+ * it has pushed anything: %rbp still holds the caller's frame and the caller's return
+ * address is on top of the stack. The walk gives the allocator's ip, then follows
+ * %rbp, and walk_entry() puts the return address in as the second frame; so the walk
+ * needs frame pointers only in the callers (our code has them), never in glibc, and
+ * needs no DWARF. Invariants: see alloc.h.
  */
 /* No vmlinux.h: this program reads no kernel struct, only the user registers a uprobe
  * hands it, whose layout is the uapi's; with vmlinux.h every pt_regs access would be a
@@ -50,9 +51,13 @@ __u32 enabled = 0;
 __u32 target_tgid = 0;
 
 /* Stacks keyed by a hash of their contents (as oncpu's: a hash map holds max_entries
- * distinct stacks whatever their hashes; a stack-trace map's buckets collide). */
+ * distinct stacks whatever their hashes; a stack-trace map's buckets collide). Not
+ * preallocated, nor the counts: a uprobe's program runs in process context, where the
+ * kernel may allocate, and preallocating thousands of 1 KiB stacks took tens of
+ * milliseconds of the open here (60 ms for 10,240 on a busy VM). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct alloc_stack);
 	__uint(max_entries, 4096);
@@ -60,6 +65,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct alloc_key);
 	__type(value, struct alloc_val);
 	__uint(max_entries, 4096);
