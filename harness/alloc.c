@@ -358,6 +358,9 @@ static void alloc_md(FILE *out, const void *data)
 		fputs("The runtime's allocations go through malloc and calloc too, so the probe's "
 		      "totals are at least the accounting's; the rest is the workload's and "
 		      "libraries' own calls, and the harness thread's.\n\n", out);
+	fputs("Every call traps into the kernel (the uprobe), which is most of what the probe "
+	      "costs: the throughput under it is not the workload's, and an on-CPU profile "
+	      "taken alongside counts the traps in the allocation phase.\n\n", out);
 	if (st->realloc_null)
 		fprintf(out, "realloc(NULL, n): %" PRIu64 " calls, counted as the malloc glibc "
 			"makes for them.\n\n", st->realloc_null);

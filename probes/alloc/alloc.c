@@ -60,7 +60,8 @@ struct probe_alloc {
 	unsigned max_depth;        /* a stack this long may have been cut */
 	bool started;
 	unsigned attached;         /* 1 << fn, at the last start */
-	char libc[PATH_MAX];
+	char libc[PATH_MAX];       /* as the target maps it */
+	char libc_path[PATH_MAX + 32]; /* the same through /proc/PID/root, attached */
 	uint64_t attach_ns;        /* the starts' attaches since the last drain */
 	uint64_t starts;
 	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
@@ -225,8 +226,8 @@ static bool is_libc(const char *path)
 	       (!strncmp(base, "libc-", 5) && strstr(base, ".so"));
 }
 
-/* The path of the libc pid maps, through /proc/PID/root so that it names the same file
- * from our mount namespace. 0, or -ENOENT (statically linked, or not a process). */
+/* The path of the libc pid maps into buf. 0, or -ENOENT (statically linked, or not a
+ * process). */
 static int find_libc(pid_t pid, char *buf, size_t len)
 {
 	char path[64], line[PATH_MAX + 128];
@@ -244,7 +245,7 @@ static int find_libc(pid_t pid, char *buf, size_t len)
 			continue;
 		file[strcspn(file, "\n")] = '\0';
 		if (is_libc(file)) {
-			snprintf(buf, len, "/proc/%d/root%s", (int)pid, file);
+			snprintf(buf, len, "%s", file);
 			ret = 0;
 			break;
 		}
@@ -278,13 +279,16 @@ int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen
 		p->libc[0] = '\0';
 		return ret;
 	}
+	/* through the target's root, so that the path names the same file from our mount
+	 * namespace */
+	snprintf(p->libc_path, sizeof(p->libc_path), "/proc/%d/root%s", (int)pid, p->libc);
 	p->attached = 0;
 	probe__libbpf_capture();
 	for (unsigned i = 0; i < PROBE_ALLOC_NFN; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = fn_names[i], .bpf_cookie = i);
 
 		p->links[i] = bpf_program__attach_uprobe_opts(p->skel->progs.alloc_entry, pid,
-							      p->libc, 0, &uo);
+							      p->libc_path, 0, &uo);
 		if (p->links[i]) {
 			p->attached |= 1u << i;
 			continue;
