@@ -66,7 +66,9 @@ static const char doc[] =
 	"                                            every runtime event: exact counts and\n"
 	"                                            timeline.json (chrome://tracing, Perfetto)\n"
 	"  schedlab run spawn-join --forks 5 --iterations 5 --time 2 --out /tmp/runs\n"
-	"  schedlab run spawn-join --preset kyo --baseline results/latest\n\n"
+	"  schedlab run spawn-join --preset kyo --baseline results/latest\n"
+	"  schedlab run bind-chain --probes oncpu,alloc --alloc-sample 64K\n"
+	"                                            allocation stacks in alloc.svg\n\n"
 	"With --json, stdout is one JSON document: one workload's result.json as an object, "
 	"several runs' as an array of them, in the order given (each workload under each "
 	"preset in turn).\n\n"
@@ -94,6 +96,7 @@ enum {
 	OPT_TIMELINE_EVENTS,
 	OPT_MIN_BLOCK,
 	OPT_WAKERS,
+	OPT_ALLOC_SAMPLE,
 };
 
 static const struct argp_option options[] = {
@@ -135,6 +138,10 @@ static const struct argp_option options[] = {
 	{ "timeline-events", OPT_TIMELINE_EVENTS, "N", 0,
 	  "runtime probe: the first N events of each fork drawn in timeline.json (default "
 	  "100000, about 10 MB a fork; 1 to 100000000); later ones are counted, not drawn",
+	  2 },
+	{ "alloc-sample", OPT_ALLOC_SAMPLE, "BYTES", 0,
+	  "alloc probe: one allocation stack sampled per BYTES a thread asks for (default "
+	  "512K; a whole number, K, M or G for KiB, MiB, GiB; 1 to 1G)",
 	  2 },
 	{ "out", 'o', "DIR", 0, "where run folders go (default results)", 3 },
 	{ "min-block-us", OPT_MIN_BLOCK, "US", 0,
@@ -180,6 +187,7 @@ struct run_args {
 	bool overhead;                  /* --overhead */
 	long min_block_us;              /* offcpu: 0: not given */
 	bool wakers;                    /* offcpu: --wakers */
+	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
@@ -201,6 +209,28 @@ static long kernel_max_sample_rate(void)
 		v = 0;
 	fclose(f);
 	return v;
+}
+
+/* "4096", "512K", "1M", "1G" (powers of 1024) into 1 .. 1 GiB bytes. */
+static bool parse_bytes(const char *arg, uint64_t *out)
+{
+	static const char units[] = "KMG";
+	char num[32];
+	size_t n = strlen(arg);
+	long v, shift = 0;
+	const char *u;
+
+	if (!n || n >= sizeof(num))
+		return false;
+	memcpy(num, arg, n + 1);
+	if ((u = strchr(units, num[n - 1])) && *u) {
+		shift = 10 * (u - units + 1);
+		num[n - 1] = '\0';
+	}
+	if (!cli_parse_long(num, 1, 1l << 30, &v) || (v << shift) > (1l << 30))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -326,6 +356,15 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if (!cli_parse_long(arg, 1, 100000000, &a->timeline_events)) {
 			a->bad = cli_usage_error("--timeline-events '%s': expected events per fork "
 						 "from 1 to 100000000, e.g. --timeline-events 100000",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_ALLOC_SAMPLE:
+		if (!parse_bytes(arg, &a->alloc_sample)) {
+			a->bad = cli_usage_error("--alloc-sample '%s': expected bytes from 1 to 1G, a "
+						 "whole number with an optional K, M or G (KiB, MiB, "
+						 "GiB), e.g. --alloc-sample 512K",
 						 arg);
 			return EINVAL;
 		}
@@ -678,6 +717,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --wakers");
+	if ((a->probes & (1u << HX_PROBE_ALLOC)) && a->alloc_sample && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --alloc-sample %llu",
+					(unsigned long long)a->alloc_sample);
 	for (unsigned k = 0; k < s->nknobs && off < len; k++)
 		off += (size_t)snprintf(buf + off, len - off, " -c %s", s->knobs[k]);
 	hx_spec_params_text(s, params, sizeof(params));
@@ -960,6 +1002,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	/* an interrupted fork never sent the counters its events would be checked against */
 	if (!partial)
 		hx_probeset_observe(set, res);
+	if (!err)
+		hx_probeset_observe(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 
@@ -1215,6 +1259,7 @@ int cmd_run(int argc, char **argv)
 	pc.timeline_events = (unsigned)a.timeline_events;
 	pc.min_block_us = (unsigned)a.min_block_us;
 	pc.wakers = a.wakers;
+	pc.alloc_sample = a.alloc_sample;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;

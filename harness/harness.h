@@ -257,6 +257,12 @@ extern const struct hx_probe_ops hx_offcpu_ops;
  * the other ops take. */
 int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len);
 
+/* alloc (harness/alloc.c), and its open with the probe's own map sizes given, for the
+ * tests that force its losses; ops.open sizes them from the configuration. */
+extern const struct hx_probe_ops hx_alloc_ops;
+int hx_alloc_open_sized(void **state, const struct hx_probe_config *cfg,
+			const struct probe_alloc_opts *o, char *why, size_t len);
+
 /* The probes beside oncpu that are built, NULL-terminated, in enum order. */
 const struct hx_probe_ops *const *hx_probe_ops_all(void);
 /* runtime (harness/runtime.c): the runtime's USDT events, exact counts set beside the

@@ -19,6 +19,7 @@ static const struct hx_probe_ops *const built[] = {
 	&hx_offcpu_ops,
 	&hx_sched_ops,
 	&hx_runtime_probe,
+	&hx_alloc_ops,
 	NULL,
 };
 

@@ -465,5 +465,99 @@ typedef int (*probe_offcpu_fn)(const struct probe_offcpu_interval *iv, void *ctx
  * stopped. 0 or -errno. */
 int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 		       struct probe_offcpu_stats *stats);
+/* ---- alloc ---------------------------------------------------------------------------- */
+
+/* alloc: uprobes on the C allocator (malloc, calloc, realloc, posix_memalign,
+ * aligned_alloc) in the libc a target process maps, attached to that process alone.
+ * Every call is counted exactly (calls and bytes asked for, per function); allocation
+ * stacks are sampled by bytes, one sample per sample_bytes that a thread asks for
+ * (fixed-interval counting from a random phase: unbiased, and each thread's sampled
+ * total within one period of its true total), and aggregated in the kernel by
+ * {function, user stack, thread name}, weighted in bytes. Every sample that cannot be
+ * kept whole comes back marked, so sampled bytes are never lost, only their stacks. */
+
+#define PROBE_ALLOC_SAMPLE_DEFAULT (512u << 10)
+
+enum probe_alloc_fn {
+	PROBE_ALLOC_MALLOC,
+	PROBE_ALLOC_CALLOC,
+	PROBE_ALLOC_REALLOC,
+	PROBE_ALLOC_POSIX_MEMALIGN,
+	PROBE_ALLOC_ALIGNED_ALLOC,
+	PROBE_ALLOC_NFN,         /* also: the function of a sample whose key was lost */
+};
+
+/* "malloc", ...; "[unknown]" for PROBE_ALLOC_NFN. */
+const char *probe_alloc_fn_name(unsigned fn);
+
+struct probe_alloc_opts {
+	uint64_t sample_bytes;   /* bytes between samples; 0: PROBE_ALLOC_SAMPLE_DEFAULT */
+	unsigned stack_entries;  /* distinct stacks kept per drain (1 KiB each); 0: 4096 */
+	unsigned count_entries;  /* distinct {function, stack, thread} per drain; 0: 4096 */
+};
+
+struct probe_alloc;
+
+struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err, size_t errlen);
+void probe_alloc_free(struct probe_alloc *p);
+uint64_t probe_alloc_sample_bytes(const struct probe_alloc *p);
+unsigned probe_alloc_stack_entries(const struct probe_alloc *p);
+unsigned probe_alloc_count_entries(const struct probe_alloc *p);
+
+/* Attach to the libc that pid maps (found in /proc/PID/maps) and count its calls;
+ * detach and count no more. The uprobes exist only in between: a trap costs nothing
+ * while stopped. Start: 0 or -errno with err filled (no libc mapped: -ENOENT; malloc,
+ * calloc or realloc not found: -ENOENT; the aligned ones are optional). */
+int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen);
+int probe_alloc_stop(struct probe_alloc *p);
+/* The libc attached at the last start ("" before), and which functions were found in it
+ * (1 << enum probe_alloc_fn). */
+const char *probe_alloc_libc(const struct probe_alloc *p);
+unsigned probe_alloc_attached(const struct probe_alloc *p);
+
+#define PROBE_ALLOC_LOST_STACK_FULL  (1u << 0) /* the stacks map was full */
+#define PROBE_ALLOC_LOST_STACK_ERROR (1u << 1) /* the walk failed or found no frame */
+#define PROBE_ALLOC_LOST_NO_THREAD   (1u << 2) /* no per-thread state could be made */
+#define PROBE_ALLOC_LOST_COUNTS_FULL (1u << 3) /* the counts map was full: function,
+						* thread and stack unknown */
+#define PROBE_ALLOC_TRUNCATED        (1u << 4) /* the walk reached the depth limit */
+
+struct probe_alloc_stack {
+	unsigned fn;             /* enum probe_alloc_fn */
+	char comm[16];
+	const uint64_t *ustack;  /* leaf first: ustack[0] is the allocator function */
+	uint32_t nuser;
+	uint32_t lost;           /* PROBE_ALLOC_LOST_* / PROBE_ALLOC_TRUNCATED */
+	uint64_t samples;
+	uint64_t bytes;          /* the samples' weights */
+};
+
+struct probe_alloc_stats {
+	uint64_t calls[PROBE_ALLOC_NFN];
+	uint64_t bytes[PROBE_ALLOC_NFN];  /* asked for; calloc: n × size */
+	uint64_t realloc_null;   /* realloc(NULL, n), counted by the malloc glibc calls */
+	uint64_t overflow;       /* calloc whose n × size overflows (it fails) */
+	uint64_t samples;
+	uint64_t sampled_bytes;  /* equals the bytes of every record drained */
+	uint64_t counts_full, counts_full_bytes;
+	uint64_t stack_full;     /* samples whose record has the matching loss bit */
+	uint64_t stack_errors;
+	uint64_t no_thread;
+	uint64_t truncated;
+	uint64_t starts;         /* windows (starts) drained */
+	uint64_t attach_ns;      /* their attaches, in all */
+	bool prog_timed;         /* the kernel timed the program (BPF run-time statistics) */
+	uint64_t prog_runs;      /* its runs (every call of every target, in or out of a
+				  * window) and their time in the program, trap excluded */
+	uint64_t prog_ns;
+};
+
+typedef int (*probe_alloc_fn)(const struct probe_alloc_stack *s, void *ctx);
+
+/* Hand every aggregate to fn (a non-zero return stops the calls and is returned), add
+ * the drain's totals and losses to *stats, and empty the maps. Call it while stopped.
+ * 0 or -errno. */
+int probe_alloc_drain(struct probe_alloc *p, probe_alloc_fn fn, void *ctx,
+		      struct probe_alloc_stats *stats);
 
 #endif /* SCHEDLAB_PROBES_H */

@@ -2,12 +2,14 @@
 /*
  * What the BPF programs share (included by probes/<name>/<name>.bpf.c only, after
  * vmlinux.h and the libbpf headers): reading the runtime's phase word from a thread's
- * TLS, and hashing a walked stack into the key it is stored under. Pointer-free and
+ * TLS, and storing a walked stack under its hash (probes/common/stack.bpf.h, which
+ * needs no kernel types, for programs built without vmlinux.h). Pointer-free and
  * map-free, so that each program keeps its own maps.
  */
 #ifndef SCHEDLAB_PROBES_COMMON_BPF_COMMON_H
 #define SCHEDLAB_PROBES_COMMON_BPF_COMMON_H
 
+#include "probes/common/stack.bpf.h"
 #include "runtime/phase.h"
 
 /* The errnos the helpers return, negated (no libc headers in a BPF object). */
@@ -19,7 +21,7 @@
 #define ENOSPC 28
 
 /* PERF_MAX_STACK_DEPTH: the most instruction pointers a walked stack holds. */
-#define PROBE__MAX_DEPTH 127
+#define PROBE__MAX_DEPTH PROBE__STACK_MAX_DEPTH
 
 /* The phase word (runtime/phase.h) of task, a thread-local variable at tls_off from
  * its thread pointer, and with want_entry the entry word after it into *entry; each 0
@@ -50,29 +52,6 @@ static __always_inline __u64 probe__read_phase(struct task_struct *task, __s64 t
 				(void *)(tp + tls_off + RT_PHASE_ENTRY_OFFSET)))
 		*entry = 0;
 	return word;
-}
-
-/* A 64-bit hash of nr and ips[0..nr), never 0 (the hash that names no stack): a
- * multiply-xorshift step per ip, then murmur3's fmix64 finaliser. Each step is a
- * bijection of the state for a given ip and of the ip for a given state, so two stacks
- * of one length that differ in a single frame always hash apart. A few instructions
- * per frame; the constant bound is what the verifier needs. */
-static __always_inline __u64 probe__stack_hash(const __u64 *ips, __u32 nr)
-{
-	__u64 h = 0x9e3779b97f4a7c15ull ^ nr;
-
-	for (__u32 i = 0; i < PROBE__MAX_DEPTH; i++) {
-		if (i >= nr)
-			break;
-		h = (h ^ ips[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h ? h : 1;
 }
 
 /* Store the stack s under *id in the stacks map unless it has it already. If it

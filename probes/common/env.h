@@ -51,4 +51,8 @@ struct bpf_program;
 int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
 		      uint64_t *ns);
 
+/* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
+ * EACCES lead with the fix. e is a positive errno. */
+void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
+
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */

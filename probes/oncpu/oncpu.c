@@ -18,6 +18,7 @@
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
+#include "probes/common/maps.h"
 #include "probes/common/perf.h"
 
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
@@ -746,22 +747,11 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 	return 0;
 }
 
-/* Remove every stack, including those whose count could not be inserted. Keys are
- * collected first: deleting while walking with get_next_key restarts the walk. */
+/* Remove every stack, including those whose count could not be inserted. */
 static int clear_stacks(struct probe_oncpu *p)
 {
-	int fd = bpf_map__fd(p->skel->maps.stacks);
-	__u64 id, *prev = NULL;
-	unsigned n = 0, cap = bpf_map__max_entries(p->skel->maps.stacks);
-
-	while (n < cap && !bpf_map_get_next_key(fd, prev, &id)) {
-		p->ids[n] = id;
-		prev = &p->ids[n++];
-	}
-	for (unsigned i = 0; i < n; i++)
-		if (bpf_map_delete_elem(fd, &p->ids[i]) && errno != ENOENT)
-			return -errno;
-	return 0;
+	return probe__map_clear(bpf_map__fd(p->skel->maps.stacks), p->ids, sizeof(*p->ids),
+				bpf_map__max_entries(p->skel->maps.stacks));
 }
 
 int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
@@ -770,14 +760,12 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 	int fd = bpf_map__fd(p->skel->maps.counts), ret = 0, err;
 	struct oncpu_counters c;
 	uint64_t truncated = 0, uerrors = 0, kerrors = 0;
-	struct oncpu_key *prev = NULL;
-	unsigned n = 0;
+	unsigned n;
 
 	/* While sampling, counts would move between our reads and the deletes. */
 	if (p->started)
 		return -EBUSY;
-	while (n < p->count_entries && !bpf_map_get_next_key(fd, prev, &p->keys[n]))
-		prev = &p->keys[n++];
+	n = probe__map_keys(fd, p->keys, sizeof(*p->keys), p->count_entries);
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct oncpu_key *k = &p->keys[i];
@@ -818,11 +806,9 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		if (!ret && fn)
 			ret = fn(&s, ctx);
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (bpf_map_delete_elem(fd, &p->keys[i]) && errno != ENOENT)
-			return -errno;
-	}
-	err = clear_stacks(p);
+	err = probe__map_delete(fd, p->keys, sizeof(*p->keys), n);
+	if (!err)
+		err = clear_stacks(p);
 	if (!err)
 		err = take_counters(p, &c);
 	if (err)

@@ -222,4 +222,31 @@ Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
 	struct hx_result one = { .samples = samples, .nsamples = 4 };
 	cr_assert_eq(hx_result_split_alternate(&one, 3, &off), -EINVAL,
 		     "one probed iteration is too few");
+static uint64_t result_ops;
+
+static void fake_result(void *state, const struct hx_result *res)
+{
+	(void)state;
+	result_ops += res->ops;
+}
+
+Test(probeset, the_result_reaches_the_attached_probes_that_take_it)
+{
+	struct hx_probe_ops with_result = fake_ops;
+	struct hx_probe_config cfg = { .forks = 3 };
+	struct hx_result res = { .ops = 42 };
+	struct hx_probeset s;
+	char err[256] = "";
+
+	with_result.observe = fake_result;
+	next_fake = 0;
+	fakes[0].fail_open = -EPERM; /* not attached: not given the result */
+	result_ops = 0;
+	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &with_result, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &with_result, &cfg, err, sizeof(err)), 0);
+	hx_probeset_observe(&s, &res);
+	cr_assert_eq(result_ops, 42, "once, to the one attached probe that takes it");
+	hx_probeset_close(&s);
+	fakes[0].fail_open = 0;
 }
