@@ -96,7 +96,7 @@ BENCH_PKGS := golang-go linux-perf
 # ---------------------------------------------------------------------------
 # Sources
 
-MODULES := runtime runtime/effect workloads harness probes probes/common probes/oncpu \
+MODULES := runtime runtime/effect workloads harness probes probes/common probes/oncpu probes/counters \
 	   analysis flamegraphs
 LIB_C := $(filter-out %.bpf.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 LIB_S := $(foreach m,$(MODULES),$(wildcard $(m)/*.S))
