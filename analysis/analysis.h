@@ -520,6 +520,21 @@ enum an_shortfall {
 enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *buf,
 					size_t len);
 
+/* One performance counter of a run (probes/counters), over its measured iterations. */
+struct an_counter {
+	const char *name;        /* the libpfm4 event name, as given */
+	bool counted;            /* false: n/a, for the reason in note (never shown as 0) */
+	const char *note;        /* not counted: why ("no hardware PMU (perf_event_open: No such
+				  * file or directory)"); counted: a limit ("user space only ...")
+				  * or "" */
+	double total;            /* the counts scaled for multiplexing, summed over iterations */
+	double per_op;           /* total ÷ ops; NAN without ops */
+	double running_share;    /* time running ÷ time enabled: 1 when never multiplexed */
+	uint64_t raw;            /* the counts as read, unscaled */
+	const double *per_iteration; /* each measured iteration's count per op; NAN: none */
+	size_t niterations;
+};
+
 /* One benchmark run: what ran, how, the score and what the probes saw. */
 struct an_run {
 	const char *id;
@@ -552,6 +567,10 @@ struct an_run {
 	size_t nworkload_metrics;
 	const struct an_probe_summary *probes;
 	size_t nprobes;
+	const char *counters_status; /* NULL: no counters asked for; "attached: ..." or "not
+				      * attached: <reason>" */
+	const struct an_counter *counters;
+	size_t ncounters;
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */
@@ -561,6 +580,11 @@ struct an_run {
 /* Write result.json / report.md for r. 0 or -errno. */
 int an_report_json(const struct an_run *r, FILE *out);
 int an_report_markdown(const struct an_run *r, FILE *out);
+/* The counters' part of result.json (the value of "counters": null when none were asked
+ * for) and of report.md (the probe's line, then its table), for the report writers. */
+void an__counters_json(const struct an_run *r, FILE *out);
+void an__counters_md_probe(const struct an_run *r, FILE *out);
+void an__counters_md_table(const struct an_run *r, FILE *out);
 /* Findings as a JSON array of {id, share, claim, evidence, action} (share null when NAN). */
 int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
 /* The findings of r as an_findings() gives them for the result.json r renders to (read

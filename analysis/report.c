@@ -429,7 +429,9 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fputs(i ? ",\n    " : "\n    ", out);
 		json_probe(out, &r->probes[i]);
 	}
-	fputs(r->nprobes ? "\n  ],\n  \"failure\": " : "],\n  \"failure\": ", out);
+	fputs(r->nprobes ? "\n  ],\n  \"counters\": " : "],\n  \"counters\": ", out);
+	an__counters_json(r, out);
+	fputs(",\n  \"failure\": ", out);
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
 	json_str(out, r->partial);
@@ -786,12 +788,14 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fputs("\n", out);
 	}
-	if (r->nprobes) {
+	if (r->nprobes || r->counters_status) {
 		fputs("## Probes\n\n", out);
 		for (size_t i = 0; i < r->nprobes; i++)
 			md_probe(out, &r->probes[i]);
+		an__counters_md_probe(r, out);
 		fputs("\n", out);
 	}
+	an__counters_md_table(r, out);
 	if (r->nknobs) {
 		fprintf(out, "## Runtime\n\nPreset %s%s%s. ", r->preset,
 			r->overrides && *r->overrides ? " with " : "",

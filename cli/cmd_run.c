@@ -83,6 +83,7 @@ enum {
 	OPT_STACK_COPY,
 	OPT_BASELINE,
 	OPT_GROUP,
+	OPT_EVENTS,
 };
 
 static const struct argp_option options[] = {
@@ -100,7 +101,15 @@ static const struct argp_option options[] = {
 	{ "iterations", OPT_ITERATIONS, "N", 0, "measured iterations per fork (default 3)", 1 },
 	{ "time", OPT_TIME, "SECONDS", 0, "length of each iteration (default 1)", 1 },
 	{ "quick", OPT_QUICK, NULL, 0, "1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 2 },
+	{ "probes", OPT_PROBES, "LIST", 0,
+	  "comma-separated: oncpu (the default), counters (performance counters per measured "
+	  "iteration, per op in the report), all, or none",
+	  2 },
+	{ "events", OPT_EVENTS, "LIST", 0,
+	  "the counters' libpfm4 events, comma-separated (default " PROBE_COUNTERS_DEFAULT
+	  "; any name 'schedlab list --events' shows); an event this machine cannot count is "
+	  "reported n/a with the reason",
+	  2 },
 	{ "freq", OPT_FREQ, "HZ", 0,
 	  "on-CPU samples per second per CPU (default 999); a rate above 1000 whose sampling "
 	  "would take more of a CPU than kernel.perf_cpu_time_max_percent (measured as the "
@@ -144,7 +153,8 @@ struct run_args {
 	size_t nknobs;
 	long forks, warmup, iterations; /* -1: not given */
 	double time_s;                  /* < 0: not given */
-	bool quick, json, oncpu;
+	bool quick, json, oncpu, counters;
+	const char *events;             /* --events; NULL: the default list */
 	long freq, stack_copy;
 	int callgraph;
 	bool group_task;                /* --group task */
@@ -169,6 +179,38 @@ static long kernel_max_sample_rate(void)
 		v = 0;
 	fclose(f);
 	return v;
+}
+
+/* --probes LIST: the last --probes wins whole. */
+static error_t parse_probes(struct run_args *a, const char *arg)
+{
+	char list[256], *save = NULL;
+
+	if (strlen(arg) >= sizeof(list) || !*arg) {
+		a->bad = cli_usage_error("--probes '%s': give a comma list of oncpu and counters, "
+					 "or all, or none",
+					 arg);
+		return EINVAL;
+	}
+	snprintf(list, sizeof(list), "%s", arg);
+	a->oncpu = a->counters = false;
+	for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(p, "oncpu")) {
+			a->oncpu = true;
+		} else if (!strcmp(p, "counters")) {
+			a->counters = true;
+		} else if (!strcmp(p, "all")) {
+			a->oncpu = a->counters = true;
+		} else if (!strcmp(p, "none") && !strcmp(arg, "none")) {
+			continue;
+		} else {
+			a->bad = cli_usage_error("--probes '%s': '%s' is no probe; the probes are "
+						 "oncpu and counters (or all, or none alone)",
+						 arg, p);
+			return EINVAL;
+		}
+	}
+	return 0;
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -291,14 +333,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->group_task = !strcmp(arg, "task");
 		return 0;
 	case OPT_PROBES:
-		if (!strcmp(arg, "oncpu")) {
-			a->oncpu = true;
-		} else if (!strcmp(arg, "none")) {
-			a->oncpu = false;
-		} else {
-			a->bad = cli_usage_error("--probes '%s': the probes are oncpu and none", arg);
-			return EINVAL;
-		}
+		return parse_probes(a, arg);
+	case OPT_EVENTS:
+		a->events = arg;
 		return 0;
 	case 'o':
 		a->out = arg;
@@ -317,6 +354,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->workloads[a->nworkloads++] = arg;
 		return 0;
 	case ARGP_KEY_END:
+		if (a->events && !a->counters) {
+			a->bad = cli_usage_error("--events %s: the counters probe is off; add it, "
+						 "e.g. --probes oncpu,counters",
+						 a->events);
+			return EINVAL;
+		}
 		if (!a->nworkloads) {
 			a->bad = cli_usage_error("run needs a workload, e.g. 'schedlab run spawn-join' "
 						 "(see 'schedlab list')");
@@ -338,7 +381,8 @@ static uint64_t max_measured(void)
 
 	hx_stat_columns(&ncols);
 	return (uint64_t)MEASURED_CAP_MIB * 1024 * 1024 /
-	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double));
+	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double) +
+		2 * PROBE_COUNTERS_MAX * sizeof(double));
 }
 
 /* Every workload under every preset, workload by workload. */
@@ -382,6 +426,9 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 			if (hx_spec_knob(s, a->knobs[k], err, sizeof(err)))
 				return cli_usage_error("%s", err);
 		if (rt_config_check(&s->rt, err, sizeof(err)))
+			return cli_usage_error("%s", err);
+		if (a->counters &&
+		    hx_spec_events(s, a->events ? a->events : PROBE_COUNTERS_DEFAULT, err, sizeof(err)))
 			return cli_usage_error("%s", err);
 	}
 	for (size_t p = 0; p < a->nparams; p++) {
@@ -606,7 +653,13 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 			       "schedlab run %s --preset %s --forks %u --warmup %u --iterations %u "
 			       "--time %g --probes %s",
 			       s->wl->name, s->rt.preset, s->opt.forks, s->opt.warmup,
-			       s->opt.iterations, s->opt.time_s, a->oncpu ? "oncpu" : "none");
+			       s->opt.iterations, s->opt.time_s,
+			       a->oncpu && a->counters ? "oncpu,counters"
+			       : a->oncpu		 ? "oncpu"
+			       : a->counters		 ? "counters"
+							 : "none");
+	if (s->events[0] && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --events %s", s->events);
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --freq %ld --call-graph %s", a->freq,
 					hx_callgraph_name(a->callgraph));
@@ -634,7 +687,56 @@ struct report_parts {
 	struct an_kv wl[WL_MAX_METRICS];
 	const char *wl_units[WL_MAX_METRICS];
 	double *iter_cells, *worker_cells;
+	struct an_counter counters[PROBE_COUNTERS_MAX];
+	double *counter_iters;  /* [event * nsamples + iteration]: per op */
+	char counters_status[160];
 };
+
+/* The counters for the reports, and the probe's status: attached when any event could be
+ * counted. */
+static int counters_make(struct report_parts *p, const struct hx_spec *s,
+			 const struct hx_result *res)
+{
+	unsigned counted = 0;
+
+	if (!s->events[0])
+		return 0;
+	p->counter_iters = calloc((size_t)res->ncounters * res->nsamples + 1, sizeof(double));
+	if (!p->counter_iters)
+		return -ENOMEM;
+	for (unsigned i = 0; i < res->ncounters; i++) {
+		const struct hx_counter *h = &res->counters[i];
+		struct an_counter *c = &p->counters[i];
+
+		for (size_t k = 0; k < res->nsamples; k++)
+			p->counter_iters[i * res->nsamples + k] =
+				res->iter_counters[k * PROBE_COUNTERS_MAX + i];
+		*c = (struct an_counter){
+			.name = h->name,
+			.counted = h->counted,
+			.note = h->note,
+			.total = h->total,
+			.per_op = res->ops ? h->total / (double)res->ops : NAN,
+			.running_share = h->sum.enabled ? (double)h->sum.running /
+								  (double)h->sum.enabled
+							: 1,
+			.raw = h->sum.value,
+			.per_iteration = &p->counter_iters[i * res->nsamples],
+			.niterations = res->nsamples,
+		};
+		counted += h->counted;
+	}
+	if (counted)
+		snprintf(p->counters_status, sizeof(p->counters_status),
+			 "attached: %u of %u events counted, over all of each fork's threads, read "
+			 "at the ends of every measured iteration",
+			 counted, res->ncounters);
+	else
+		snprintf(p->counters_status, sizeof(p->counters_status),
+			 "not attached: none of the %u events could be counted here",
+			 res->ncounters);
+	return 0;
+}
 
 static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 			     const struct hx_result *res)
@@ -688,13 +790,14 @@ static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 		hx_stat_row(&res->iter_rt[i], &p->iter_cells[i * ncols]);
 	for (size_t w = 0; w < res->nper; w++)
 		hx_stat_row(&res->per_worker[w], &p->worker_cells[w * ncols]);
-	return 0;
+	return counters_make(p, s, res);
 }
 
 static void report_parts_free(struct report_parts *p)
 {
 	free(p->iter_cells);
 	free(p->worker_cells);
+	free(p->counter_iters);
 }
 
 #define METRIC(field) { #field, (double)res->rt.field }
@@ -890,6 +993,11 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.nworkload_metrics = err ? 0 : res->nwl_metrics;
 	run.probes = &probe;
 	run.nprobes = 1;
+	if (s->events[0]) {
+		run.counters_status = parts->counters_status;
+		run.counters = parts->counters;
+		run.ncounters = err ? 0 : res->ncounters;
+	}
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
 	attach_findings(&run, row->dir, findings);

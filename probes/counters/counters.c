@@ -272,7 +272,7 @@ int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN],
 		}
 		if (r != PFM_SUCCESS) {
 			snprintf(err, errlen, "'%s': libpfm4 cannot encode it: %s (see 'schedlab "
-				 "list --events' for names and 'showevtinfo' for modifiers)",
+				 "list --events' for the names it knows)",
 				 names[n], pfm_strerror(r));
 			return -EINVAL;
 		}
