@@ -127,3 +127,37 @@ Test(counters_cli, list_events_shows_what_libpfm4_knows)
 	cr_expect_not_null(strstr(out_text, "software events (perf::) count here"), "%s",
 			   out_text);
 }
+
+/* Two clocks of the same threads: the counters' task-clock over the measured iterations
+ * and the on-CPU probe's reading of the fork's process CPU clock from the start of
+ * measuring to its end, a window that holds the iterations and the messages between
+ * them. CPU time, not wall time, so other work on the CPUs does not matter; counting the
+ * harness thread alone, or any thread twice, would be far off. */
+Test(counters_cli, task_clock_is_the_forks_cpu_time, .timeout = 120)
+{
+	const char *argv[] = { "run", "workers", "--quick", "--time", "0.1", "--probes", "all",
+			       "--out", in_dir("results"), NULL };
+	json_object *j, *probe, *sampling, *tc;
+	char path[1024];
+	double cpu, clock;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	j = json_object_from_file(path);
+	cr_assert_not_null(j, "%s", path);
+	probe = json_object_array_get_idx(json_object_object_get(j, "probes"), 0);
+	cr_assert(json_object_get_boolean(json_object_object_get(probe, "attached")),
+		  "root with BTF: oncpu attaches here");
+	sampling = json_object_object_get(probe, "sampling");
+	cr_assert_not_null(sampling);
+	cpu = num(sampling, "cpu_ns");
+	tc = event(json_object_object_get(json_object_object_get(j, "counters"), "events"),
+		   "perf::task-clock");
+	clock = num(tc, "total");
+	cr_expect_gt(clock, 0);
+	/* the process clock read from outside leaves out what each running thread ran since
+	 * its last tick, at either end: a few ms, beside the 10% */
+	cr_expect(fabs(clock - cpu) <= 0.1 * cpu + 10e6,
+		  "task-clock %.0f ns, the fork's CPU clock %.0f ns", clock, cpu);
+	json_object_put(j);
+}
