@@ -57,7 +57,7 @@ static const char doc[] =
 	"  schedlab sweep spawn-join -P n=100,1000,10000 --preset ce,kyo -o /tmp/sj\n"
 	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --probes none\n\n"
 	"The run options (--quick, --forks, --warmup, --iterations, --time, --probes, --freq, "
-	"--call-graph, --stack-copy) go to every point. A grid has at most 64 points. "
+	"--call-graph, --stack-copy, --events) go to every point. A grid has at most 64 points. "
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
 	"NN-*.log why), 2 for bad input, 130 when interrupted.";
 
@@ -71,6 +71,7 @@ enum {
 	OPT_PROBES,
 	OPT_CALL_GRAPH,
 	OPT_STACK_COPY,
+	OPT_EVENTS,
 };
 
 static const struct argp_option options[] = {
@@ -85,7 +86,8 @@ static const struct argp_option options[] = {
 	{ "warmup", OPT_WARMUP, "N", 0, "each point: warm-up iterations per fork", 1 },
 	{ "iterations", OPT_ITERATIONS, "N", 0, "each point: measured iterations per fork", 1 },
 	{ "time", OPT_TIME, "SECONDS", 0, "each point: length of an iteration", 1 },
-	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default) or none", 1 },
+	{ "probes", OPT_PROBES, "LIST", 0, "oncpu (default), counters, all or none", 1 },
+	{ "events", OPT_EVENTS, "LIST", 0, "the counters' libpfm4 events", 1 },
 	{ "freq", OPT_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
 	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
 	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },
@@ -225,6 +227,8 @@ static const char *run_flag(int key)
 		return "--freq";
 	case OPT_CALL_GRAPH:
 		return "--call-graph";
+	case OPT_EVENTS:
+		return "--events";
 	default:
 		return "--stack-copy";
 	}
@@ -253,6 +257,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_FREQ:
 	case OPT_CALL_GRAPH:
 	case OPT_STACK_COPY:
+	case OPT_EVENTS:
 		/* handed on as typed: `run` checks them (check_run_options()) */
 		if (a->npass + 2 > SWEEP_MAX_PASS) {
 			a->bad = cli_usage_error("too many run options (at most %d)",
