@@ -509,7 +509,7 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 	}
 	if (spec->events[0]) {
 		char names[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN];
-		int n = probe_counters_parse(spec->events, names, res->error, sizeof(res->error));
+		int n = probe_counters_split(spec->events, names, res->error, sizeof(res->error));
 
 		if (n < 0) {
 			hx_result_free(res);
@@ -666,7 +666,7 @@ static int send_events(int fd, const struct hx_spec *spec, const struct probe_co
 		       const char *why)
 {
 	char names[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN], err[160];
-	int n = probe_counters_parse(spec->events, names, err, sizeof(err));
+	int n = probe_counters_split(spec->events, names, err, sizeof(err));
 	struct msg m;
 
 	for (int i = 0; i < n; i++) {

@@ -212,26 +212,22 @@ int probe_counters_list(FILE *out)
 	return each_event(list_one, out);
 }
 
-int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
+int probe_counters_split(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
 			 size_t errlen)
 {
 	char local[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN];
 	const char *s = list, *end;
-	int n = 0, r;
+	int n = 0;
 
 	if (!names)
 		names = local;
-	if (pfm_start(err, errlen))
-		return -ENODEV;
 	if (!*list) {
 		snprintf(err, errlen, "no event named: give libpfm4 event names separated by "
 			 "commas, e.g. %s", "cycles,perf::task-clock");
 		return -EINVAL;
 	}
 	for (;; s = end + 1) {
-		struct perf_event_attr attr;
 		size_t len;
-		char hint[3 * PROBE_COUNTER_NAME_LEN * 2 + 8];
 
 		end = strchr(s, ',');
 		if (!end)
@@ -260,10 +256,34 @@ int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN],
 					 names[n]);
 				return -EINVAL;
 			}
-		r = encode(names[n], &attr);
+		n++;
+		if (!*end)
+			break;
+	}
+	return n;
+}
+
+int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
+			 size_t errlen)
+{
+	char local[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN];
+	int n, r;
+
+	if (!names)
+		names = local;
+	n = probe_counters_split(list, names, err, errlen);
+	if (n < 0)
+		return n;
+	if (pfm_start(err, errlen))
+		return -ENODEV;
+	for (int i = 0; i < n; i++) {
+		struct perf_event_attr attr;
+		char hint[3 * PROBE_COUNTER_NAME_LEN * 2 + 8];
+
+		r = encode(names[i], &attr);
 		if (r == PFM_ERR_NOTFOUND) {
-			probe_counters_suggest(names[n], hint, sizeof(hint));
-			snprintf(err, errlen, "'%s' is no event libpfm4 knows here; %s%s%s", names[n],
+			probe_counters_suggest(names[i], hint, sizeof(hint));
+			snprintf(err, errlen, "'%s' is no event libpfm4 knows here; %s%s%s", names[i],
 				 *hint ? "closest: " : "",
 				 *hint ? hint : "",
 				 *hint ? " (all: schedlab list --events)"
@@ -273,12 +293,9 @@ int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN],
 		if (r != PFM_SUCCESS) {
 			snprintf(err, errlen, "'%s': libpfm4 cannot encode it: %s (see 'schedlab "
 				 "list --events' for the names it knows)",
-				 names[n], pfm_strerror(r));
+				 names[i], pfm_strerror(r));
 			return -EINVAL;
 		}
-		n++;
-		if (!*end)
-			break;
 	}
 	return n;
 }
@@ -349,10 +366,12 @@ static int open_event(struct probe_counters *c, unsigned i)
 {
 	struct event *ev = &c->ev[i];
 	struct perf_event_attr attr;
-	int leader, fd, e;
+	int leader, fd, e, r;
 
-	if (encode(ev->name, &attr) != PFM_SUCCESS) {
-		snprintf(ev->note, sizeof(ev->note), "libpfm4 cannot encode it");
+	r = encode(ev->name, &attr);
+	if (r != PFM_SUCCESS) {
+		snprintf(ev->note, sizeof(ev->note), "libpfm4 cannot encode it: %s",
+			 pfm_strerror(r));
 		return 0;
 	}
 	attr.size = sizeof(attr);
@@ -414,9 +433,13 @@ struct probe_counters *probe_counters_open(const char *list, char *err, size_t e
 	struct probe_counters *c;
 	int n, r;
 
-	n = probe_counters_parse(list, names, err, errlen);
+	n = probe_counters_split(list, names, err, errlen);
 	if (n < 0) {
 		errno = -n;
+		return NULL;
+	}
+	if (pfm_start(err, errlen)) {
+		errno = ENODEV;
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));

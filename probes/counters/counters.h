@@ -34,10 +34,14 @@ struct probe_counter_value {
 	uint64_t value, enabled, running;
 };
 
-/* Split a comma list and check every name against libpfm4's tables. Returns the
- * number of events, or -EINVAL (empty, too many, too long, repeated) or -ENOENT (a
- * name libpfm4 does not know, with its closest matches) with one line in err naming
- * the input and the fix. names may be NULL. */
+/* Split a comma list of event names. The number of events, or -EINVAL (empty, too
+ * many, too long, repeated) with one line in err naming the input and the fix. names
+ * may be NULL. */
+int probe_counters_split(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
+			 size_t errlen);
+/* Split, and check every name against libpfm4's tables: as probe_counters_split(), or
+ * -ENOENT (a name libpfm4 does not know, with its closest matches), -EINVAL (one it
+ * cannot encode), -ENODEV (libpfm4 does not start). names may be NULL. */
 int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
 			 size_t errlen);
 
