@@ -218,15 +218,18 @@ static void steals_compact(struct hx_result *res)
  * counted (the first reason kept); a counted one may carry a limit. */
 static void counter_state(struct hx_counter *c, bool *counted, const struct msg *m, unsigned k)
 {
+	/* the fork's notes fit: they were written into as much room as this */
+	int room = (int)sizeof(c->note) - 1;
+
 	*counted = m->counted;
 	if (!m->counted && c->counted) {
 		c->counted = false;
 		if (k > 1)
-			snprintf(c->note, sizeof(c->note), "in fork %u: %s", k, m->text);
+			snprintf(c->note, sizeof(c->note), "in fork %u: %.*s", k, room - 24, m->text);
 		else
-			snprintf(c->note, sizeof(c->note), "%s", m->text);
+			snprintf(c->note, sizeof(c->note), "%.*s", room, m->text);
 	} else if (m->counted && c->counted && !c->note[0]) {
-		snprintf(c->note, sizeof(c->note), "%s", m->text);
+		snprintf(c->note, sizeof(c->note), "%.*s", room, m->text);
 	}
 }
 
@@ -517,8 +520,7 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 		}
 		res->ncounters = (unsigned)n;
 		for (unsigned i = 0; i < res->ncounters; i++) {
-			snprintf(res->counters[i].name, sizeof(res->counters[i].name), "%s",
-				 names[i]);
+			memcpy(res->counters[i].name, names[i], sizeof(res->counters[i].name));
 			res->counters[i].counted = true;
 		}
 	}

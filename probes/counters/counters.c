@@ -516,7 +516,7 @@ int probe_counters_read(struct probe_counters *c, struct probe_counter_value *ou
 {
 	/* a group read: nr, time enabled, time running, then {value, id} per member */
 	uint64_t buf[3 + 2 * PROBE_COUNTERS_MAX];
-	ssize_t got;
+	ssize_t got = 0;
 	int err;
 
 	memset(out, 0, c->n * sizeof(*out));
