@@ -535,6 +535,24 @@ struct an_counter {
 	size_t niterations;
 };
 
+/* The counters probe's figures as the reports show them: the events in the order asked. */
+struct an_counters {
+	const struct an_counter *events;
+	size_t n;
+};
+
+/* Written as a probe's part of the reports is (its own JSON members, a one-line summary
+ * after its status, a "### " section of report.md), so that the counters sit beside the
+ * other probes. JSON: ", \"events\": [...]", each event's total, per_op, running_share
+ * and per_iteration, or "na": "n/a: <reason>" and nulls; never a 0 for what was not
+ * counted. */
+void an_counters_json(FILE *out, const void *counters);
+/* "### Counters": per op, total and running share of each event, or n/a and why. */
+void an_counters_md(FILE *out, const void *counters);
+/* "4 of 9 events counted ...; not counted: cycles, instructions: no hardware PMU (...)",
+ * the events with one reason together. */
+void an_counters_summary(const struct an_counters *c, char *buf, size_t len);
+
 /* One benchmark run: what ran, how, the score and what the probes saw. */
 struct an_run {
 	const char *id;
@@ -567,10 +585,9 @@ struct an_run {
 	size_t nworkload_metrics;
 	const struct an_probe_summary *probes;
 	size_t nprobes;
-	const char *counters_status; /* NULL: no counters asked for; "attached: ..." or "not
-				      * attached: <reason>" */
-	const struct an_counter *counters;
-	size_t ncounters;
+	const struct an_counters *counters; /* NULL: no counters asked for */
+	const char *counters_status;  /* "attached", or "not attached: <reason>" */
+	const char *counters_summary; /* an_counters_summary() */
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */
@@ -580,11 +597,6 @@ struct an_run {
 /* Write result.json / report.md for r. 0 or -errno. */
 int an_report_json(const struct an_run *r, FILE *out);
 int an_report_markdown(const struct an_run *r, FILE *out);
-/* The counters' part of result.json (the value of "counters": null when none were asked
- * for) and of report.md (the probe's line, then its table), for the report writers. */
-void an__counters_json(const struct an_run *r, FILE *out);
-void an__counters_md_probe(const struct an_run *r, FILE *out);
-void an__counters_md_table(const struct an_run *r, FILE *out);
 /* Findings as a JSON array of {id, share, claim, evidence, action} (share null when NAN). */
 int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
 /* The findings of r as an_findings() gives them for the result.json r renders to (read

@@ -1,10 +1,10 @@
 /*
- * The performance counters in the run reports: result.json's "counters" object and
- * report.md's counters line and table. An event that was not counted is written as
- * n/a with its reason, never as a number: a 0 would claim the event did not happen.
- * Counts are per op (the scaled total over the measured iterations ÷ their ops), with
- * the share of the enabled time the event was running on the PMU, so that a
- * multiplexed (scaled, estimated) count is told from an exact one.
+ * The performance counters in the run reports: the counters probe's JSON members, its
+ * one-line summary and report.md's Counters section. An event that was not counted is
+ * written as n/a with its reason, never as a number: a 0 would claim the event did not
+ * happen. Counts are per op (the scaled total over the measured iterations ÷ their
+ * ops), with the share of the enabled time the event was running on the PMU, so that
+ * a multiplexed (scaled, estimated) count is told from an exact one.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,17 +12,13 @@
 
 #include "analysis/analysis.h"
 
-void an__counters_json(const struct an_run *r, FILE *out)
+void an_counters_json(FILE *out, const void *counters)
 {
-	if (!r->counters_status) {
-		fputs("null", out);
-		return;
-	}
-	fputs("{\"status\": ", out);
-	an_json_str(out, r->counters_status);
+	const struct an_counters *cs = counters;
+
 	fputs(", \"events\": [", out);
-	for (size_t i = 0; i < r->ncounters; i++) {
-		const struct an_counter *c = &r->counters[i];
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct an_counter *c = &cs->events[i];
 		char na[256];
 
 		fputs(i ? ",\n    " : "\n    ", out);
@@ -52,34 +48,43 @@ void an__counters_json(const struct an_run *r, FILE *out)
 		}
 		fputs("]}", out);
 	}
-	fputs(r->ncounters ? "\n  ]}" : "]}", out);
+	fputs(cs->n ? "\n  ]" : "]", out);
 }
 
-void an__counters_md_probe(const struct an_run *r, FILE *out)
+static bool same_reason(const struct an_counter *a, const struct an_counter *b)
 {
-	size_t na = 0;
+	return !a->counted && !b->counted && !strcmp(a->note, b->note);
+}
 
-	if (!r->counters_status)
-		return;
-	fprintf(out, "- **counters**: %s", r->counters_status);
+void an_counters_summary(const struct an_counters *cs, char *buf, size_t len)
+{
+	size_t counted = 0, off, na = 0;
+
+	for (size_t i = 0; i < cs->n; i++)
+		counted += cs->events[i].counted;
+	off = (size_t)snprintf(buf, len, "%zu of %zu events counted, over all of each fork's "
+			       "threads, read at the ends of every measured iteration",
+			       counted, cs->n);
 	/* the events not counted, those with the same reason together */
-	for (size_t i = 0; i < r->ncounters; i++) {
-		const struct an_counter *c = &r->counters[i];
+	for (size_t i = 0; i < cs->n && off < len; i++) {
+		const struct an_counter *c = &cs->events[i];
 		bool seen = false;
 
 		if (c->counted)
 			continue;
 		for (size_t j = 0; j < i && !seen; j++)
-			seen = !r->counters[j].counted && !strcmp(r->counters[j].note, c->note);
+			seen = same_reason(&cs->events[j], c);
 		if (seen)
 			continue;
-		fprintf(out, "%s%s", na++ ? "; " : "; not counted: ", c->name);
-		for (size_t j = i + 1; j < r->ncounters; j++)
-			if (!r->counters[j].counted && !strcmp(r->counters[j].note, c->note))
-				fprintf(out, ", %s", r->counters[j].name);
-		fprintf(out, ": %s", c->note);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", na++ ? "; " : "; not counted: ",
+					c->name);
+		for (size_t j = i + 1; j < cs->n && off < len; j++)
+			if (same_reason(&cs->events[j], c))
+				off += (size_t)snprintf(buf + off, len - off, ", %s",
+							cs->events[j].name);
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, ": %s", c->note);
 	}
-	fputs("\n", out);
 }
 
 /* Counts with few decimals where they are small, as a per-op figure often is. */
@@ -89,19 +94,20 @@ static void format_count(double v, char *buf, size_t len)
 			 len);
 }
 
-void an__counters_md_table(const struct an_run *r, FILE *out)
+void an_counters_md(FILE *out, const void *counters)
 {
+	const struct an_counters *cs = counters;
 	char per_op[64], total[64];
 	bool scaled = false;
 
-	if (!r->counters_status || !r->ncounters)
+	if (!cs->n)
 		return;
-	fputs("## Counters\n\nPerformance counters over the measured iterations of every fork, "
+	fputs("### Counters\n\nPerformance counters over the measured iterations of every fork, "
 	      "all of each fork's threads (task-clock in ns):\n\n"
 	      "| event | per op | total | running |\n| --- | ---: | ---: | ---: |\n",
 	      out);
-	for (size_t i = 0; i < r->ncounters; i++) {
-		const struct an_counter *c = &r->counters[i];
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct an_counter *c = &cs->events[i];
 
 		if (!c->counted) {
 			fprintf(out, "| %s | n/a: %s | n/a | n/a |\n", c->name, c->note);

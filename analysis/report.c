@@ -430,7 +430,18 @@ int an_report_json(const struct an_run *r, FILE *out)
 		json_probe(out, &r->probes[i]);
 	}
 	fputs(r->nprobes ? "\n  ],\n  \"counters\": " : "],\n  \"counters\": ", out);
-	an__counters_json(r, out);
+	if (r->counters) {
+		fprintf(out, "{\"name\": \"counters\", \"attached\": %s, \"status\": ",
+			r->counters_status && !strncmp(r->counters_status, "attached", 8) ? "true"
+											  : "false");
+		json_str(out, r->counters_status);
+		fputs(", \"summary\": ", out);
+		json_str(out, r->counters_summary);
+		an_counters_json(out, r->counters);
+		fputs("}", out);
+	} else {
+		fputs("null", out);
+	}
 	fputs(",\n  \"failure\": ", out);
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
@@ -788,14 +799,18 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fputs("\n", out);
 	}
-	if (r->nprobes || r->counters_status) {
+	if (r->nprobes || r->counters) {
 		fputs("## Probes\n\n", out);
 		for (size_t i = 0; i < r->nprobes; i++)
 			md_probe(out, &r->probes[i]);
-		an__counters_md_probe(r, out);
+		if (r->counters)
+			fprintf(out, "- **counters**: %s%s%s\n", r->counters_status,
+				r->counters_summary && *r->counters_summary ? "; " : "",
+				r->counters_summary ? r->counters_summary : "");
 		fputs("\n", out);
+		if (r->counters)
+			an_counters_md(out, r->counters);
 	}
-	an__counters_md_table(r, out);
 	if (r->nknobs) {
 		fprintf(out, "## Runtime\n\nPreset %s%s%s. ", r->preset,
 			r->overrides && *r->overrides ? " with " : "",

@@ -692,9 +692,11 @@ struct report_parts {
 	struct an_kv wl[WL_MAX_METRICS];
 	const char *wl_units[WL_MAX_METRICS];
 	double *iter_cells, *worker_cells;
-	struct an_counter counters[PROBE_COUNTERS_MAX];
+	struct an_counter counter[PROBE_COUNTERS_MAX];
+	struct an_counters counters;
 	double *counter_iters;  /* [event * nsamples + iteration]: per op */
 	char counters_status[160];
+	char counters_summary[1024];
 };
 
 /* The counters for the reports, and the probe's status: attached when any event could be
@@ -711,7 +713,7 @@ static int counters_make(struct report_parts *p, const struct hx_spec *s,
 		return -ENOMEM;
 	for (unsigned i = 0; i < res->ncounters; i++) {
 		const struct hx_counter *h = &res->counters[i];
-		struct an_counter *c = &p->counters[i];
+		struct an_counter *c = &p->counter[i];
 
 		for (size_t k = 0; k < res->nsamples; k++)
 			p->counter_iters[i * res->nsamples + k] =
@@ -731,15 +733,14 @@ static int counters_make(struct report_parts *p, const struct hx_spec *s,
 		};
 		counted += h->counted;
 	}
+	p->counters = (struct an_counters){ p->counter, res->ncounters };
 	if (counted)
-		snprintf(p->counters_status, sizeof(p->counters_status),
-			 "attached: %u of %u events counted, over all of each fork's threads, read "
-			 "at the ends of every measured iteration",
-			 counted, res->ncounters);
+		snprintf(p->counters_status, sizeof(p->counters_status), "attached");
 	else
 		snprintf(p->counters_status, sizeof(p->counters_status),
 			 "not attached: none of the %u events could be counted here",
 			 res->ncounters);
+	an_counters_summary(&p->counters, p->counters_summary, sizeof(p->counters_summary));
 	return 0;
 }
 
@@ -999,9 +1000,11 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.probes = &probe;
 	run.nprobes = 1;
 	if (s->events[0]) {
+		if (err)
+			parts->counters.n = 0;
+		run.counters = &parts->counters;
 		run.counters_status = parts->counters_status;
-		run.counters = parts->counters;
-		run.ncounters = err ? 0 : res->ncounters;
+		run.counters_summary = parts->counters_summary;
 	}
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
