@@ -57,7 +57,7 @@ static const char doc[] =
 	"  schedlab sweep spawn-join -P n=100,1000,10000 --preset ce,kyo -o /tmp/sj\n"
 	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --probes none\n\n"
 	"The run options (--quick, --forks, --warmup, --iterations, --time, --probes, --freq, "
-	"--call-graph, --stack-copy, --events) go to every point. A grid has at most 64 points. "
+	"--call-graph, --stack-copy) go to every point. A grid has at most 64 points. "
 	"Exit status: 0 when every point ran, 1 when one failed (the table says which, its "
 	"NN-*.log why), 2 for bad input, 130 when interrupted.";
 
