@@ -528,7 +528,9 @@ struct an_counter {
 				  * file or directory)"); counted: a limit ("user space only ...")
 				  * or "" */
 	double total;            /* the counts scaled for multiplexing, summed over iterations */
-	double per_op;           /* total ÷ ops; NAN without ops */
+	double per_op;           /* total ÷ the ops of the iterations counted; NAN without */
+	size_t uncounted;        /* measured iterations in which it never got onto the PMU:
+				  * no count, left out of total and per_op */
 	double running_share;    /* time running ÷ time enabled: 1 when never multiplexed */
 	uint64_t raw;            /* the counts as read, unscaled */
 	const double *per_iteration; /* each measured iteration's count per op; NAN: none */

@@ -39,7 +39,8 @@ void an_counters_json(FILE *out, const void *counters)
 		an_json_num(out, c->per_op);
 		fputs(", \"running_share\": ", out);
 		an_json_num(out, c->running_share);
-		fprintf(out, ", \"raw\": %llu, \"na\": null, \"note\": ", (unsigned long long)c->raw);
+		fprintf(out, ", \"raw\": %llu, \"iterations_uncounted\": %zu, \"na\": null, "
+			"\"note\": ", (unsigned long long)c->raw, c->uncounted);
 		an_json_str(out, c->note);
 		fputs(", \"per_iteration\": [", out);
 		for (size_t k = 0; k < c->niterations; k++) {
@@ -98,7 +99,7 @@ void an_counters_md(FILE *out, const void *counters)
 {
 	const struct an_counters *cs = counters;
 	char per_op[64], total[64];
-	bool scaled = false;
+	bool scaled = false, gaps = false;
 
 	if (!cs->n)
 		return;
@@ -121,11 +122,18 @@ void an_counters_md(FILE *out, const void *counters)
 		fprintf(out, "| %s%s%s%s | %s | %s | %.1f%% |\n", c->name, *c->note ? " (" : "",
 			c->note, *c->note ? ")" : "", per_op, total, 100 * c->running_share);
 		scaled |= c->running_share < 1;
+		gaps |= c->uncounted > 0;
 	}
 	if (scaled)
 		fputs("\nAn event running less than 100% of the time was multiplexed with others "
 		      "on the PMU: its count is scaled by time enabled ÷ time running, an "
 		      "estimate.\n",
 		      out);
+	for (size_t i = 0; gaps && i < cs->n; i++)
+		if (cs->events[i].counted && cs->events[i].uncounted)
+			fprintf(out, "\n%s never got onto the PMU in %zu of %zu measured iterations: "
+				"those have no count, and its total and per op leave them out.\n",
+				cs->events[i].name, cs->events[i].uncounted,
+				cs->events[i].niterations);
 	fputs("\n", out);
 }

@@ -723,7 +723,8 @@ static int counters_make(struct report_parts *p, const struct hx_spec *s,
 			.counted = h->counted,
 			.note = h->note,
 			.total = h->total,
-			.per_op = res->ops ? h->total / (double)res->ops : NAN,
+			.per_op = h->ops ? h->total / (double)h->ops : NAN,
+			.uncounted = h->unscaled,
 			.running_share = h->sum.enabled ? (double)h->sum.running /
 								  (double)h->sum.enabled
 							: 1,

@@ -256,6 +256,7 @@ static void counters_add(struct hx_result *res, const struct msg *m, const bool 
 		}
 		row[i] = m->ops ? x / (double)m->ops : NAN;
 		c->total += x;
+		c->ops += m->ops;
 	}
 }
 

@@ -85,8 +85,10 @@ struct hx_counter {
 	bool counted;            /* in every fork; else note says why not */
 	char note[PROBE_COUNTER_NOTE_LEN]; /* why not counted, or a limit ("user space only") */
 	double total;            /* the scaled counts summed over the iterations */
+	uint64_t ops;            /* the ops of the iterations in total */
 	struct probe_counter_value sum; /* raw counts and times, summed */
-	size_t unscaled;         /* iterations in which it never ran while enabled: no count */
+	size_t unscaled;         /* iterations in which it never ran while enabled: no count,
+				  * left out of total and ops */
 };
 
 struct hx_result {

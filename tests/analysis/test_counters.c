@@ -21,7 +21,8 @@ static const struct an_counter events[] = {
 	{ .name = "instructions",
 	  .note = "no hardware PMU (perf_event_open: No such file or directory)" },
 	{ .name = "skl::l2_rqsts:miss", .counted = true, .note = "", .total = 400, .per_op = 2,
-	  .running_share = 0.5, .raw = 200, .per_iteration = iters, .niterations = 2 },
+	  .running_share = 0.5, .raw = 200, .per_iteration = iters, .niterations = 2,
+	  .uncounted = 1 },
 };
 
 static const struct an_counters set = { events, 4 };
@@ -60,6 +61,9 @@ Test(counters_report, json_has_na_with_the_reason_and_nulls)
 			   1e-12);
 	cr_expect_eq(json_object_array_length(json_object_object_get(tc, "per_iteration")), 2);
 	cr_expect(json_object_is_type(json_object_object_get(tc, "na"), json_type_null));
+	cr_expect_eq(json_object_get_int(json_object_object_get(json_object_array_get_idx(ev, 3),
+							       "iterations_uncounted")),
+		     1);
 	json_object_put(j);
 	free(doc);
 	free(members);
@@ -74,6 +78,8 @@ Test(counters_report, markdown_says_na_and_marks_the_estimates)
 	cr_expect_not_null(strstr(md, "| perf::task-clock | 11 | 2,200 | 100.0% |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| skl::l2_rqsts:miss | 2 | 400 | 50.0% |"), "%s", md);
 	cr_expect_not_null(strstr(md, "multiplexed"), "a scaled count is an estimate: %s", md);
+	cr_expect_not_null(strstr(md, "skl::l2_rqsts:miss never got onto the PMU in 1 of 2"),
+			   "an iteration without a count is said: %s", md);
 	free(md);
 }
 
