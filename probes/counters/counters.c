@@ -44,7 +44,8 @@ struct event {
 	int fd;          /* -1: not counted */
 	int leader;      /* index of the group leader (itself for a leader); -1: not counted */
 	bool group_read; /* a leader read with PERF_FORMAT_GROUP */
-	bool software;
+	bool software;   /* never multiplexed: a group of any size */
+	uint32_t pmu;    /* events group with those of the same PMU (pmu_of()) */
 	uint64_t id;     /* PERF_EVENT_IOC_ID, to find it in its group's read */
 	unsigned members; /* a leader: events in its group, itself included */
 };
@@ -323,6 +324,16 @@ static bool is_software(const struct perf_event_attr *a)
 	return a->type == PERF_TYPE_SOFTWARE;
 }
 
+/* The PMU an event is counted on: the generic hardware types and raw codes are all the
+ * core PMU's; every other type (software, tracepoints, a dynamic PMU) is its own. */
+static uint32_t pmu_of(const struct perf_event_attr *a)
+{
+	if (a->type == PERF_TYPE_HARDWARE || a->type == PERF_TYPE_HW_CACHE ||
+	    a->type == PERF_TYPE_RAW)
+		return PERF_TYPE_RAW;
+	return a->type;
+}
+
 static void why_not(char *buf, size_t len, const struct perf_event_attr *a, int e)
 {
 	bool hw = a->type == PERF_TYPE_HARDWARE || a->type == PERF_TYPE_HW_CACHE ||
@@ -347,13 +358,13 @@ static int sys_open(struct perf_event_attr *a, int group_fd)
 	return (int)syscall(SYS_perf_event_open, a, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 }
 
-/* The group ev may join: the newest leader of its kind with room. -1: none. */
+/* The group event i may join: the newest leader on its PMU, if it has room. -1: none. */
 static int find_leader(struct probe_counters *c, unsigned i)
 {
 	for (int j = (int)i - 1; j >= 0; j--) {
 		struct event *l = &c->ev[j];
 
-		if (l->fd < 0 || l->leader != j || l->software != c->ev[i].software)
+		if (l->fd < 0 || l->leader != j || l->pmu != c->ev[i].pmu)
 			continue;
 		if (!l->software && l->members >= MAX_HW_GROUP)
 			return -1;
@@ -380,6 +391,7 @@ static int open_event(struct probe_counters *c, unsigned i)
 	attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
 			   PERF_FORMAT_ID;
 	ev->software = is_software(&attr);
+	ev->pmu = pmu_of(&attr);
 	leader = c->no_group_read ? -1 : find_leader(c, i);
 	if (leader < 0 && !c->no_group_read)
 		attr.read_format |= PERF_FORMAT_GROUP;
