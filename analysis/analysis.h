@@ -558,6 +558,41 @@ struct an_overhead {
 	const char *why;
 };
 
+/* One performance counter of a run (probes/counters), over its measured iterations. */
+struct an_counter {
+	const char *name;        /* the libpfm4 event name, as given */
+	bool counted;            /* false: n/a, for the reason in note (never shown as 0) */
+	const char *note;        /* not counted: why ("no hardware PMU (perf_event_open: No such
+				  * file or directory)"); counted: a limit ("user space only ...")
+				  * or "" */
+	double total;            /* the counts scaled for multiplexing, summed over iterations */
+	double per_op;           /* total ÷ the ops of the iterations counted; NAN without */
+	size_t uncounted;        /* measured iterations in which it never got onto the PMU:
+				  * no count, left out of total and per_op */
+	double running_share;    /* time running ÷ time enabled: 1 when never multiplexed */
+	uint64_t raw;            /* the counts as read, unscaled */
+	const double *per_iteration; /* each measured iteration's count per op; NAN: none */
+	size_t niterations;
+};
+
+/* The counters probe's figures as the reports show them: the events in the order asked. */
+struct an_counters {
+	const struct an_counter *events;
+	size_t n;
+};
+
+/* Written as a probe's part of the reports is (its own JSON members, a one-line summary
+ * after its status, a "### " section of report.md), so that the counters sit beside the
+ * other probes. JSON: ", \"events\": [...]", each event's total, per_op, running_share
+ * and per_iteration, or "na": "n/a: <reason>" and nulls; never a 0 for what was not
+ * counted. */
+void an_counters_json(FILE *out, const void *counters);
+/* "### Counters": per op, total and running share of each event, or n/a and why. */
+void an_counters_md(FILE *out, const void *counters);
+/* "4 of 9 events counted ...; not counted: cycles, instructions: no hardware PMU (...)",
+ * the events with one reason together. */
+void an_counters_summary(const struct an_counters *c, char *buf, size_t len);
+
 /* One benchmark run: what ran, how, the score and what the probes saw. */
 struct an_run {
 	const char *id;
@@ -593,6 +628,9 @@ struct an_run {
 	const struct an_probe_part *parts;     /* the other probes, after it in "probes" */
 	size_t nparts;
 	const struct an_overhead *overhead;    /* NULL: not measured (no --overhead) */
+	const struct an_counters *counters; /* NULL: no counters asked for */
+	const char *counters_status;  /* "attached", or "not attached: <reason>" */
+	const char *counters_summary; /* an_counters_summary() */
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */

@@ -488,6 +488,19 @@ int an_report_json(const struct an_run *r, FILE *out)
 	}
 	fputs(r->nprobes || r->nparts ? "\n  ],\n  \"overhead\": " : "],\n  \"overhead\": ", out);
 	json_overhead(out, r->overhead);
+	fputs(",\n  \"counters\": ", out);
+	if (r->counters) {
+		fprintf(out, "{\"name\": \"counters\", \"attached\": %s, \"status\": ",
+			r->counters_status && !strncmp(r->counters_status, "attached", 8) ? "true"
+											  : "false");
+		json_str(out, r->counters_status);
+		fputs(", \"summary\": ", out);
+		json_str(out, r->counters_summary);
+		an_counters_json(out, r->counters);
+		fputs("}", out);
+	} else {
+		fputs("null", out);
+	}
 	fputs(",\n  \"failure\": ", out);
 	json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
@@ -915,12 +928,16 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 		}
 		fputs("\n", out);
 	}
-	if (r->nprobes || r->nparts) {
+	if (r->nprobes || r->nparts || r->counters) {
 		fputs("## Probes\n\n", out);
 		for (size_t i = 0; i < r->nprobes; i++)
 			md_probe(out, &r->probes[i]);
 		for (size_t i = 0; i < r->nparts; i++)
 			md_part(out, &r->parts[i]);
+		if (r->counters)
+			fprintf(out, "- **counters**: %s%s%s\n", r->counters_status,
+				r->counters_summary && *r->counters_summary ? "; " : "",
+				r->counters_summary ? r->counters_summary : "");
 		if (r->overhead)
 			md_overhead(out, r->overhead, r->unit);
 		fputs("\n", out);
@@ -929,6 +946,8 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 				r->parts[i].md(out, r->parts[i].data);
 				fputs("\n", out);
 			}
+		if (r->counters)
+			an_counters_md(out, r->counters);
 	}
 	if (r->nknobs) {
 		fprintf(out, "## Runtime\n\nPreset %s%s%s. ", r->preset,

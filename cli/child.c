@@ -37,6 +37,7 @@ enum {
 	PASS_FREQ,
 	PASS_CALL_GRAPH,
 	PASS_STACK_COPY,
+	PASS_EVENTS,
 };
 
 static const struct argp_option pass_options[] = {
@@ -50,13 +51,14 @@ static const struct argp_option pass_options[] = {
 	{ "freq", PASS_FREQ, "HZ", 0, "on-CPU samples per second per CPU", 1 },
 	{ "call-graph", PASS_CALL_GRAPH, "MODE", 0, "fp, dwarf or auto", 1 },
 	{ "stack-copy", PASS_STACK_COPY, "BYTES", 0, "user stack a DWARF sample copies", 1 },
+	{ "events", PASS_EVENTS, "LIST", 0, "the counters probe's libpfm4 events", 1 },
 	{ 0 },
 };
 
 /* as `run` spells them, in the order of the keys */
 static const char *const pass_flags[] = {
 	"--quick", "--forks", "--warmup", "--iterations", "--time",
-	"--probes", "--freq", "--call-graph", "--stack-copy",
+	"--probes", "--freq", "--call-graph", "--stack-copy", "--events",
 };
 
 /* Each is kept as typed: `run` checks them (cli_check_run_options()). */
@@ -64,7 +66,7 @@ static error_t pass_parse(int key, char *arg, struct argp_state *state)
 {
 	struct cli_pass *p = state->input;
 
-	if (key < PASS_QUICK || key > PASS_STACK_COPY)
+	if (key < PASS_QUICK || key > PASS_EVENTS)
 		return ARGP_ERR_UNKNOWN;
 	if (p->n + 2 > CLI_MAX_PASS) {
 		p->bad = cli_usage_error("too many run options (at most %d)", CLI_MAX_PASS / 2);

@@ -21,9 +21,10 @@ int cmd_fork(int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "iterations", required_argument, NULL, 'i' },
 		{ "time", required_argument, NULL, 't' },
+		{ "events", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *preset = NULL, *params[WL_MAX_PARAMS], *knobs[HX_MAX_ASSIGN];
+	const char *preset = NULL, *events = "", *params[WL_MAX_PARAMS], *knobs[HX_MAX_ASSIGN];
 	long fd = -1, warmup = -1, iterations = -1;
 	double time_s = -1;
 	struct hx_spec spec;
@@ -52,6 +53,9 @@ int cmd_fork(int argc, char **argv)
 			if (!cli_parse_double(optarg, 1e-6, 1e6, &time_s))
 				return cli_usage_error("__fork: bad --time %s", optarg);
 			break;
+		case 'e':
+			events = optarg;
+			break;
 		case 'c':
 			if (nknobs == HX_MAX_ASSIGN)
 				return cli_usage_error("__fork: too many knobs");
@@ -76,6 +80,8 @@ int cmd_fork(int argc, char **argv)
 	for (size_t i = 0; i < nknobs; i++)
 		if (hx_spec_knob(&spec, knobs[i], err, sizeof(err)))
 			return cli_usage_error("__fork: %s", err);
+	if (hx_spec_events(&spec, events, err, sizeof(err)))
+		return cli_usage_error("__fork: %s", err);
 	spec.opt.warmup = (unsigned)warmup;
 	spec.opt.iterations = (unsigned)iterations;
 	spec.opt.time_s = time_s;

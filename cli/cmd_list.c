@@ -8,28 +8,34 @@
 
 #include "cli/cli.h"
 #include "harness/harness.h"
+#include "probes/counters/counters.h"
 #include "probes/probes.h"
 #include "runtime/rt.h"
 #include "workloads/workload.h"
 
-enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4, SHOW_KNOBS = 8 };
+enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4, SHOW_KNOBS = 8, SHOW_EVENTS = 16 };
 
 static const char doc[] =
 	"List what schedlab can run: workloads (with their parameters, set with -P), runtime "
 	"presets (set with --preset; --presets shows each one's every knob), the knobs "
-	"(set with -c over a preset) and probes (with whether they can attach here).\v"
+	"(set with -c over a preset) and probes (with whether they can attach here); "
+	"--events lists the performance-counter events libpfm4 knows on this machine's "
+	"PMUs (for run --events).\v"
 	"Examples:\n"
 	"  schedlab list\n"
 	"  schedlab list --workloads\n"
 	"  schedlab list --presets\n"
 	"  schedlab list --knobs\n"
-	"  schedlab list --probes";
+	"  schedlab list --probes\n"
+	"  schedlab list --events";
 
 static const struct argp_option options[] = {
 	{ "workloads", 'w', NULL, 0, "only the workloads and their parameters", 0 },
 	{ "presets", 'p', NULL, 0, "only the runtime presets, each with its whole knob vector", 0 },
 	{ "knobs", 'k', NULL, 0, "only the runtime knobs: what each means and takes", 0 },
 	{ "probes", 'e', NULL, 0, "only the probes, and whether they can attach", 0 },
+	{ "events", 'v', NULL, 0,
+	  "only the counter events libpfm4 knows here (names for run --events)", 0 },
 	{ 0 },
 };
 
@@ -49,6 +55,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'k':
 		*show |= SHOW_KNOBS;
+		return 0;
+	case 'v':
+		*show |= SHOW_EVENTS;
 		return 0;
 	case ARGP_KEY_ARG:
 		cli_usage_error("list takes no argument, got '%s'; choose a section with "
@@ -127,6 +136,47 @@ static void list_knobs(void)
 		       rt_knob_accepts(knobs[k]));
 }
 
+/* The counters line: whether hardware and software events open here, tried now. */
+static void list_counters_probe(void)
+{
+	struct probe_counters *c;
+	char why[256];
+
+	printf("  %-10s %s\n", "counters",
+	       "performance counters through libpfm4, per measured iteration (--events LIST)");
+	c = probe_counters_open("cycles,perf::task-clock", why, sizeof(why));
+	if (!c) {
+		printf("  %-10s   here: cannot count: %s\n", "", why);
+		return;
+	}
+	if (probe_counters_counted(c, 0))
+		printf("  %-10s   here: hardware events count (cycles opens)\n", "");
+	else
+		printf("  %-10s   here: hardware events are n/a: %s\n", "", probe_counters_note(c, 0));
+	if (probe_counters_counted(c, 1))
+		printf("  %-10s   here: software events (perf::) count\n", "");
+	else
+		printf("  %-10s   here: software events are n/a: %s\n", "", probe_counters_note(c, 1));
+	probe_counters_free(c);
+}
+
+static int list_events(void)
+{
+	int n;
+
+	printf("Counter events (schedlab run WORKLOAD --probes counters --events LIST):\n");
+	n = probe_counters_list(stdout);
+	if (n < 0) {
+		fprintf(stderr, "schedlab: list --events: libpfm4 does not start: %s\n",
+			strerror(-n));
+		return CLI_EXIT_FAIL;
+	}
+	printf("%d events on the PMUs present here; libpfm4 takes them with or without the "
+	       "PMU prefix, in any case.\n", n);
+	return CLI_EXIT_OK;
+}
+
+
 /* Each probe, and whether it can attach here: "yes", or "no: <why and the fix>". */
 static void list_probes(void)
 {
@@ -151,7 +201,9 @@ static void list_probes(void)
 
 		while (*o && (int)(*o)->id != id)
 			o++;
-		if (id != HX_PROBE_ONCPU && !*o)
+		if (id == HX_PROBE_COUNTERS)
+			list_counters_probe();
+		else if (id != HX_PROBE_ONCPU && !*o)
 			printf("  %-10s not built yet\n", hx_probe_name(id));
 	}
 	printf("  %-10s %s\n  %-10s %s\n", "all", "every probe above that is built", "none",
@@ -187,6 +239,11 @@ int cmd_list(int argc, char **argv)
 	if (show & SHOW_PROBES) {
 		printf(first ? "" : "\n");
 		list_probes();
+		first = false;
+	}
+	if (show & SHOW_EVENTS) {
+		printf(first ? "" : "\n");
+		return list_events();
 	}
 	return CLI_EXIT_OK;
 }

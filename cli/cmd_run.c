@@ -53,6 +53,10 @@ static const char doc[] =
 	"uprobe trap that slows the benchmark a great deal (report.md says what an event "
 	"cost): exact counts by kind, checked against the runtime's own counters, and the "
 	"first --timeline-events of each fork as timeline.json.\v"
+	"--probes counters counts performance events through libpfm4 over all of each fork's "
+	"threads, read at the ends of every measured iteration: per op in report.md and "
+	"result.json (\"counters\"), scaled where the PMU multiplexed them, with the share of "
+	"time each ran; an event this machine cannot count is n/a with the reason, never 0.\v"
 	"Examples:\n"
 	"  schedlab run tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2\n"
 	"                                            the default job ('make run')\n"
@@ -60,6 +64,7 @@ static const char doc[] =
 	"  schedlab run workers -P rounds=256 --freq 499\n"
 	"  schedlab run spawn-join --preset kyo -c workers=4\n"
 	"  schedlab run spawn-join --probes none --json\n"
+	"  schedlab run workers --probes oncpu,counters --events perf::task-clock,cycles\n"
 	"  schedlab run bind-chain -P interpreter=naive --call-graph dwarf --stack-copy 32768\n"
 	"  schedlab run workers --group task         a frame per kind of task under its thread\n"
 	"  schedlab run spawn-join --quick --probes runtime\n"
@@ -97,6 +102,7 @@ enum {
 	OPT_MIN_BLOCK,
 	OPT_WAKERS,
 	OPT_ALLOC_SAMPLE,
+	OPT_EVENTS,
 };
 
 static const struct argp_option options[] = {
@@ -117,6 +123,11 @@ static const struct argp_option options[] = {
 	{ "probes", OPT_PROBES, "LIST", 0,
 	  "the probes, separated by commas: oncpu (the default), offcpu, sched, runtime, alloc, "
 	  "counters, all or none; `schedlab list --probes` says which can attach here", 2 },
+	{ "events", OPT_EVENTS, "LIST", 0,
+	  "the counters' libpfm4 events, comma-separated (default " PROBE_COUNTERS_DEFAULT
+	  "; any name 'schedlab list --events' shows); an event this machine cannot count is "
+	  "reported n/a with the reason",
+	  2 },
 	{ "freq", OPT_FREQ, "HZ", 0,
 	  "on-CPU samples per second per CPU (default 999); a rate above 1000 whose sampling "
 	  "would take more of a CPU than kernel.perf_cpu_time_max_percent (measured as the "
@@ -179,7 +190,9 @@ struct run_args {
 	long forks, warmup, iterations; /* -1: not given */
 	double time_s;                  /* < 0: not given */
 	bool quick, json, oncpu;        /* oncpu: probes has HX_PROBE_ONCPU */
+	bool counters;                  /* probes has HX_PROBE_COUNTERS */
 	unsigned probes;                /* 1 << enum hx_probe_id */
+	const char *events;             /* --events; NULL: the default list */
 	long freq, stack_copy;
 	long timeline_events;           /* 0: the default */
 	int callgraph;
@@ -360,6 +373,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		return 0;
+	case OPT_EVENTS:
+		a->events = arg;
+		return 0;
 	case OPT_ALLOC_SAMPLE:
 		if (!parse_bytes(arg, &a->alloc_sample)) {
 			a->bad = cli_usage_error("--alloc-sample '%s': expected bytes from 1 to 1G, a "
@@ -388,6 +404,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->oncpu = a->probes & (1u << HX_PROBE_ONCPU);
+		a->counters = a->probes & (1u << HX_PROBE_COUNTERS);
 		return 0;
 	}
 	case 'o':
@@ -410,6 +427,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->workloads[a->nworkloads++] = arg;
 		return 0;
 	case ARGP_KEY_END:
+		if (a->events && !a->counters) {
+			a->bad = cli_usage_error("--events %s: the counters probe is off; add it, "
+						 "e.g. --probes oncpu,counters",
+						 a->events);
+			return EINVAL;
+		}
 		if (!a->nworkloads) {
 			a->bad = cli_usage_error("run needs a workload, e.g. 'schedlab run spawn-join' "
 						 "(see 'schedlab list')");
@@ -431,7 +454,8 @@ static uint64_t max_measured(void)
 
 	hx_stat_columns(&ncols);
 	return (uint64_t)MEASURED_CAP_MIB * 1024 * 1024 /
-	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double));
+	       (sizeof(double) + sizeof(struct rt_worker_stats) + ncols * sizeof(double) +
+		2 * PROBE_COUNTERS_MAX * sizeof(double));
 }
 
 /* Every workload under every preset, workload by workload. */
@@ -475,6 +499,9 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 			if (hx_spec_knob(s, a->knobs[k], err, sizeof(err)))
 				return cli_usage_error("%s", err);
 		if (rt_config_check(&s->rt, err, sizeof(err)))
+			return cli_usage_error("%s", err);
+		if (a->counters &&
+		    hx_spec_events(s, a->events ? a->events : PROBE_COUNTERS_DEFAULT, err, sizeof(err)))
 			return cli_usage_error("%s", err);
 	}
 	for (size_t p = 0; p < a->nparams; p++) {
@@ -703,6 +730,8 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 			       "--time %g --probes %s",
 			       s->wl->name, s->rt.preset, s->opt.forks, s->opt.warmup,
 			       s->opt.iterations, s->opt.time_s, probes);
+	if (s->events[0] && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --events %s", s->events);
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --freq %ld --call-graph %s", a->freq,
 					hx_callgraph_name(a->callgraph));
@@ -739,7 +768,58 @@ struct report_parts {
 	struct an_kv wl[WL_MAX_METRICS];
 	const char *wl_units[WL_MAX_METRICS];
 	double *iter_cells, *worker_cells;
+	struct an_counter counter[PROBE_COUNTERS_MAX];
+	struct an_counters counters;
+	double *counter_iters;  /* [event * nsamples + iteration]: per op */
+	char counters_status[160];
+	char counters_summary[1024];
 };
+
+/* The counters for the reports, and the probe's status: attached when any event could be
+ * counted. */
+static int counters_make(struct report_parts *p, const struct hx_spec *s,
+			 const struct hx_result *res)
+{
+	unsigned counted = 0;
+
+	if (!s->events[0])
+		return 0;
+	p->counter_iters = calloc((size_t)res->ncounters * res->nsamples + 1, sizeof(double));
+	if (!p->counter_iters)
+		return -ENOMEM;
+	for (unsigned i = 0; i < res->ncounters; i++) {
+		const struct hx_counter *h = &res->counters[i];
+		struct an_counter *c = &p->counter[i];
+
+		for (size_t k = 0; k < res->nsamples; k++)
+			p->counter_iters[i * res->nsamples + k] =
+				res->iter_counters[k * PROBE_COUNTERS_MAX + i];
+		*c = (struct an_counter){
+			.name = h->name,
+			.counted = h->counted,
+			.note = h->note,
+			.total = h->total,
+			.per_op = h->ops ? h->total / (double)h->ops : NAN,
+			.uncounted = h->unscaled,
+			.running_share = h->sum.enabled ? (double)h->sum.running /
+								  (double)h->sum.enabled
+							: 1,
+			.raw = h->sum.value,
+			.per_iteration = &p->counter_iters[i * res->nsamples],
+			.niterations = res->nsamples,
+		};
+		counted += h->counted;
+	}
+	p->counters = (struct an_counters){ p->counter, res->ncounters };
+	if (counted)
+		snprintf(p->counters_status, sizeof(p->counters_status), "attached");
+	else
+		snprintf(p->counters_status, sizeof(p->counters_status),
+			 "not attached: none of the %u events could be counted here",
+			 res->ncounters);
+	an_counters_summary(&p->counters, p->counters_summary, sizeof(p->counters_summary));
+	return 0;
+}
 
 static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 			     const struct hx_result *res)
@@ -793,13 +873,14 @@ static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
 		hx_stat_row(&res->iter_rt[i], &p->iter_cells[i * ncols]);
 	for (size_t w = 0; w < res->nper; w++)
 		hx_stat_row(&res->per_worker[w], &p->worker_cells[w * ncols]);
-	return 0;
+	return counters_make(p, s, res);
 }
 
 static void report_parts_free(struct report_parts *p)
 {
 	free(p->iter_cells);
 	free(p->worker_cells);
+	free(p->counter_iters);
 }
 
 #define METRIC(field) { #field, (double)res->rt.field }
@@ -1051,6 +1132,13 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	run.parts = set->parts;
 	run.nparts = set->n;
 	run.overhead = a->overhead && !err ? &overhead : NULL;
+	if (s->events[0]) {
+		if (err)
+			parts->counters.n = 0;
+		run.counters = &parts->counters;
+		run.counters_status = parts->counters_status;
+		run.counters_summary = parts->counters_summary;
+	}
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;
 	attach_findings(&run, row->dir, findings);

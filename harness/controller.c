@@ -6,9 +6,11 @@
  * messages: the fork is this same binary, so the layout is the same on both sides.
  * The fork drives; the controller answers twice, and each answer is a rendezvous:
  *
- *   fork -> HELLO (pid, phase TLS offset, workers), WARMUP x warmup, MEASURE
+ *   fork -> HELLO (pid, phase TLS offset, workers), EVENT x counters (whether each is
+ *           counted, and if not why), WARMUP x warmup, MEASURE
  *   ctrl -> GO       (after the probes started on the fork's pid)
- *   fork -> ITER x iterations (each with its runtime counters), RTSTATS, WORKER x
+ *   fork -> ITER x iterations (each with its runtime counters and the performance
+ *           counters read at its two ends), RTSTATS, WORKER x
  *           workers (each worker's counters and steal row), METRIC x the workload's
  *           own figures, END
  *   ctrl -> BYE      (after the probes were drained and the fork's maps read)
@@ -22,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,6 +50,7 @@ enum msg_type {
 	MSG_END,
 	MSG_BYE,
 	MSG_ERROR,
+	MSG_EVENT,
 };
 
 struct msg {
@@ -62,6 +66,9 @@ struct msg {
 	struct rt_worker_stats rt;
 	uint64_t row[RT_MAX_WORKERS]; /* MSG_WORKER: tasks this worker stole from each */
 	struct wl_metric metric;      /* MSG_METRIC: one of the workload's own figures */
+	uint32_t counted;             /* MSG_EVENT: event index counts; else text says why */
+	uint32_t nctr;                /* MSG_ITER: performance counters in ctr */
+	struct probe_counter_value ctr[PROBE_COUNTERS_MAX]; /* MSG_ITER: over the iteration */
 	char text[400];
 };
 
@@ -208,6 +215,67 @@ static void steals_compact(struct hx_result *res)
 			res->steals[t * res->nper + v] = res->steals[t * RT_MAX_WORKERS + v];
 }
 
+/* What fork k says of one of its counters: an event not counted in one fork is not
+ * counted (the first reason kept); a counted one may carry a limit. */
+static void counter_state(struct hx_counter *c, bool *counted, const struct msg *m, unsigned k)
+{
+	/* the fork's notes fit: they were written into as much room as this */
+	int room = (int)sizeof(c->note) - 1;
+
+	*counted = m->counted;
+	if (!m->counted && c->counted) {
+		c->counted = false;
+		if (k > 1)
+			snprintf(c->note, sizeof(c->note), "in fork %u: %.*s", k, room - 24, m->text);
+		else
+			snprintf(c->note, sizeof(c->note), "%.*s", room, m->text);
+	} else if (m->counted && c->counted && !c->note[0]) {
+		snprintf(c->note, sizeof(c->note), "%.*s", room, m->text);
+	}
+}
+
+/* One measured iteration's counters, scaled for multiplexing one by one. */
+static void counters_add(struct hx_result *res, const struct msg *m, const bool *counted)
+{
+	double *row = &res->iter_counters[res->nsamples * PROBE_COUNTERS_MAX];
+
+	for (unsigned i = 0; i < res->ncounters; i++) {
+		struct hx_counter *c = &res->counters[i];
+		const struct probe_counter_value *v = &m->ctr[i];
+		double x;
+
+		row[i] = NAN;
+		if (!counted[i] || i >= m->nctr)
+			continue;
+		c->sum.value += v->value;
+		c->sum.enabled += v->enabled;
+		c->sum.running += v->running;
+		x = probe_counter_scaled(v);
+		if (isnan(x)) {
+			c->unscaled++;
+			continue;
+		}
+		row[i] = m->ops ? x / (double)m->ops : NAN;
+		c->total += x;
+		c->ops += m->ops;
+	}
+}
+
+/* An event that never got onto the PMU in any iteration counted nothing: n/a, not 0. */
+static void counters_finish(struct hx_result *res)
+{
+	for (unsigned i = 0; i < res->ncounters; i++) {
+		struct hx_counter *c = &res->counters[i];
+
+		if (c->counted && c->sum.enabled && !c->sum.running) {
+			c->counted = false;
+			snprintf(c->note, sizeof(c->note),
+				 "never scheduled on the PMU (multiplexed out in every iteration): "
+				 "count fewer events");
+		}
+	}
+}
+
 static int run_fork(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
 		    struct hx_result *res, unsigned k, FILE *progress, const sigset_t *wait_mask)
 {
@@ -216,6 +284,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 	char **argv = NULL, rate[64];
 	int sv[2] = { -1, -1 }, err, status;
 	bool ended = false, measuring = false;
+	bool counted[PROBE_COUNTERS_MAX] = { false }; /* by this fork */
 	struct msg m;
 	pid_t pid;
 
@@ -270,6 +339,10 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		case MSG_HELLO:
 			res->workers = m.workers;
 			break;
+		case MSG_EVENT:
+			if (m.index < res->ncounters)
+				counter_state(&res->counters[m.index], &counted[m.index], &m, k);
+			break;
 		case MSG_WARMUP:
 			fmt_rate(rate, sizeof(rate), m.ops / (m.ns / 1e9));
 			if (progress)
@@ -292,6 +365,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			double v = m.ops / (m.ns / 1e9);
 
 			res->iter_rt[res->nsamples] = m.rt;
+			counters_add(res, &m, counted);
 			res->samples[res->nsamples++] = v;
 			res->ops += m.ops;
 			fmt_rate(rate, sizeof(rate), v);
@@ -378,6 +452,7 @@ static int interrupted_result(const struct hx_spec *spec, struct hx_result *res,
 	const char *abbrev = sigabbrev_np(interrupted);
 
 	steals_compact(res);
+	counters_finish(res);
 	metric_medians(res, spec->opt.forks, k - 1);
 	memset(&res->summary, 0, sizeof(res->summary));
 	if (res->nsamples)
@@ -404,6 +479,7 @@ static int run_forks(const struct hx_spec *spec, const char *self, const struct 
 			return err;
 	}
 	steals_compact(res);
+	counters_finish(res);
 	metric_medians(res, spec->opt.forks, spec->opt.forks);
 	err = an_summarize(res->samples, res->nsamples, 0.999, &res->summary);
 	if (err)
@@ -429,11 +505,26 @@ int hx_run(const struct hx_spec *spec, const char *self, const struct hx_hooks *
 	res->per_worker = calloc(RT_MAX_WORKERS, sizeof(*res->per_worker));
 	res->steals = calloc((size_t)RT_MAX_WORKERS * RT_MAX_WORKERS, sizeof(*res->steals));
 	res->wl_per_fork = calloc((size_t)WL_MAX_METRICS * spec->opt.forks, sizeof(double));
+	res->iter_counters = calloc(total * PROBE_COUNTERS_MAX, sizeof(double));
 	if (!res->samples || !res->iter_rt || !res->per_worker || !res->steals ||
-	    !res->wl_per_fork) {
+	    !res->wl_per_fork || !res->iter_counters) {
 		hx_result_free(res);
 		snprintf(res->error, sizeof(res->error), "out of memory");
 		return -ENOMEM;
+	}
+	if (spec->events[0]) {
+		char names[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN];
+		int n = probe_counters_split(spec->events, names, res->error, sizeof(res->error));
+
+		if (n < 0) {
+			hx_result_free(res);
+			return n;
+		}
+		res->ncounters = (unsigned)n;
+		for (unsigned i = 0; i < res->ncounters; i++) {
+			memcpy(res->counters[i].name, names[i], sizeof(res->counters[i].name));
+			res->counters[i].counted = true;
+		}
 	}
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
@@ -453,6 +544,8 @@ void hx_result_free(struct hx_result *res)
 	free(res->per_worker);
 	free(res->steals);
 	free(res->wl_per_fork);
+	free(res->iter_counters);
+	res->iter_counters = NULL;
 	res->wl_per_fork = NULL;
 	res->samples = NULL;
 	res->iter_rt = NULL;
@@ -571,20 +664,51 @@ out_free:
 	return err;
 }
 
+/* One MSG_EVENT per counter: counted, or why not. Counters that could not be opened at
+ * all (libpfm4 would not start) are each not counted, for the reason in why. */
+static int send_events(int fd, const struct hx_spec *spec, const struct probe_counters *ctr,
+		       const char *why)
+{
+	char names[PROBE_COUNTERS_MAX][PROBE_COUNTER_NAME_LEN], err[160];
+	int n = probe_counters_split(spec->events, names, err, sizeof(err));
+	struct msg m;
+
+	for (int i = 0; i < n; i++) {
+		memset(&m, 0, sizeof(m));
+		m.type = MSG_EVENT;
+		m.index = (uint32_t)i;
+		m.counted = ctr && probe_counters_counted(ctr, (unsigned)i);
+		snprintf(m.text, sizeof(m.text), "%s", ctr ? probe_counters_note(ctr, (unsigned)i)
+							   : why);
+		if (msg_send(fd, &m))
+			return -EPIPE;
+	}
+	return 0;
+}
+
 int hx_fork_main(const struct hx_spec *spec, int fd)
 {
 	struct wl_ctx ctx = { .desc = spec->wl };
+	struct probe_counter_value ctr_before[PROBE_COUNTERS_MAX], ctr_after[PROBE_COUNTERS_MAX];
+	struct probe_counters *ctr = NULL;
+	char ctr_why[256] = "";
 	struct rt_worker_stats before, after, iter_before;
 	struct worker_marks *marks = NULL;
 	char err[sizeof(((struct msg *)0)->text)];
 	struct msg m;
-	int status = 1;
+	int status = 1, rc;
 
 	memcpy(ctx.values, spec->values, sizeof(ctx.values));
+	/* before the runtime and the workload start any thread, so that each inherits the
+	 * counters: a read then sums every thread of this process but none of the
+	 * controller's */
+	if (spec->events[0])
+		ctr = probe_counters_open(spec->events, ctr_why, sizeof(ctr_why));
 	ctx.sched = rt_sched_new(&spec->rt);
 	if (!ctx.sched) {
 		fork_error(fd, "cannot start the runtime (preset %s): %s", spec->rt.preset,
 			   strerror(errno));
+		probe_counters_free(ctr);
 		return 1;
 	}
 	if (spec->wl->setup && spec->wl->setup(&ctx, err, sizeof(err))) {
@@ -598,6 +722,8 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	m.tls_off = rt_phase_tls_offset();
 	m.workers = rt_sched_workers(ctx.sched);
 	if (msg_send(fd, &m))
+		goto out_teardown;
+	if (spec->events[0] && send_events(fd, spec, ctr, ctr_why))
 		goto out_teardown;
 
 	for (unsigned i = 0; i < spec->opt.warmup; i++) {
@@ -632,9 +758,21 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	for (unsigned i = 0; i < spec->opt.iterations; i++) {
 		memset(&m, 0, sizeof(m));
 		rt_sched_stats_total(ctx.sched, &iter_before);
+		if (ctr && (rc = probe_counters_read(ctr, ctr_before))) {
+			fork_error(fd, "iteration %u: counters: read: %s", i + 1, strerror(-rc));
+			goto out_teardown;
+		}
 		if (iteration(&ctx, spec->opt.time_s, &m.ops, &m.ns, err, sizeof(err))) {
 			fork_error(fd, "iteration %u: %s", i + 1, err);
 			goto out_teardown;
+		}
+		if (ctr && (rc = probe_counters_read(ctr, ctr_after))) {
+			fork_error(fd, "iteration %u: counters: read: %s", i + 1, strerror(-rc));
+			goto out_teardown;
+		}
+		if (ctr) {
+			m.nctr = probe_counters_count(ctr);
+			probe_counters_delta(ctr_after, ctr_before, m.ctr, m.nctr);
 		}
 		rt_sched_stats_total(ctx.sched, &after);
 		stats_sub(&m.rt, &after, &iter_before);
@@ -678,5 +816,6 @@ out_teardown:
 		spec->wl->teardown(&ctx);
 out_sched:
 	rt_sched_free(ctx.sched);
+	probe_counters_free(ctr);
 	return status;
 }

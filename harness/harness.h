@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "analysis/analysis.h"
+#include "probes/counters/counters.h"
 #include "probes/probes.h"
 #include "runtime/phase.h"
 #include "runtime/rt.h"
@@ -46,6 +47,9 @@ struct hx_spec {
 	char knobs[HX_MAX_ASSIGN][96]; /* the -c overrides, as typed ("name=value") */
 	unsigned nknobs;
 	struct hx_options opt;
+	char events[PROBE_COUNTERS_LIST_LEN]; /* the counters' libpfm4 events, comma-separated,
+					       * as checked by probe_counters_parse(); "": no
+					       * counters */
 };
 
 /* Start a spec: workload by name, preset by name (NULL: the default), default
@@ -55,6 +59,9 @@ int hx_spec_init(struct hx_spec *s, const char *workload, const char *preset, ch
 		 size_t errlen);
 /* Apply "-P name=value". 0 or -EINVAL with the reason in err. */
 int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t errlen);
+/* Count the events of list (probe_counters_parse()) in each fork; "" counts none. 0 or
+ * -EINVAL / -ENOENT with the reason in err. */
+int hx_spec_events(struct hx_spec *s, const char *list, char *err, size_t errlen);
 /* Apply "-c knob=value" over the preset. 0 or -EINVAL / -ENOENT with the reason. */
 int hx_spec_knob(struct hx_spec *s, const char *assignment, char *err, size_t errlen);
 /* The parameters as "name=value name=value" (every parameter, defaults included). */
@@ -67,6 +74,21 @@ struct hx_hooks {
 	int (*measure_begin)(void *ctx, pid_t pid, int64_t phase_tls_off);
 	/* measurement is over; the fork lives until this returns */
 	int (*measure_end)(void *ctx, pid_t pid);
+};
+
+/* One counter over the measured iterations of every fork. Each fork counts its own
+ * threads (probes/counters: inherited events opened before the runtime starts), read at
+ * the boundaries of each measured iteration, so the counts cover exactly the iterations
+ * whose ops are counted. */
+struct hx_counter {
+	char name[PROBE_COUNTER_NAME_LEN];
+	bool counted;            /* in every fork; else note says why not */
+	char note[PROBE_COUNTER_NOTE_LEN]; /* why not counted, or a limit ("user space only") */
+	double total;            /* the scaled counts summed over the iterations */
+	uint64_t ops;            /* the ops of the iterations in total */
+	struct probe_counter_value sum; /* raw counts and times, summed */
+	size_t unscaled;         /* iterations in which it never ran while enabled: no count,
+				  * left out of total and ops */
 };
 
 struct hx_result {
@@ -87,6 +109,10 @@ struct hx_result {
 	struct wl_metric wl_metrics[WL_MAX_METRICS]; /* the workload's own figures: medians */
 	size_t nwl_metrics;
 	double *wl_per_fork; /* [metric * forks + fork]: each fork's figure, for the median */
+	unsigned ncounters;       /* the spec's events, in its order */
+	struct hx_counter counters[PROBE_COUNTERS_MAX];
+	double *iter_counters;    /* [sample * PROBE_COUNTERS_MAX + event]: each measured
+				   * iteration's scaled count per op; NAN where not counted */
 	char error[512];   /* why the run failed, when hx_run() returns non-zero */
 };
 

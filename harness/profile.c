@@ -469,7 +469,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	}
 	p->callgraph = opts.callgraph;
 	if (!want_oncpu) {
-		snprintf(p->status, sizeof(p->status), "not attached: disabled (--probes none)");
+		snprintf(p->status, sizeof(p->status), "not attached: disabled (not in --probes)");
 		return 0;
 	}
 	opts.dwarf_fn = fold_dwarf;

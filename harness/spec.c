@@ -102,6 +102,33 @@ int hx_spec_param(struct hx_spec *s, const char *assignment, char *err, size_t e
 	return 0;
 }
 
+int hx_spec_events(struct hx_spec *s, const char *list, char *err, size_t errlen)
+{
+	char why[512];
+	int n;
+
+	if (!*list) {
+		s->events[0] = '\0';
+		return 0;
+	}
+	if (strlen(list) >= sizeof(s->events)) {
+		snprintf(err, errlen, "--events: the list is longer than %zu characters",
+			 sizeof(s->events) - 1);
+		return -EINVAL;
+	}
+	n = probe_counters_parse(list, NULL, why, sizeof(why));
+	/* where libpfm4 does not start, the names cannot be checked, nor counted: the run
+	 * goes on and its report says why there are no counts */
+	if (n == -ENODEV)
+		n = probe_counters_split(list, NULL, why, sizeof(why));
+	if (n < 0) {
+		snprintf(err, errlen, "--events: %s", why);
+		return n;
+	}
+	snprintf(s->events, sizeof(s->events), "%s", list);
+	return 0;
+}
+
 int hx_spec_knob(struct hx_spec *s, const char *assignment, char *err, size_t errlen)
 {
 	const char *eq = strchr(assignment, '=');
@@ -180,6 +207,8 @@ int hx_fork_argv(const struct hx_spec *spec, int fd, char ***argv_out)
 	}
 	for (unsigned i = 0; i < spec->nknobs; i++)
 		PUSH(xasprintf("-c%s", spec->knobs[i]));
+	if (spec->events[0])
+		PUSH(xasprintf("--events=%s", spec->events));
 	PUSH(strdup(spec->wl->name));
 #undef PUSH
 	argv[n] = NULL;

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,4 +184,49 @@ Test(run, nothing_to_measure_is_refused)
 	s.opt.iterations = 0;
 	cr_expect_eq(hx_run(&s, schedlab_binary(), NULL, &res, NULL), -EINVAL);
 	hx_result_free(&res);
+}
+
+/* The counters travel from each fork with every measured iteration: each iteration's
+ * count, per op, for what was counted; n/a with the fork's reason for what was not. */
+Test(run, every_measured_iteration_brings_its_counters, .timeout = 120)
+{
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+	bool pmu;
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_spec_param(&s, "n=100", err, sizeof(err));
+	cr_assert_eq(hx_spec_events(&s, "perf::task-clock,cycles,perf::context-switches", err,
+				    sizeof(err)),
+		     0, "%s", err);
+	s.opt.forks = 2;
+	s.opt.warmup = 1;
+	s.opt.iterations = 2;
+	s.opt.time_s = 0.05;
+	cr_assert_eq(hx_run(&s, schedlab_binary(), NULL, &res, NULL), 0, "%s", res.error);
+	cr_assert_eq(res.ncounters, 3);
+	cr_expect_str_eq(res.counters[0].name, "perf::task-clock");
+	cr_expect(res.counters[0].counted, "%s", res.counters[0].note);
+	cr_expect_gt(res.counters[0].total, 0);
+	cr_expect_eq(res.counters[0].sum.running, res.counters[0].sum.enabled);
+	for (size_t i = 0; i < res.nsamples; i++) {
+		cr_expect_gt(res.iter_counters[i * PROBE_COUNTERS_MAX + 0], 0, "iteration %zu", i);
+		cr_expect(!isnan(res.iter_counters[i * PROBE_COUNTERS_MAX + 2]), "iteration %zu", i);
+	}
+	pmu = res.counters[1].counted;
+	if (pmu) {
+		cr_expect_gt(res.counters[1].total, 0);
+	} else {
+		cr_expect_gt(strlen(res.counters[1].note), 0, "not counted, and why");
+		for (size_t i = 0; i < res.nsamples; i++)
+			cr_expect(isnan(res.iter_counters[i * PROBE_COUNTERS_MAX + 1]),
+				  "not counted is no number, not 0");
+	}
+	hx_result_free(&res);
+
+	/* a list the controller checked is refused by no fork; an unknown name never
+	 * reaches one */
+	cr_expect_eq(hx_spec_events(&s, "perf::task-clockz", err, sizeof(err)), -ENOENT);
+	cr_expect(!strncmp(err, "--events: ", 10), "%s", err);
 }
