@@ -222,6 +222,8 @@ Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
 	struct hx_result one = { .samples = samples, .nsamples = 4 };
 	cr_assert_eq(hx_result_split_alternate(&one, 3, &off), -EINVAL,
 		     "one probed iteration is too few");
+}
+
 static uint64_t result_ops;
 
 static void fake_result(void *state, const struct hx_result *res)

@@ -141,33 +141,4 @@ static __attribute__((unused)) void sample_window(struct probe_oncpu *p,
 	cr_assert_eq(probe_oncpu_drain(p, fn, ctx, st), 0);
 }
 
-/* Run fn(fd) in a child dropped to nobody (so without any capability) and read what it
- * wrote to fd into msg. */
-static __attribute__((unused)) void as_nobody(void (*fn)(int fd), char *msg, size_t len)
-{
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
-
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
-			_exit(2);
-		fn(fds[1]);
-		_exit(0);
-	}
-	kids[nkids++] = pid;
-	close(fds[1]);
-	n = read(fds[0], msg, len - 1);
-	close(fds[0]);
-	cr_assert_gt(n, 0);
-	msg[n] = '\0';
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	nkids--;
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
 #endif /* SCHEDLAB_TESTS_PROBES_BUSY_H */
