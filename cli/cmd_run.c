@@ -1352,10 +1352,15 @@ int cmd_run(int argc, char **argv)
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;
 	}
-	for (size_t i = 0; i < set.n; i++)
+	for (size_t i = 0; i < set.n; i++) {
 		if (!set.probes[i].state)
 			fprintf(stderr, "schedlab: %s: %s; the benchmarks run without it\n",
 				set.probes[i].ops->name, set.probes[i].status);
+		else if (set.probes[i].ops->opt_in)
+			fprintf(stderr, "schedlab: %s traps on each of its events: the score under "
+				"it is not the benchmark's speed (--overhead measures the cost)\n",
+				set.probes[i].ops->name);
+	}
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

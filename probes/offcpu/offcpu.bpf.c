@@ -2,7 +2,7 @@
 /*
  * offcpu: off-CPU time of one target process's threads, from sched_switch, with the
  * user and kernel stack each thread left the CPU with, and (wakers) the stacks of
- * whoever woke it, from sched_wakeup and sched_wakeup_new.
+ * whoever woke it, from sched_waking and sched_wakeup_new.
  *
  * sched_switch runs on every context switch of the machine, so a switch of no target
  * thread costs a flag, two tgid reads and two compares. A target thread switching out
@@ -308,7 +308,10 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
+/* sched_waking, not sched_wakeup: a wake-up of a thread on another CPU is queued to
+ * that CPU (ttwu_queue_wakelist), and sched_wakeup fires there, in the IPI, with
+ * whatever ran as current; sched_waking fires in the waker, as try_to_wake_up begins. */
+SEC("tp_btf/sched_waking")
 int BPF_PROG(offcpu_wakeup, struct task_struct *p)
 {
 	return on_wakeup(ctx, p);

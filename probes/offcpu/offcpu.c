@@ -1,6 +1,6 @@
 /*
  * offcpu loader: opens, sizes and loads offcpu.bpf.c, attaches sched_switch (and, with
- * wakers, sched_wakeup and sched_wakeup_new) once, lets the programs keep intervals
+ * wakers, sched_waking and sched_wakeup_new) once, lets the programs keep intervals
  * only between start and stop (the skeleton's mmapped .bss flag), and drains the
  * kernel's aggregates.
  */
@@ -167,7 +167,7 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 			bpf_program__attach(p->skel->progs.offcpu_wakeup_new);
 		if (!p->skel->links.offcpu_wakeup || !p->skel->links.offcpu_wakeup_new) {
 			ret = -errno;
-			step_error(err, errlen, "attach sched_wakeup", errno);
+			step_error(err, errlen, "attach sched_waking", errno);
 			goto out_destroy;
 		}
 	}

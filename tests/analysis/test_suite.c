@@ -267,6 +267,6 @@ Test(suite, every_column_has_one_reference_and_the_studies_figures_are_in_place)
 	cr_expect(s->refuse_missing, "refuses without its workload");
 	cr_expect_str_eq(s->tables[0].cells[1].params, "impl=actors");
 	s = an_suite_find("errors");
-	cr_expect_str_eq(s->tables[0].cells[0].params, "style=combinator exec=pool tf=2");
+	cr_expect_str_eq(s->tables[0].cells[0].params, "style=combinator exec=pool tf=2 n=1000");
 	cr_expect_float_eq(s->tables[1].cells[1].published, 4791, 1e-9);
 }
