@@ -362,21 +362,9 @@ static void take_prog_stats(struct probe_alloc *p, struct probe_alloc_stats *sta
 /* Sum the per-CPU counters into *c and zero them. */
 static int take_counters(struct probe_alloc *p, struct alloc_counters *c)
 {
-	int fd = bpf_map__fd(p->skel->maps.counters);
-	const size_t words = sizeof(*c) / sizeof(__u64);
-	__u32 zero = 0;
-
-	memset(c, 0, sizeof(*c));
-	if (bpf_map_lookup_elem(fd, &zero, p->pcpu))
-		return -errno;
-	/* every member is a __u64 sum (asserted above) */
-	for (int i = 0; i < p->ncpus; i++)
-		for (size_t w = 0; w < words; w++)
-			((__u64 *)c)[w] += ((const __u64 *)&p->pcpu[i])[w];
-	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
-	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
-		return -errno;
-	return 0;
+	/* every member is a __u64 sum (the ABI assert fixes the size) */
+	return probe__take_percpu_sums(bpf_map__fd(p->skel->maps.counters), p->pcpu, p->ncpus,
+				       sizeof(*c), c);
 }
 
 int probe_alloc_drain(struct probe_alloc *p, probe_alloc_fn fn, void *ctx,

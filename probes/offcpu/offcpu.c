@@ -6,6 +6,7 @@
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
+#include "probes/common/maps.h"
 
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/offcpu/offcpu.h"
@@ -332,21 +333,9 @@ static int clear_starts(struct probe_offcpu *p, uint64_t *open)
 /* Sum the per-CPU counters into *c and zero them. */
 static int take_counters(struct probe_offcpu *p, struct offcpu_counters *c)
 {
-	int fd = bpf_map__fd(p->skel->maps.counters);
-	const size_t nfields = sizeof(*c) / sizeof(__u64);
-	__u32 zero = 0;
-
-	memset(c, 0, sizeof(*c));
-	if (bpf_map_lookup_elem(fd, &zero, p->pcpu))
-		return -errno;
-	/* every field is a __u64 count (the ABI assert fixes the size) */
-	for (int i = 0; i < p->ncpus; i++)
-		for (size_t f = 0; f < nfields; f++)
-			((__u64 *)c)[f] += ((const __u64 *)&p->pcpu[i])[f];
-	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
-	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
-		return -errno;
-	return 0;
+	/* every member is a __u64 sum (the ABI assert fixes the size) */
+	return probe__take_percpu_sums(bpf_map__fd(p->skel->maps.counters), p->pcpu, p->ncpus,
+				       sizeof(*c), c);
 }
 
 int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
