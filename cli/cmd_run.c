@@ -746,6 +746,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --wakers");
+	if ((a->probes & (1u << HX_PROBE_RUNTIME)) && a->timeline_events && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --timeline-events %ld",
+					a->timeline_events);
 	if ((a->probes & (1u << HX_PROBE_ALLOC)) && a->alloc_sample && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --alloc-sample %llu",
 					(unsigned long long)a->alloc_sample);
