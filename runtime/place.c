@@ -35,6 +35,14 @@ static inline uint32_t next_rand(struct rt__worker *w)
 	return *state = x;
 }
 
+/* w when the calling thread drives it, else NULL (the thread's own generator). */
+static inline struct rt__worker *own_worker(struct rt__worker *w)
+{
+	struct rt__thread *th = w ? rt__thread() : NULL;
+
+	return th && th->w == w ? w : NULL;
+}
+
 static inline unsigned workers_now(struct rt_sched *s)
 {
 	/* acquire: pairs with the release in rt__worker_add(), so a worker we see is whole */
@@ -438,7 +446,7 @@ static void after_local_push(struct rt_sched *s, struct rt__worker *w)
 			rt__notify_local(s, w);
 	} else if (s->cfg.metrics &&
 		   IDLE_UNPARKED_OF(s) < __atomic_load_n(&s->nworkers, __ATOMIC_RELAXED)) {
-		RT_STAT_INC(w, missed_idle); /* a worker is parked, and nobody wakes it */
+		RT_STAT_ATOMIC_ADD(w, missed_idle, 1); /* parked, nobody wakes it; shared, as below */
 	}
 }
 
@@ -454,7 +462,9 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 		return NULL;
 	if (!stride || stride > n)
 		stride = n;
-	start = s->cfg.scan_start == RT_SCAN_RANDOM	 ? next_rand(from) % n
+	/* from's generator is its driver's alone: a thread blocked off from, or the
+	 * monitor draining it, scans with its own */
+	start = s->cfg.scan_start == RT_SCAN_RANDOM	 ? next_rand(own_worker(from)) % n
 		: s->cfg.scan_start == RT_SCAN_ROUND_ROBIN ? scan_rr++ % n
 							   : 0;
 	for (i = 0; i < stride; i++) {
@@ -490,10 +500,11 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 			if (!inside && __atomic_load_n(&v->parked, __ATOMIC_RELAXED) && best_load)
 				idle_missed = true;
 		}
+		/* from may be a worker the calling thread is blocked off: shared counters */
 		if (best && best_load != ~0u && least != ~0u && best_load > least)
-			RT_STAT_ADD(from, regret_sum, best_load - least);
+			RT_STAT_ATOMIC_ADD(from, regret_sum, best_load - least);
 		if (idle_missed)
-			RT_STAT_INC(from, missed_idle);
+			RT_STAT_ATOMIC_ADD(from, missed_idle, 1);
 	}
 	if (best)
 		return best;
@@ -501,7 +512,7 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 	if (s->cfg.scan_fallback == RT_FALLBACK_EXTERNAL)
 		return NULL;
 	/* Kyo's fallback ignores availability: the task may land on a blocked worker */
-	best = s->workers[next_rand(from) % n];
+	best = s->workers[next_rand(own_worker(from)) % n];
 	if (best == exclude && n > 1)
 		best = s->workers[(best->index + 1) % n];
 	return best == exclude ? NULL : best;
