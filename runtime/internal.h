@@ -580,9 +580,11 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 void rt__inbox_push(struct rt__worker *w, struct rt_task *t);
 /* Owner: move up to the queue's room from the inbox into the queue; the first task. */
 struct rt_task *rt__inbox_take(struct rt__worker *w);
-/* The worker a scan picks, leaving out `exclude` (may be NULL); counts on `from`. */
+/* The worker a scan picks, leaving out `exclude` (may be NULL); counts on `from`. `own`:
+ * the calling thread drives from, and draws from its generator; else (a thread blocked
+ * off from, or none) the thread draws from its own. */
 struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
-			    struct rt__worker *exclude, bool *fallback);
+			    struct rt__worker *exclude, bool own, bool *fallback);
 /* A worker's load: queued tasks, plus one while a task runs on it. */
 unsigned rt__load(const struct rt__worker *w);
 /* Owner: the next task from the LIFO slot, the queue, the inbox or the global queue. */

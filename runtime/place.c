@@ -35,14 +35,6 @@ static inline uint32_t next_rand(struct rt__worker *w)
 	return *state = x;
 }
 
-/* w when the calling thread drives it, else NULL (the thread's own generator). */
-static inline struct rt__worker *own_worker(struct rt__worker *w)
-{
-	struct rt__thread *th = w ? rt__thread() : NULL;
-
-	return th && th->w == w ? w : NULL;
-}
-
 static inline unsigned workers_now(struct rt_sched *s)
 {
 	/* acquire: pairs with the release in rt__worker_add(), so a worker we see is whole */
@@ -451,8 +443,9 @@ static void after_local_push(struct rt_sched *s, struct rt__worker *w)
 }
 
 struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
-			    struct rt__worker *exclude, bool *fallback)
+			    struct rt__worker *exclude, bool own, bool *fallback)
 {
+	struct rt__worker *rng = own ? from : NULL;
 	unsigned n = workers_active(s), stride = s->cfg.scan_stride, start, best_load = ~0u;
 	struct rt__worker *best = NULL;
 	unsigned i;
@@ -462,9 +455,9 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 		return NULL;
 	if (!stride || stride > n)
 		stride = n;
-	/* from's generator is its driver's alone: a thread blocked off from, or the
-	 * monitor draining it, scans with its own */
-	start = s->cfg.scan_start == RT_SCAN_RANDOM	 ? next_rand(own_worker(from)) % n
+	/* from's generator is its driver's alone: a thread blocked off from scans with
+	 * its own */
+	start = s->cfg.scan_start == RT_SCAN_RANDOM	 ? next_rand(rng) % n
 		: s->cfg.scan_start == RT_SCAN_ROUND_ROBIN ? scan_rr++ % n
 							   : 0;
 	for (i = 0; i < stride; i++) {
@@ -512,7 +505,7 @@ struct rt__worker *rt__scan(struct rt_sched *s, struct rt__worker *from,
 	if (s->cfg.scan_fallback == RT_FALLBACK_EXTERNAL)
 		return NULL;
 	/* Kyo's fallback ignores availability: the task may land on a blocked worker */
-	best = s->workers[next_rand(own_worker(from)) % n];
+	best = s->workers[next_rand(rng) % n];
 	if (best == exclude && n > 1)
 		best = s->workers[(best->index + 1) % n];
 	return best == exclude ? NULL : best;
@@ -563,7 +556,7 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 		return;
 	}
 	case RT_PLACE_SCAN: {
-		struct rt__worker *v = rt__scan(s, counter, NULL, &fallback);
+		struct rt__worker *v = rt__scan(s, counter, NULL, counter == w, &fallback);
 
 		if (counter)
 			RT_STAT_ATOMIC_ADD(counter, place_scan, 1);
@@ -634,7 +627,7 @@ RT_PHASE_FN unsigned (rt__drain)(struct rt__worker *w, struct rt__worker *counte
 		if (!t)
 			break;
 		sample_latency(s, t);
-		v = rt__scan(s, counter, w, &fallback);
+		v = rt__scan(s, counter, w, counter == w, &fallback);
 		if (v) {
 			rt__inbox_push(v, t);
 		} else {
@@ -681,7 +674,7 @@ RT_PHASE_FN unsigned (rt__drain_remote)(struct rt__worker *w)
 		if (!t)
 			break;
 		sample_latency(s, t);
-		v = rt__scan(s, NULL, w, &fallback);
+		v = rt__scan(s, NULL, w, false, &fallback);
 		if (v) {
 			rt__inbox_push(v, t);
 		} else {

@@ -417,7 +417,7 @@ static __attribute__((noinline)) struct rt_task *spawn_placed(rt_fn fn, void *ar
 		RT_USDT(spawn, t->id, w ? w->index : RT_NO_WORKER, (int)s->cfg.spawn);
 		if (elsewhere && w) {
 			bool fallback;
-			struct rt__worker *v = rt__scan(s, w, w, &fallback);
+			struct rt__worker *v = rt__scan(s, w, w, true, &fallback);
 
 			if (v && v != w)
 				rt__inbox_push(v, t);

@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,16 +82,15 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 {
 	struct probe_alloc_opts d = {};
 	struct probe_alloc *p;
-	char why[256];
-	struct stat ns;
+	struct probe__host h;
 	long max_stack;
 	int ret;
 
 	if (!o)
 		o = &d;
-	if (!probe__have_btf(why, sizeof(why))) {
-		snprintf(err, errlen, "alloc: %s", why);
-		errno = ENOENT;
+	ret = probe__host_get(&h, "alloc", err, errlen);
+	if (ret) {
+		errno = -ret;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -109,12 +107,7 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 	if (!probe__read_sysctl("kernel/perf_event_max_stack", &max_stack) && max_stack > 0 &&
 	    max_stack < ALLOC_MAX_DEPTH)
 		p->max_depth = max_stack;
-	p->ncpus = libbpf_num_possible_cpus();
-	if (p->ncpus <= 0) {
-		ret = p->ncpus ? p->ncpus : -EINVAL;
-		snprintf(err, errlen, "alloc: cannot count possible CPUs: %s", strerror(-ret));
-		goto out_free;
-	}
+	p->ncpus = h.ncpus;
 	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
 	p->keys = calloc(p->count_entries, sizeof(*p->keys));
 	p->ids = calloc(p->stack_entries, sizeof(*p->ids));
@@ -122,11 +115,6 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 		ret = -ENOMEM;
 		snprintf(err, errlen, "alloc: out of memory for %u counts and %u stacks",
 			 p->count_entries, p->stack_entries);
-		goto out_free;
-	}
-	if (stat("/proc/self/ns/pid", &ns)) {
-		ret = -errno;
-		snprintf(err, errlen, "alloc: cannot stat /proc/self/ns/pid: %s", strerror(errno));
 		goto out_free;
 	}
 
@@ -137,8 +125,8 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 		probe__step_error(err, errlen, "alloc", "open", errno);
 		goto out_free;
 	}
-	p->skel->rodata->pidns_dev = ns.st_dev;
-	p->skel->rodata->pidns_ino = ns.st_ino;
+	p->skel->rodata->pidns_dev = h.pidns_dev;
+	p->skel->rodata->pidns_ino = h.pidns_ino;
 	p->skel->rodata->period = p->period;
 	ret = bpf_map__set_max_entries(p->skel->maps.stacks, p->stack_entries);
 	if (!ret)

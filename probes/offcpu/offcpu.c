@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,16 +75,15 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	struct probe_offcpu_opts d = {};
 	struct probe_offcpu *p;
 	struct bpf_link *link;
-	char why[256];
-	struct stat ns;
+	struct probe__host h;
 	unsigned ids;
 	int ret;
 
 	if (!o)
 		o = &d;
-	if (!probe__have_btf(why, sizeof(why))) {
-		snprintf(err, errlen, "offcpu: %s", why);
-		errno = ENOENT;
+	ret = probe__host_get(&h, "offcpu", err, errlen);
+	if (ret) {
+		errno = -ret;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -100,12 +98,7 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	p->stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
 	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
 	p->thread_entries = o->thread_entries ? o->thread_entries : DEFAULT_THREAD_ENTRIES;
-	p->ncpus = libbpf_num_possible_cpus();
-	if (p->ncpus <= 0) {
-		ret = p->ncpus ? p->ncpus : -EINVAL;
-		snprintf(err, errlen, "offcpu: cannot count possible CPUs: %s", strerror(-ret));
-		goto out_free;
-	}
+	p->ncpus = h.ncpus;
 	ids = p->stack_entries > p->thread_entries ? p->stack_entries : p->thread_entries;
 	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
 	p->keys = calloc(p->count_entries, sizeof(*p->keys));
@@ -116,11 +109,6 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 			 p->count_entries, p->stack_entries);
 		goto out_free;
 	}
-	if (stat("/proc/self/ns/pid", &ns)) {
-		ret = -errno;
-		snprintf(err, errlen, "offcpu: cannot stat /proc/self/ns/pid: %s", strerror(errno));
-		goto out_free;
-	}
 
 	probe__libbpf_capture();
 	p->skel = offcpu_bpf__open();
@@ -129,8 +117,8 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 		step_error(err, errlen, "open", errno);
 		goto out_free;
 	}
-	p->skel->rodata->pidns_dev = ns.st_dev;
-	p->skel->rodata->pidns_ino = ns.st_ino;
+	p->skel->rodata->pidns_dev = h.pidns_dev;
+	p->skel->rodata->pidns_ino = h.pidns_ino;
 	p->skel->rodata->min_block_ns = (__u64)p->min_block_us * 1000;
 	p->skel->rodata->wakers = p->wakers;
 	ret = bpf_map__set_max_entries(p->skel->maps.stacks, p->stack_entries);
