@@ -64,6 +64,7 @@ static const struct argp_option options[] = {
 struct suite_args {
 	const char *names[SUITE_MAX_NAMES];
 	size_t nnames;
+	const char *presets_arg; /* --presets as given, for messages */
 	char *presets_text; /* split in place; owned */
 	const char *presets[SUITE_MAX_PRESETS];
 	size_t npresets;
@@ -121,6 +122,7 @@ static int parse_presets(struct suite_args *a, const char *arg)
 	if (a->presets_text)
 		return cli_usage_error("--presets is given twice; give one list, e.g. --presets "
 				       "ce,kyo");
+	a->presets_arg = arg;
 	a->presets_text = strdup(arg);
 	if (!a->presets_text)
 		return cli_usage_error("out of memory");
@@ -263,7 +265,7 @@ static int add_suite(struct suite_run *sr, const struct an_suite *s, bool explic
 		}
 	if (!wanted)
 		snprintf(why, sizeof(why), "--presets %s leaves none of its rows",
-			 a->presets_text);
+			 a->presets_arg);
 	if (why[0]) {
 		if (explicit)
 			return cli_usage_error("suite %s cannot run: %s%s", s->name, why,
@@ -652,7 +654,7 @@ static void describe_settings(struct suite_run *sr)
 	if (a->npresets && off < sizeof(sr->settings))
 		snprintf(sr->settings + strlen(sr->settings),
 			 sizeof(sr->settings) - strlen(sr->settings), " Rows: --presets %s.",
-			 a->presets_text);
+			 a->presets_arg);
 }
 
 static int write_md(void *ctx, FILE *out)

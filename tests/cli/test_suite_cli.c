@@ -119,6 +119,7 @@ Test(suite_cli, a_real_run_writes_both_files_with_every_cell_linked, .timeout = 
 	cr_expect_not_null(strstr(md, "`schedlab suite kyo-blocking --quick --presets ce,kyo"),
 			   "%s", md);
 	cr_expect_not_null(strstr(md, "**--quick**: each cell ran 1 fork"), "%s", md);
+	cr_expect_not_null(strstr(md, "Rows: --presets ce,kyo."), "every preset asked for: %s", md);
 	cr_expect_not_null(strstr(md, "| ours ± error (n) | study | ours ÷ ref | study ÷ ref | "
 				      "shape | run folder |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| blocking TCP | cats-effect default | `tcp-blocking "
