@@ -327,12 +327,16 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 	$(Q)mkdir -p $(@D)
 	$(Q)cd bench/go && $(GO_ENV) go build -buildvcs=false -o $(abspath $@) .
 
-bench: $(BIN) $(BENCH_BINS)
+# Each part is its own script in bench/ and can run alone; the helpers are the children
+# the probes' cost benchmarks measure.
+BENCH_PARTS := run suite stacks analysis offcpu sched counters
+bench: $(BIN) $(BENCH_BINS) $(HELPER_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
-	$(Q){ BUILD=$(BUILD) bench/run.sh && echo && BUILD=$(BUILD) bench/stacks.sh && echo && \
-		BUILD=$(BUILD) bench/analysis.sh && echo && BUILD=$(BUILD) bench/offcpu.sh; } > BENCHMARKS.md.tmp && \
-		mv BENCHMARKS.md.tmp BENCHMARKS.md
+	$(Q)for p in $(BENCH_PARTS); do \
+		echo "bench: $$p" >&2; BUILD=$(BUILD) bench/$$p.sh || exit 1; echo; \
+	done > BENCHMARKS.md.tmp || { rm -f BENCHMARKS.md.tmp; exit 1; }
+	$(Q)mv BENCHMARKS.md.tmp BENCHMARKS.md
 	$(Q)echo "bench: wrote BENCHMARKS.md"
 
 # How the presets scale with workers on this machine (Markdown on stdout); worth running

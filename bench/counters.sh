@@ -46,6 +46,14 @@ switch_ns() { # [EVENTS]
 	"$SW" "$TRIPS" "$@" | awk '/^ns_per_round_trip / { print $2 }'
 }
 
+echo "## Counters probe: its cost"
+echo
+echo "Two ways, each interleaved pair by pair: the CPU time of a context-switch round trip"
+echo "(two threads on one CPU) with the probe's default events inherited ÷ without, and"
+echo "\`$WORKLOAD\`'s throughput with \`--probes counters\` ÷ \`--probes none\`."
+echo
+echo "\`BUILD=$BUILD bench/counters.sh\` (PAIRS=$PAIRS, TRIPS=$TRIPS; $WORKLOAD with ITERATIONS=$ITERATIONS of TIME=$TIME s)."
+echo
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| pair | round trip, no events (ns CPU) | with the default events | ratio |"

@@ -13,4 +13,18 @@ echo "## Off-CPU probe: cost per sched_switch event"
 echo
 echo "\`$BUILD/bench/offcpu_cost $ROUNDS $SECONDS_PER\`:"
 echo
-"$BUILD/bench/offcpu_cost" "$ROUNDS" "$SECONDS_PER"
+out=$("$BUILD/bench/offcpu_cost" "$ROUNDS" "$SECONDS_PER")
+echo "$out"
+
+# The goal (issue: offcpu and sched cost no more than perf stat counting the tracepoint,
+# per event), judged here from the two rows above, never typed in.
+echo "$out" | awk -F'|' -v probe='| offcpu, the child its target |' -v perf='| perf stat' -v col=4 '
+	function num(s) { gsub(/[^0-9.+-]/, "", s); return s + 0 }
+	index($0, probe) == 1 { p = num($col); hp = 1 }
+	index($0, perf) == 1 { q = num($col); hq = 1 }
+	END {
+		if (!hp || !hq) { print "\nGoal (≤ perf stat per event): not measured: a row is missing."; exit }
+		printf "\nGoal, the probe'"'"'s cost per event ≤ perf stat'"'"'s in the same rounds: %s (%+.0f ns against %+.0f ns).\n",
+			p <= q ? "**met**" : "**not met**", p, q
+	}'
+

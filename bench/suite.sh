@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Study 1's grid (reference/studies.md §1) at the studies' settings: `schedlab suite
+# five-runtimes` with the probes off, so that each figure is the runtime's speed. A Markdown
+# section on stdout (make bench appends it to BENCHMARKS.md): the suite's own table, our
+# figure beside the published one and the shape column the suite computes, without the
+# run-folder links (the folders are temporary). Progress on stderr. SUITE (five-runtimes)
+# and SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+SUITE=${SUITE:-five-runtimes}
+SUITE_ARGS=${SUITE_ARGS:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# the TCP cells talk to schedlab's own server process, which a rebuild must not replace
+mkdir -p "$tmp/bin"
+cp "$BUILD/schedlab" "$tmp/bin/"
+export SCHEDLAB_EXE=$tmp/bin/schedlab
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+t0=$(date +%s)
+# shellcheck disable=SC2086 # SUITE_ARGS is a list of options
+rc=0
+"$tmp/bin/schedlab" suite "$SUITE" --probes none $SUITE_ARGS -o "$tmp/suite" >/dev/null || rc=$?
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo "## The studies' grid: \`$SUITE\`"
+echo
+echo "Reproduce with \`$BUILD/schedlab suite $SUITE --probes none${SUITE_ARGS:+ $SUITE_ARGS}\` (this part alone:"
+echo "\`bench/suite.sh\`); it ran for $(($(date +%s) - t0)) s, load average $load_before before and"
+echo "$load_after after.$([ "$rc" = 0 ] || echo " The suite exited with status $rc: a row below says which cell failed and why.")"
+echo
+if [ ! -s "$tmp/suite/suite.md" ]; then
+	echo "Not measured: the suite wrote no suite.md (exit status $rc)."
+	exit 0
+fi
+# Everything after the suite's own title and command line; the last column (each cell's
+# run folder) dropped from the tables.
+awk 'NR > 4' "$tmp/suite/suite.md" | sed -E '/^\| /{ s/ [^|]*\|$//; }' | sed -E 's/^(#+) /#\1 /'
