@@ -340,6 +340,13 @@ static bool wide(const struct an_suite_result *r)
 	return isfinite(r->error) && r->error > 0.5 * fabs(r->value);
 }
 
+/* Which way a table's figures are better: rates up; times, bytes and footprints (ns/op,
+ * B/op, MiB) down. */
+static bool higher_is_better(const char *unit)
+{
+	return an_unit_higher_is_better(unit) == 1;
+}
+
 static const struct an_suite_cell *reference_of(const struct an_suite_table *t, size_t i,
 						size_t *ref)
 {
@@ -387,7 +394,7 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 		out->holds = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
 		snprintf(out->text, sizeof(out->text), out->holds ? "holds (a tie, as in the study)" :
 			 "does not hold: the study found a tie, here %s wins",
-			 out->ratio > 1 ? c->row : r->row);
+			 (out->ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);
 	} else if ((out->ratio > 1) != (out->study_ratio > 1)) {
 		out->holds = 0;
 		snprintf(out->text, sizeof(out->text), "does not hold: the other winner");

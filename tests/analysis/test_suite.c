@@ -200,6 +200,16 @@ Test(suite, shape_bands_ties_and_winners_at_their_edges)
 	r[4].value = 1260;
 	an_suite_shape(&tables[0], r, 4, &sh);
 	cr_expect_eq(sh.holds, 0, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "does not hold: the study found a tie, here tie wins");
+	/* in a table of times, the row with the larger figure is the slower one */
+	{
+		struct an_suite_table times = tables[0];
+
+		times.unit = "ns/op";
+		an_suite_shape(&times, r, 4, &sh);
+		cr_expect_str_eq(sh.text, "does not hold: the study found a tie, here reference "
+					  "wins");
+	}
 	/* the other side of 1 is the other winner, whatever the band */
 	an_suite_shape(&tables[0], r, 2, &sh);
 	cr_expect_eq(sh.holds, 0);
