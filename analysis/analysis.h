@@ -152,6 +152,9 @@ int an_symtab_find(const struct an_symtab *st, const char *name, uint64_t *vaddr
  * frame pointer: near 1 for a build with -fno-omit-frame-pointer, near 0 for one without
  * (Debian's glibc); NAN when no function could be read. */
 double an_symtab_frame_pointer_share(const struct an_symtab *st);
+/* The link-time addresses of the file's PLT stubs (.plt, .plt.sec, .plt.got, one span
+ * over them): 0, or -ENOENT when it has none. */
+int an_symtab_plt(const struct an_symtab *st, uint64_t *vaddr, uint64_t *size);
 void an_symtab_free(struct an_symtab *st);
 
 /* Symbol tables cached by file (device and inode), shared by every process symbolized. */
@@ -192,7 +195,8 @@ struct an_code_range {
 /* The process's code ranges, sorted and disjoint: each function named in roots (NULL-
  * terminated) that some mapped object defines, and every executable mapping of an object
  * whose functions mostly lack a frame-pointer setup (an_symtab_frame_pointer_share()
- * below one half), less the roots inside it. At most max are written, roots first; the
+ * below one half), less the roots inside it, and the PLT stubs of every other object
+ * (which keep no frame: a frame-pointer walk from one skips its caller). At most max are written, roots first; the
  * rest are counted in *dropped. Returns the number written, or -errno. */
 int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
 			 struct an_code_range *out, size_t max, size_t *dropped);

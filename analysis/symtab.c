@@ -47,6 +47,7 @@ struct an_symtab {
 	char *names;
 	unsigned fp_checked, fp_with; /* functions whose prologue was read; of them, with
 				       * a frame-pointer setup */
+	uint64_t plt_lo, plt_hi; /* the span of the PLT sections' addresses; equal: none */
 };
 
 /* Prologues read to judge whether a file was built with frame pointers: enough to be
@@ -383,6 +384,31 @@ static void read_frame_pointers(Elf *elf, struct an_symtab *st)
 	}
 }
 
+/* The PLT stubs (.plt, .plt.sec, .plt.got): a stub is a bare jump that keeps no frame,
+ * in every object, whatever its compiler flags. */
+static void read_plt(Elf *elf, struct an_symtab *st)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || !shdr.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!name || strncmp(name, ".plt", 4) || (name[4] && name[4] != '.'))
+			continue;
+		if (st->plt_lo == st->plt_hi || shdr.sh_addr < st->plt_lo)
+			st->plt_lo = shdr.sh_addr;
+		if (shdr.sh_addr + shdr.sh_size > st->plt_hi)
+			st->plt_hi = shdr.sh_addr + shdr.sh_size;
+	}
+}
+
 static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 {
 	struct sym_builder b = {0};
@@ -423,6 +449,7 @@ static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 	}
 	finish_symbols(st, &b);
 	read_frame_pointers(elf, st);
+	read_plt(elf, st);
 	return st;
 
 out_free:
@@ -540,6 +567,15 @@ int an_symtab_find(const struct an_symtab *st, const char *name, uint64_t *vaddr
 double an_symtab_frame_pointer_share(const struct an_symtab *st)
 {
 	return st && st->fp_checked ? (double)st->fp_with / st->fp_checked : NAN;
+}
+
+int an_symtab_plt(const struct an_symtab *st, uint64_t *vaddr, uint64_t *size)
+{
+	if (!st || st->plt_lo == st->plt_hi)
+		return -ENOENT;
+	*vaddr = st->plt_lo;
+	*size = st->plt_hi - st->plt_lo;
+	return 0;
 }
 
 int an_symtab_vaddr_to_offset(const struct an_symtab *st, uint64_t vaddr, uint64_t *file_off)

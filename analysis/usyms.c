@@ -364,6 +364,24 @@ static size_t find_roots(struct an_usyms *u, size_t i, struct an_symtab *st,
 	return n;
 }
 
+/* The part of mapping m that holds st's PLT stubs, as a range without frame pointers:
+ * 1, or 0 where the mapping holds none of them. */
+static size_t plt_range(const struct an__map *m, struct an_symtab *st, struct an_code_range *out)
+{
+	uint64_t vaddr, size, off, lo, hi;
+
+	if (an_symtab_plt(st, &vaddr, &size) || an_symtab_vaddr_to_offset(st, vaddr, &off))
+		return 0;
+	lo = off > m->pgoff ? m->start + (off - m->pgoff) : m->start;
+	hi = off + size > m->pgoff ? m->start + (off + size - m->pgoff) : m->start;
+	if (hi > m->end)
+		hi = m->end;
+	if (lo >= hi)
+		return 0;
+	*out = (struct an_code_range){ lo, hi, AN_CODE_NOFP };
+	return 1;
+}
+
 int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
 			 struct an_code_range *out, size_t max, size_t *dropped)
 {
@@ -373,7 +391,7 @@ int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
 	*dropped = 0;
 	if (!u)
 		return -EINVAL;
-	nofp = calloc(u->maps->n ? u->maps->n : 1, sizeof(*nofp));
+	nofp = calloc(u->maps->n ? 2 * u->maps->n : 1, sizeof(*nofp)); /* an object or its PLT */
 	if (!nofp)
 		return -ENOMEM;
 	for (size_t i = 0; i < u->maps->n; i++) {
@@ -389,6 +407,8 @@ int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
 		 * it is no worse off for being trusted */
 		if (an_symtab_frame_pointer_share(st) < AN_FP_SHARE_MIN)
 			nofp[nnofp++] = (struct an_code_range){ m->start, m->end, AN_CODE_NOFP };
+		else
+			nnofp += plt_range(m, st, &nofp[nnofp]);
 	}
 	qsort(rbuf, nroots, sizeof(*rbuf), range_cmp);
 	/* one range for a root named twice (or two roots that overlap): the table the

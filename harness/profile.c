@@ -412,7 +412,7 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 		struct an_unwind_sample us = {
 			.tid = (pid_t)ds->tid,
 			.regs = ds->regs,
-			.stack_addr = ds->regs[7],
+			.stack_addr = ds->stack_addr,
 			.stack = ds->stack,
 			.stack_len = ds->stack_len,
 		};

@@ -44,6 +44,8 @@ enum probe_callgraph {
 #define PROBE_STACK_COPY_DEFAULT 16384 /* bytes of user stack a DWARF sample copies */
 #define PROBE_STACK_COPY_MAX     65536
 #define PROBE_NREGS              17    /* x86-64 DWARF registers 0..16, rip last */
+#define PROBE_RED_ZONE           128   /* bytes below %rsp a DWARF sample's copy begins at,
+					* where mapped: the x86-64 ABI's red zone */
 
 /* A user-space sample for DWARF unwinding, valid only during the callback. */
 struct probe_dwarf_sample {
@@ -53,7 +55,9 @@ struct probe_dwarf_sample {
 	uint64_t entry;          /* as in struct probe_stack */
 	const uint64_t *regs;    /* PROBE_NREGS, DWARF order: rax rdx rcx rbx rsi rdi rbp rsp
 				  * r8..r15 rip */
-	const void *stack;       /* the user stack from regs[7] (%rsp) up */
+	const void *stack;       /* the user stack from stack_addr up */
+	uint64_t stack_addr;     /* the user address of stack[0]: %rsp, less the red zone
+				  * below it where that was mapped */
 	uint32_t stack_len;      /* bytes; less than asked where the stack's mapping ends */
 	const uint64_t *kstack;  /* leaf first */
 	uint32_t nkernel;

@@ -226,12 +226,17 @@ static __always_inline bool untrusted_walk(struct oncpu_stack *s, struct oncpu_c
  * kernel saved on entry from user mode (task_pt_regs): the interrupted user state for
  * a sample in user mode, the state at the system call or fault for one in the kernel.
  * The stack is read a page at a time, so a copy stops where the stack's mapping ends
- * instead of failing whole. 0 or -errno. */
+ * instead of failing whole. It starts at the red zone below %rsp where that is mapped:
+ * a leaf function keeps live data there, and an epilogue's CFI may place a register
+ * there too — after glibc free's `pop %rbp`, at its `ret`, the CFI still says the
+ * caller's %rbp is at CFA-16, which is %rsp-8 — so a copy from %rsp up lost the caller of
+ * every sample that landed on such a `ret` (perf's copy, from %rsp, loses them). 0 or
+ * -errno. */
 static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_key *key, __u32 tid,
 				       __u32 fallback, struct oncpu_counters *c)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 want = stack_copy, got = 0;
+	__u64 want = stack_copy, got = 0, below = ONCPU_RED_ZONE;
 	struct oncpu_dwarf_sample *d;
 	struct pt_regs regs;
 	__u8 *buf;
@@ -261,7 +266,11 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	d->regs[14] = regs.r14;
 	d->regs[15] = regs.r15;
 	d->regs[16] = regs.ip;
-	sp = regs.sp;
+	sp = regs.sp - below;
+	if (bpf_probe_read_user(d->stack, 8, (void *)sp)) {
+		below = 0; /* %rsp at the bottom of its mapping: from %rsp up */
+		sp = regs.sp;
+	}
 
 	if (want > ONCPU_STACK_MAX)
 		want = ONCPU_STACK_MAX;
@@ -291,6 +300,8 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	d->lost = key->lost & (ONCPU_LOST_KSTACK_FULL | ONCPU_LOST_KSTACK_ERROR);
 	d->stack_len = got;
 	d->fallback = fallback;
+	d->below_sp = below;
+	d->pad = 0;
 	d->knr = sc->kernel.nr < ONCPU_MAX_DEPTH ? sc->kernel.nr : ONCPU_MAX_DEPTH;
 	__builtin_memcpy(d->comm, key->comm, sizeof(d->comm));
 	if (bpf_probe_read_kernel(d->kips, sizeof(d->kips), sc->kernel.ips))

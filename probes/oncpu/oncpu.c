@@ -45,7 +45,8 @@ _Static_assert(sizeof(struct oncpu_key) == 56, "oncpu_key ABI");
 _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
 _Static_assert(sizeof(struct oncpu_counters) == 88, "oncpu_counters ABI");
 _Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
-_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1208, "oncpu_dwarf_sample ABI");
+_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1216, "oncpu_dwarf_sample ABI");
+_Static_assert(ONCPU_RED_ZONE == PROBE_RED_ZONE, "one red zone");
 _Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       ONCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       ONCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
@@ -353,6 +354,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		.stack = d->stack,
 		.stack_len = d->stack_len <= size - sizeof(*d) ? d->stack_len :
 								   (uint32_t)(size - sizeof(*d)),
+		.stack_addr = d->regs[7] - (d->below_sp <= ONCPU_RED_ZONE ? d->below_sp : 0),
 		.kstack = (const uint64_t *)d->kips,
 		.nkernel = d->knr < ONCPU_MAX_DEPTH ? d->knr : ONCPU_MAX_DEPTH,
 		.lost = d->lost,

@@ -79,15 +79,21 @@ struct oncpu_key {
 
 /* A ring-buffer record: one sample whose user stack user space unwinds from a copy of
  * its registers and of the stack above its %rsp (stack_len bytes follow the header). */
+/* The x86-64 ABI's red zone: the 128 bytes below %rsp, which a leaf function may use
+ * without moving %rsp and which signal delivery preserves. */
+#define ONCPU_RED_ZONE 128
+
 struct oncpu_dwarf_sample {
 	__u32 tgid;
 	__u32 tid;
 	__u64 phase;		  /* as in oncpu_key */
 	__u64 entry;		  /* as in oncpu_key */
 	__u32 lost;		  /* ONCPU_LOST_KSTACK_* */
-	__u32 stack_len;	  /* bytes of stack copied from regs[7] up */
+	__u32 stack_len;	  /* bytes of stack copied from regs[7] - below_sp up */
 	__u32 knr;		  /* kernel ips in kips */
 	__u32 fallback;		  /* 1: auto mode, the frame-pointer walk was not trusted */
+	__u32 below_sp;		  /* bytes of the copy below regs[7]: ONCPU_RED_ZONE or 0 */
+	__u32 pad;
 	char comm[ONCPU_COMM_LEN];
 	__u64 regs[ONCPU_NREGS];
 	__u64 kips[ONCPU_MAX_DEPTH]; /* the kernel stack, leaf first */

@@ -1614,12 +1614,38 @@ Test(usyms, code_ranges_of_this_process, .disabled = BINARY_LACKS_FP)
 		  "start_thread [%#" PRIx64 ", +%#" PRIx64 ") is not a root", st_at, size);
 	cr_expect_not(overlaps(out, n, st_at, st_at + size, AN_CODE_NOFP));
 
-	/* this binary has frame pointers: no NOFP piece in it, and its root is exact */
+	/* this binary has frame pointers: its one NOFP piece is its PLT (stubs that keep no
+	 * frame), exactly, and its root is exact */
 	ne = exec_maps_of(exe.path, es, ee, 8);
 	cr_assert_geq(ne, 1);
-	for (int i = 0; i < ne; i++)
-		cr_expect_not(overlaps(out, n, es[i], ee[i], AN_CODE_NOFP), "%s is marked NOFP",
-			      exe.path);
+	st = an_symtab_load(exe.path);
+	cr_assert_not_null(st);
+	cr_assert_eq(an_symtab_plt(st, &vaddr, &size), 0, "%s has no PLT", exe.path);
+	cr_assert_eq(an_symtab_vaddr_to_offset(st, vaddr, &off), 0);
+	an_symtab_free(st);
+	uint64_t plt_at = 0;
+	for (int i = 0; i < ne; i++) {
+		struct self_map m;
+
+		find_self_map(es[i], &m);
+		if (off >= m.pgoff && off - m.pgoff < m.end - m.start)
+			plt_at = m.start + (off - m.pgoff);
+	}
+	cr_assert_neq(plt_at, 0, "the PLT is in no executable mapping of %s", exe.path);
+	int nplt = 0;
+	for (int i = 0; i < n; i++) {
+		bool in_exe = false;
+
+		for (int k = 0; k < ne; k++)
+			in_exe |= out[i].start < ee[k] && es[k] < out[i].end;
+		if (!in_exe || out[i].kind != AN_CODE_NOFP)
+			continue;
+		nplt++;
+		cr_expect(out[i].start == plt_at && out[i].end == plt_at + size,
+			  "%s: NOFP [%#" PRIx64 ", %#" PRIx64 ") is not its PLT [%#" PRIx64
+			  ", +%#" PRIx64 ")", exe.path, out[i].start, out[i].end, plt_at, size);
+	}
+	cr_expect_eq(nplt, 1, "%s: %d NOFP pieces", exe.path, nplt);
 	bool beta = false;
 	for (int i = 0; i < n; i++)
 		beta |= out[i].kind == AN_CODE_ROOT &&

@@ -97,6 +97,7 @@ struct dwarf_seen {
 	int ret;                  /* what on_dwarf returns */
 	uint64_t n, fallback, wrong_tgid, wrong_comm, wrong_phase, empty, too_long, stack_bytes;
 	uint64_t with_kernel, bad_kernel_ip, kernel_lost;
+	uint64_t red_zone; /* copies that begin PROBE_RED_ZONE below %rsp */
 	uint64_t rip_in_code, rip_in_busy, rip_in_libc;
 	uint64_t in_hot, hot_caller_ok; /* samples in hot; of them, whose frame on the copied
 					 * stack returns into caller */
@@ -119,6 +120,7 @@ static int on_dwarf(const struct probe_dwarf_sample *s, void *ctx)
 	for (uint32_t i = 0; i < s->nkernel; i++)
 		d->bad_kernel_ip += (int64_t)s->kstack[i] >= 0; /* kernel addresses: top bit set */
 	d->empty += s->stack_len == 0;
+	d->red_zone += s->stack_addr == rsp - PROBE_RED_ZONE && s->stack_len > PROBE_RED_ZONE;
 	d->too_long += s->stack_len > d->stack_copy;
 	d->stack_bytes += s->stack_len;
 	if (s->stack_len > d->max_len)
@@ -132,10 +134,11 @@ static int on_dwarf(const struct probe_dwarf_sample *s, void *ctx)
 		d->in_hot++;
 		/* hot sets up a frame: %rbp points into the copy at the saved %rbp, and
 		 * the word above it returns into its caller */
-		if (rbp >= rsp && rbp - rsp + 16 <= s->stack_len) {
+		if (rbp >= rsp && rbp - s->stack_addr + 16 <= s->stack_len) {
 			uint64_t ret;
 
-			memcpy(&ret, (const char *)s->stack + (rbp - rsp) + 8, sizeof(ret));
+			memcpy(&ret, (const char *)s->stack + (rbp - s->stack_addr) + 8,
+			       sizeof(ret));
 			d->hot_caller_ok += in_span(&d->caller, ret - 1);
 		}
 	}
@@ -398,6 +401,10 @@ Test(oncpu_dwarf, dwarf_mode_hands_every_sample_over_whole)
 	/* the copy is the stack from %rsp up, at most stack_copy bytes */
 	cr_expect_eq(d.empty, 0);
 	cr_expect_eq(d.too_long, 0, "copies up to %u bytes, asked %u", d.max_len, d.stack_copy);
+	/* busy's stacks are deep in their mappings: every copy holds the red zone, where an
+	 * epilogue's CFI may say a register is */
+	cr_expect_eq(d.red_zone, d.n, "%" PRIu64 " of %" PRIu64 " copies hold the red zone",
+		     d.red_zone, d.n);
 	cr_expect_geq(d.hot_caller_ok * 10, d.in_hot * 9,
 		      "the copied frame returns into busy_hot_loop in %" PRIu64 " of %" PRIu64,
 		      d.hot_caller_ok, d.in_hot);
