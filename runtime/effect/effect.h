@@ -11,8 +11,8 @@
  *   FX_STACK  a run loop with an explicit continuation stack: time and allocation are
  *             linear in the depth of a left-associated chain of binds;
  *   FX_NAIVE  the same loop, but it copies its whole pending continuation list on every
- *             push, as a persistent list would: quadratic time and bytes on a
- *             left-associated chain — the pathology one study found in Kyo.
+ *             push, a fresh allocation per cell: quadratic time, allocations and bytes
+ *             on a left-associated chain — the pathology one study found in Kyo.
  * Both give the same results, side effects and errors.
  *
  * Errors. A run fails when it meets fx_raise, or when a callback (thunk, map function,

@@ -36,7 +36,7 @@ static uint64_t json_u64(const char *text, const char *key)
 Test(alloc_run, a_run_writes_allocation_stacks_beside_the_accounting, .timeout = 120,
      .disabled = ALLOC_RUN_OFF)
 {
-	const char *argv[] = { "run", "bind-chain", "-P", "interpreter=naive", "-P", "depth=2000",
+	const char *argv[] = { "run", "bind-chain", "-P", "interpreter=naive", "-P", "depth=500",
 			       "--quick", "--probes", "alloc", "--alloc-sample", "64K", "--out",
 			       in_dir("r"), NULL };
 	char path[1024], why[256], *json, *md, *part;
