@@ -51,7 +51,7 @@ static const char doc[] =
 	"sweep.json and sweep.svg (a log-log plot: points with error bars, the fitted "
 	"lines, a legend).\v"
 	"Examples:\n"
-	"  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 --quick\n"
+	"  schedlab sweep bind-chain -P depth=1000,2000,5000,10000 --quick\n"
 	"  schedlab sweep bind-chain -P depth=1000,10000 -P interpreter=naive,stack\n"
 	"  schedlab sweep spawn-join -P n=100,1000,10000 --preset ce,kyo -o /tmp/sj\n"
 	"  schedlab sweep workers -c workers=1,2 -P rounds=16,64,256 --probes none\n\n"

@@ -53,7 +53,7 @@ static void usage(FILE *out)
 		     "  schedlab flame results/latest/oncpu.folded -o /tmp/oncpu.svg\n"
 		     "  schedlab compare results/RUN_A results/latest\n"
 		     "  schedlab diagnose results/latest\n"
-		     "  schedlab sweep bind-chain -P depth=1000,3000,10000,30000 --quick\n"
+		     "  schedlab sweep bind-chain -P depth=1000,2000,5000,10000 --quick\n"
 		     "  schedlab suite kyo-blocking --quick\n\n"
 		     "'schedlab help COMMAND' (or 'schedlab COMMAND --help') shows a command's\n"
 		     "options and examples; 'schedlab --version' its version.\n");

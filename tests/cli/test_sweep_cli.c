@@ -78,7 +78,7 @@ Test(sweep_cli, help_shows_usage_and_examples)
 	const char *argv[] = { "sweep", "--help", NULL };
 
 	cr_expect_eq(run_schedlab(argv), 0);
-	cr_expect_not_null(strstr(out_text, "-P depth=1000,3000,10000,30000 --quick"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "-P depth=1000,2000,5000,10000 --quick"), "%s", out_text);
 	cr_expect_not_null(strstr(out_text, "at most 64"), "%s", out_text);
 }
 
