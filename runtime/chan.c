@@ -70,9 +70,23 @@ static inline uint32_t chan_lessee(uint64_t mask, bool recv)
 #define CHAN_SLIP        32
 
 /* Claims in a row, at consecutive positions, by one thread before it leases the side: a
- * second sender (receiver) interleaving resets the count, so a contended side stays on
- * CAS and never pays for revocations. */
+ * second sender (receiver) interleaving resets the count, so a side that two threads
+ * claim from by turns stays on CAS and never pays for revocations. */
 #define CHAN_CLAIM_STREAK 64
+
+/* Threads that take turns on a side in bursts longer than the streak would pay a
+ * revocation, a membarrier(2) of tens of microseconds here, at every turn: the two
+ * workers receiving from bounded-workers' queue under ce spent 37% of their samples in
+ * it, for leases of about 100 claims each. A lease that carried CHAN_LEASE_PAYS claims
+ * or more paid for its revocation: queue-spsc's, some 2,000 claims each (a revocation
+ * an op, as its two tasks change threads), ran 3% slower when a threshold of 2,048 backed
+ * them off. Each revocation of a lease that did not pay doubles the streak that leases
+ * the side again, up to CHAN_CLAIM_STREAK << CHAN_BACKOFF_MAX (a million claims); one
+ * that did starts the count again. So a side taken by turns in short bursts soon stays
+ * on CAS, one taken in long bursts keeps its leases, and one that a thread comes to use
+ * alone is leased again, later. Biased locking's revocation threshold, per side. */
+#define CHAN_LEASE_PAYS  512
+#define CHAN_BACKOFF_MAX 14
 
 /* chan_push()/chan_pop(): the side is leased to another thread; revoke and retry. */
 #define CHAN_ELSEWHERE 1
@@ -231,6 +245,7 @@ static void chan_claim(struct rt_chan *c, bool recv, uint32_t token)
 			return;
 	} while (!__atomic_compare_exchange_n(ctr, &v, v | CHAN_LEASED, true, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
+	c->leased_at[recv] = v & CHAN_POS;
 	/* the lessee is this thread; other readers only compare the token with theirs */
 	__atomic_store_n(&c->mask, mask | ((uint64_t)token << chan_token_shift(recv)),
 			 __ATOMIC_SEQ_CST);
@@ -238,8 +253,9 @@ static void chan_claim(struct rt_chan *c, bool recv, uint32_t token)
 
 /* End the lease on one side of c, if any: take the token away, make sure the lessee is
  * not inside a critical section that began before it could see that, then clear the
- * bit, after which CAS claims succeed again. */
-static void chan_revoke(struct rt_chan *c, bool recv)
+ * bit, after which CAS claims succeed again. The claims made under the lease; 0 when
+ * there was none. */
+static uint64_t chan_revoke(struct rt_chan *c, bool recv)
 {
 	uint64_t *ctr = recv ? &c->head : &c->tail;
 	uint64_t mask = chan_mask(c);
@@ -247,7 +263,7 @@ static void chan_revoke(struct rt_chan *c, bool recv)
 	const struct rt_chan **busy;
 
 	if (!token)
-		return;
+		return 0;
 	busy = &chan_threads.busy[token - 1].c;
 	__atomic_store_n(&c->mask, mask & ~((uint64_t)CHAN_TOKEN_MAX << chan_token_shift(recv)),
 			 __ATOMIC_SEQ_CST);
@@ -259,15 +275,36 @@ static void chan_revoke(struct rt_chan *c, bool recv)
 	 * counter store is visible before we clear the bit */
 	while (__atomic_load_n(busy, __ATOMIC_ACQUIRE) == c)
 		sched_yield(); /* a few instructions, unless its thread was preempted there */
-	__atomic_fetch_and(ctr, ~CHAN_LEASED, __ATOMIC_SEQ_CST);
+	/* at least 1: the lease may have been taken at a claim the lessee then made */
+	return ((__atomic_fetch_and(ctr, ~CHAN_LEASED, __ATOMIC_SEQ_CST) & CHAN_POS) -
+		c->leased_at[recv]) | 1;
 }
 
-/* Another thread holds the side we want: revoke its lease. */
+/* Another thread holds the side we want: revoke its lease, and back the side's next
+ * lease off if this one did not pay (CHAN_LEASE_PAYS). */
 static void chan_unlease(struct rt_chan *c, bool recv)
 {
+	uint64_t claims;
+	unsigned n;
+
 	rt__lock(&c->lock);
-	chan_revoke(c, recv);
+	claims = chan_revoke(c, recv);
+	n = c->backoff[recv];
+	if (claims >= CHAN_LEASE_PAYS)
+		n = 0;
+	else if (claims && n < CHAN_BACKOFF_MAX)
+		n++;
+	/* read without the lock by chan_claimed() */
+	__atomic_store_n(&c->backoff[recv], n, __ATOMIC_RELAXED);
 	rt__unlock(&c->lock);
+}
+
+/* The streak that leases this side of c now. */
+static inline uint32_t chan_streak_needed(const struct rt_chan *c, bool recv)
+{
+	unsigned n = __atomic_load_n(&c->backoff[recv], __ATOMIC_RELAXED);
+
+	return CHAN_CLAIM_STREAK << n;
 }
 
 /* After a CAS claim of pos: count claims in a row, and lease the side at the streak. */
@@ -280,7 +317,7 @@ static void chan_claimed(struct rt_chan *c, struct chan_thread *me, bool recv, u
 		run->streak = 0;
 	run->c = c;
 	run->next = pos + 1;
-	if (++run->streak < CHAN_CLAIM_STREAK)
+	if (++run->streak < chan_streak_needed(c, recv))
 		return;
 	run->streak = 0;
 	token = chan_token(me);
@@ -313,6 +350,11 @@ int rt__chan_init_at(struct rt_chan *c, void **slots, uint32_t cap, uint64_t sta
 uint32_t rt__chan_lessee(const struct rt_chan *c, bool recv)
 {
 	return chan_lessee(chan_mask(c), recv);
+}
+
+unsigned rt__chan_backoff(const struct rt_chan *c, bool recv)
+{
+	return __atomic_load_n(&c->backoff[recv], __ATOMIC_RELAXED);
 }
 
 int rt_chan_init(struct rt_chan *c, void **slots, uint32_t cap)

@@ -751,6 +751,8 @@ void rt__wake_all(struct rt__waiter *head);
 int rt__chan_init_at(struct rt_chan *c, void **slots, uint32_t cap, uint64_t start);
 /* The token of the thread one side of c is leased to (0: none); for tests. */
 uint32_t rt__chan_lessee(const struct rt_chan *c, bool recv);
+/* How many times over the streak one side needs before its next lease; for tests. */
+unsigned rt__chan_backoff(const struct rt_chan *c, bool recv);
 
 
 /* ---- the runtime's own calls to its phase functions ---- */

@@ -455,6 +455,8 @@ struct rt_chan {
 	uint32_t recv_waiting;          /* private: receivers listed; read by every send */
 	uint32_t send_waiting;          /* private: senders listed; read by every receive */
 	uint32_t lock;                  /* private: guards the two lists */
+	uint8_t backoff[2];             /* private: each side's leases that did not pay */
+	uint64_t leased_at[2];          /* private: each side's position when last leased */
 	struct rt__wait_list recvq;     /* private */
 	struct rt__wait_list sendq;     /* private */
 };

@@ -5,7 +5,9 @@
  * and producers racing consumers under 2 and 8 workers and every preset, where each
  * consumer checks every producer's sequence numbers arrive in order and every item is
  * received exactly once. Leases: a side one thread uses alone is leased to it, another
- * thread revokes the lease without losing or reordering an item, and close ends it.
+ * thread revokes the lease without losing or reordering an item, a side two threads
+ * take by turns in short bursts stops being leased (in long ones it keeps its leases),
+ * and close ends a lease.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -236,6 +238,112 @@ Test(chan, another_thread_revokes_a_lease)
 		cr_assert_eq((uintptr_t)v, i);
 	}
 	cr_expect_eq(rt_chan_len(&j->c), 0);
+	free(j);
+}
+
+/* Two threads that take turns on the receive side, `turns` bursts of `burst` items, then
+ * the test's thread takes `tail` more alone. Each thread records whether the side was
+ * leased at the end of its burst. */
+#define TURNS_MAX 20
+
+struct turn_job {
+	struct rt_chan c;
+	uint32_t turns, burst, tail;
+	uint32_t turn;  /* whose burst it is: turn % 2 */
+	uintptr_t next; /* the item the next receive must return */
+	uint32_t leased_at_end[TURNS_MAX];
+	void *slots[];
+};
+
+struct turn_arg {
+	struct turn_job *j;
+	uint32_t me;
+};
+
+static void *turn_thread(void *arg)
+{
+	struct turn_arg *a = arg;
+	struct turn_job *j = a->j;
+	void *v;
+
+	for (uint32_t t = a->me; t < j->turns; t += 2) {
+		/* acquire: the other thread's receives and its store of next come first */
+		while (__atomic_load_n(&j->turn, __ATOMIC_ACQUIRE) != t)
+			sched_yield();
+		for (uint32_t i = 0; i < j->burst; i++) {
+			CHECK(rt_chan_recv(&j->c, &v) == 0);
+			CHECK((uintptr_t)v == j->next);
+			j->next++;
+		}
+		j->leased_at_end[t] = rt__chan_lessee(&j->c, true);
+		__atomic_store_n(&j->turn, t + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static struct turn_job *take_turns(uint32_t turns, uint32_t burst, uint32_t tail)
+{
+	uint32_t items = turns * burst + tail, cap = 2;
+	struct turn_job *j;
+	struct turn_arg args[2];
+	pthread_t t[2];
+	void *v;
+
+	while (cap < items)
+		cap *= 2;
+	/* aligned_alloc: a size that is a multiple of the alignment */
+	j = aligned_alloc(64, (sizeof(*j) + RT_CHAN_SLOTS(cap) * sizeof(void *) + 63) & ~(size_t)63);
+	cr_assert_not_null(j);
+	*j = (struct turn_job){ .turns = turns, .burst = burst, .tail = tail };
+	failures = 0;
+	cr_assert_eq(rt_chan_init(&j->c, j->slots, cap), 0);
+	for (uintptr_t i = 0; i < items; i++)
+		cr_assert_eq(rt_chan_send(&j->c, (void *)i), 0);
+	for (uint32_t k = 0; k < 2; k++) {
+		args[k] = (struct turn_arg){ j, k };
+		cr_assert_eq(pthread_create(&t[k], NULL, turn_thread, &args[k]), 0);
+	}
+	for (uint32_t k = 0; k < 2; k++)
+		cr_assert_eq(pthread_join(t[k], NULL), 0);
+	cr_expect_eq(failures, 0, "every item once, in order");
+	cr_expect_neq(j->leased_at_end[0], 0, "the first turn leases the side");
+	for (uintptr_t i = j->next; i < items; i++) {
+		cr_assert_eq(rt_chan_recv(&j->c, &v), 0);
+		cr_assert_eq((uintptr_t)v, i);
+	}
+	return j;
+}
+
+/* Bursts of 200, over the streak of 64: without a back-off every turn leased the side
+ * and the next revoked it (a membarrier each) for 136 claims. Each revocation of a lease
+ * that short (under 512) doubles the streak the side needs, so the bursts lease it at
+ * 64 and 128, never at 256: it stays on CAS. A thread that then takes it alone for 300
+ * claims gets the lease again. */
+Test(chan, a_side_taken_by_turns_in_short_bursts_stops_being_leased)
+{
+	struct turn_job *j;
+
+	need_membarrier();
+	j = take_turns(20, 200, 300);
+	cr_expect_eq(rt__chan_backoff(&j->c, true), 2, "twice 136 claims leased");
+	cr_expect_neq(j->leased_at_end[1], 0, "the second turn's streak of 128 leased it");
+	for (uint32_t k = 2; k < j->turns; k++)
+		cr_expect_eq(j->leased_at_end[k], 0, "turn %u leased the side again", k);
+	cr_expect_neq(rt__chan_lessee(&j->c, true), 0, "used alone for 300 claims, it is leased");
+	free(j);
+}
+
+/* Bursts of 6,000: each lease carries 5,936 claims, over the 512 that pay for its
+ * revocation, so no turn backs the side off and every turn leases it. */
+Test(chan, a_side_taken_by_turns_in_long_bursts_keeps_its_leases)
+{
+	struct turn_job *j;
+
+	need_membarrier();
+	j = take_turns(6, 6000, 0);
+	cr_expect_eq(rt__chan_backoff(&j->c, true), 0);
+	for (uint32_t k = 0; k < j->turns; k++)
+		cr_expect_neq(j->leased_at_end[k], 0, "turn %u did not lease the side", k);
 	free(j);
 }
 
