@@ -169,6 +169,7 @@ struct hx_profile {
 	enum probe_callgraph callgraph;
 	struct an_symcache *symcache;
 	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */
+	bool ksyms_tried;            /* read before the first fork measures, not at attach */
 	struct an_rules *rules;      /* the stack rules (analysis/categories.rules) */
 	struct an_folded *folded;    /* [category];comm;[task: ENTRY];user frames;-;kernel
 				      * frames_[k] (the task frame only when the probe groups

@@ -490,7 +490,6 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	p->attach_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
 		       (uint64_t)(t1.tv_nsec - t0.tv_nsec) - p->cost_ns;
 	snprintf(p->status, sizeof(p->status), "attached");
-	p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
 	return 0;
 }
 
@@ -519,6 +518,12 @@ static int begin(void *ctx, pid_t pid, int64_t tls_off)
 
 	if (!p->attached)
 		return 0;
+	/* here, not at attach: symbolizing is not attaching, and the probes opened after
+	 * this one reuse the heap their BTF parse freed (probe__host_get()) */
+	if (!p->ksyms && !p->ksyms_tried) {
+		p->ksyms = an_ksyms_load(NULL); /* may fail: kernel frames then read [k]+0x... */
+		p->ksyms_tried = true;
+	}
 	live = calloc(1, sizeof(*live));
 	if (!live || !(live->fold = calloc(1, sizeof(*live->fold)))) {
 		free(live);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/membarrier.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,10 +76,28 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
 		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
 }
 
+/* libbpf parses the kernel's BTF (5.5 MB, 127,000 types here) into fresh heap for every
+ * object it loads, two copies of it, and frees them after the load. Fresh memory is
+ * what costs: on this VM the first touch of each page takes 12-15 us, faulted or
+ * populated in advance alike (the hypervisor's page tables), some 40 ms a parse. glibc
+ * serves blocks that large from mmap(2) and unmaps them on free, or trims the heap, so
+ * every loader paid it again. With the thresholds raised the freed pages stay in the
+ * heap and the next loader's parse reuses them. Only the loading process's allocator
+ * changes: a benchmark's fork is exec'd, with glibc's defaults. */
+static void keep_heap(void)
+{
+	/* 32 MiB: the largest mmap threshold glibc takes on 64-bit */
+	if (mallopt(M_MMAP_THRESHOLD, 32 << 20))
+		mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
 int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t len)
 {
+	static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 	char why[256];
 	struct stat ns;
+
+	pthread_once(&heap_once, keep_heap);
 
 	if (!probe__have_btf(why, sizeof(why))) {
 		snprintf(err, len, "%s: %s", probe, why);
