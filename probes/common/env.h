@@ -20,7 +20,9 @@ bool probe__have_btf(char *why, size_t len);
 /* What every loader needs of the machine before it opens its object: the kernel's BTF,
  * the possible CPUs (the length of a per-CPU map value) and the loader's pid namespace
  * (device and inode, for bpf_get_ns_current_pid_tgid), so that the ids its programs
- * report mean what the loader's pids mean. 0, or -errno with err filled, "PROBE: ...". */
+ * report mean what the loader's pids mean. The first call also has glibc keep freed
+ * heap, so that each loader's BTF parse reuses the pages of the one before (env.c).
+ * 0, or -errno with err filled, "PROBE: ...". */
 struct probe__host {
 	int ncpus;
 	unsigned long long pidns_dev, pidns_ino;
@@ -50,9 +52,5 @@ struct bpf_program;
  * stats_fd < 0, or -errno. */
 int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
 		      uint64_t *ns);
-
-/* "PROBE: STEP failed: strerror" plus libbpf's last word when it said one; EPERM and
- * EACCES lead with the fix. e is a positive errno. */
-void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
 
 #endif /* SCHEDLAB_PROBES_COMMON_ENV_H */
