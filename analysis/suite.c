@@ -340,6 +340,13 @@ static bool wide(const struct an_suite_result *r)
 	return isfinite(r->error) && r->error > 0.5 * fabs(r->value);
 }
 
+/* Whether the 99.9% intervals of two figures overlap; never when either has none. */
+static bool overlap(const struct an_suite_result *a, const struct an_suite_result *b)
+{
+	return isfinite(a->error) && isfinite(b->error) &&
+	       fabs(a->value - b->value) <= a->error + b->error;
+}
+
 /* Which way a table's figures are better: rates up; times, bytes and footprints (ns/op,
  * B/op, MiB) down. */
 static bool higher_is_better(const char *unit)
@@ -395,6 +402,12 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 		snprintf(out->text, sizeof(out->text), out->holds ? "holds (a tie, as in the study)" :
 			 "does not hold: the study found a tie, here %s wins",
 			 (out->ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);
+	} else if ((out->ratio > 1) != (out->study_ratio > 1) && overlap(&res[i], &res[ref])) {
+		/* the study's winner is not ours by the means, but our intervals cannot tell
+		 * the two rows apart: neither a match nor a miss */
+		snprintf(out->text, sizeof(out->text), "cannot tell: our two intervals overlap "
+			 "(the study: %s ahead)",
+			 (out->study_ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);
 	} else if ((out->ratio > 1) != (out->study_ratio > 1)) {
 		out->holds = 0;
 		snprintf(out->text, sizeof(out->text), "does not hold: the other winner");

@@ -214,6 +214,16 @@ Test(suite, shape_bands_ties_and_winners_at_their_edges)
 	an_suite_shape(&tables[0], r, 2, &sh);
 	cr_expect_eq(sh.holds, 0);
 	cr_expect_str_eq(sh.text, "does not hold: the other winner");
+	/* unless our intervals overlap: then the run cannot tell who wins */
+	r[2].error = r[2].value - r[0].value - r[0].error;
+	an_suite_shape(&tables[0], r, 2, &sh);
+	cr_expect_eq(sh.holds, -1, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "cannot tell: our two intervals overlap (the study: reference "
+				  "ahead)");
+	r[2].error *= 0.99;
+	an_suite_shape(&tables[0], r, 2, &sh);
+	cr_expect_eq(sh.holds, 0, "%s", sh.text);
+	r[2].error = 12;
 	/* nothing to judge without a figure on either side */
 	an_suite_shape(&tables[0], r, 5, &sh);
 	cr_expect_eq(sh.holds, -1, "%s", sh.text);
