@@ -21,7 +21,9 @@
 
 /* A study's ratio this close to 1 names no winner: the studies' own intervals overlap
  * there (callback TCP: Kyo 139.99 ± 1.73 against cats-effect 141.53 ± 3.07). Such a cell
- * holds when ours is within AN_TIE_BAND of 1, a tie here too. */
+ * holds when ours is within AN_TIE_BAND of 1, or when our two intervals overlap: a tie
+ * here too. By the same rule, where the study names a winner and our means the other,
+ * overlapping intervals leave the shape unjudged, neither held nor missed. */
 #define AN_TIE	    1.1
 #define AN_TIE_BAND 1.25
 
@@ -397,7 +399,13 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 	}
 	noisy = wide(&res[i]) || wide(&res[ref]);
 	q = out->ratio / out->study_ratio;
-	if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
+	if (fabs(log(out->study_ratio)) < log(AN_TIE) && fabs(log(out->ratio)) > log(AN_TIE_BAND) &&
+	    overlap(&res[i], &res[ref])) {
+		/* outside the band by the means, but our intervals name no winner either */
+		out->holds = 1;
+		snprintf(out->text, sizeof(out->text), "holds (a tie, as in the study: our two "
+			 "intervals overlap)");
+	} else if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
 		out->holds = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
 		snprintf(out->text, sizeof(out->text), out->holds ? "holds (a tie, as in the study)" :
 			 "does not hold: the study found a tie, here %s wins",

@@ -201,6 +201,15 @@ Test(suite, shape_bands_ties_and_winners_at_their_edges)
 	an_suite_shape(&tables[0], r, 4, &sh);
 	cr_expect_eq(sh.holds, 0, "%s", sh.text);
 	cr_expect_str_eq(sh.text, "does not hold: the study found a tie, here tie wins");
+	/* outside the band, but with intervals that overlap ours names no winner either */
+	r[4].error = 1260 - 1000 - 10;
+	an_suite_shape(&tables[0], r, 4, &sh);
+	cr_expect_eq(sh.holds, 1, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "holds (a tie, as in the study: our two intervals overlap)");
+	r[4].error = 249;
+	an_suite_shape(&tables[0], r, 4, &sh);
+	cr_expect_eq(sh.holds, 0, "%s", sh.text);
+	r[4].error = NAN;
 	/* in a table of times, the row with the larger figure is the slower one */
 	{
 		struct an_suite_table times = tables[0];
