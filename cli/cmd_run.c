@@ -1038,6 +1038,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.group = probe_oncpu_group_task(prof->oncpu) ? "task" : "thread";
 		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
 		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
+		probe.stack_entries = probe_oncpu_stack_entries(prof->oncpu);
+		probe.count_entries = probe_oncpu_count_entries(prof->oncpu);
 		probe.stack_bytes = prof->stats.stack_bytes;
 		probe.unwind_ns = prof->unwind_ns;
 		probe.unwind_error = prof->unwind_error;

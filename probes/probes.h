@@ -143,6 +143,9 @@ int probe_oncpu_prog_stats(const struct probe_oncpu *p, uint64_t *runs, uint64_t
 /* DWARF modes: the user stack bytes each sample copies, and the ring buffer's size. */
 unsigned probe_oncpu_stack_copy(const struct probe_oncpu *p);
 unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p);
+/* The maps' sizes as loaded: distinct stacks, and aggregated counts, per drain. */
+unsigned probe_oncpu_stack_entries(const struct probe_oncpu *p);
+unsigned probe_oncpu_count_entries(const struct probe_oncpu *p);
 
 /* Start keeping samples of t's threads; stop keeping any. The perf events run only in
  * between (a high frequency costs nothing while stopped), and t's process CPU clock is

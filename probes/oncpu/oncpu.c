@@ -619,6 +619,16 @@ unsigned probe_oncpu_ring_bytes(const struct probe_oncpu *p)
 	return p->ring_bytes;
 }
 
+unsigned probe_oncpu_stack_entries(const struct probe_oncpu *p)
+{
+	return bpf_map__max_entries(p->skel->maps.stacks);
+}
+
+unsigned probe_oncpu_count_entries(const struct probe_oncpu *p)
+{
+	return p->count_entries;
+}
+
 const char *probe_oncpu_event_note(const struct probe_oncpu *p)
 {
 	return p->pe.note;

@@ -76,6 +76,7 @@ static struct an_probe_summary probe(const struct an_stack_quality *q,
 		.name = "oncpu", .attached = true, .status = "attached", .event = "cpu-clock",
 		.event_note = "", .freq = 999, .samples = 2000, .callgraph = "auto",
 		.stack_copy = 16384, .ring_bytes = 1 << 24, .stack_bytes = 300 * 8192,
+		.stack_entries = 16384, .count_entries = 40960,
 		.unwind_ns = 300 * 9000, .prog_runs = 4000, .prog_ns = 4000 * 5000,
 		.quality = q, .agreement = a, .nrules = 45,
 		.phase_samples = { [1] = 1000, [2] = 600, [3] = 400 },
@@ -144,7 +145,28 @@ Test(report, json_carries_the_stacks_and_the_agreement)
 	cr_expect_not_null(strstr(js, "\"largest_gap_category\": \"scheduling\""), "%s", js);
 	cr_expect_not_null(strstr(js, "\"by_stack\": {\"other\": 0, \"work\": 1010"), "%s", js);
 	cr_expect_not_null(strstr(js, "\"program\": {\"runs\": 4000, \"ns\": 20000000}"), "%s", js);
+	cr_expect_not_null(strstr(js, "\"maps\": {\"stack_entries\": 16384, \"count_entries\": "
+				      "40960}"), "%s", js);
 	free(js);
+}
+
+/* A full map is a loss the user can act on only knowing its size: the line says it. */
+Test(report, markdown_gives_the_map_sizes_where_a_map_filled)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	struct an_run r = run_with(&p);
+	char *md = render(an_report_markdown, &r);
+
+	cr_expect_null(strstr(md, "the maps hold"), "nothing filled: %s", md);
+	free(md);
+	p.counts_full = 3;
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, "3 with the counts map full"), "%s", md);
+	cr_expect_not_null(strstr(md, "; the maps hold 16384 distinct stacks and 40960 counts a "
+				      "fork"), "%s", md);
+	free(md);
 }
 
 Test(report, frame_pointer_mode_says_so_and_shows_no_dwarf_costs)
