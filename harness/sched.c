@@ -298,6 +298,9 @@ static void sched_json(FILE *out, const void *data)
 	for (int k = 0; k < PROBE_SCHED_NEVENTS; k++)
 		fprintf(out, "%s\"thread_map_full_%s\": %llu", k ? ", " : "", event_names[k],
 			(unsigned long long)s->st.lost[k]);
+	fprintf(out, ", \"unseen_switch_ins\": %llu, \"unseen_span_ms\": ",
+		(unsigned long long)s->st.unseen_ins);
+	an_json_num(out, (double)s->st.unseen_ns / 1e6);
 	fputs("}, \"program\": ", out);
 	if (s->cost_ok) {
 		fprintf(out, "{\"runs\": %llu, \"ns\": %llu, \"ns_per_run\": ",
@@ -359,7 +362,7 @@ static void sched_md(FILE *out, const void *data)
 	fprintf(out, "\nThread map: %u entries per fork (4 × %u threads + %d). ", s->entries,
 		s->hint, EXTRA_THREADS);
 	if (!lost) {
-		fprintf(out, "Nothing lost: all %llu events of the benchmark's threads kept.",
+		fprintf(out, "No thread missing: all %llu events of the benchmark's threads kept.",
 			(unsigned long long)seen);
 	} else {
 		fprintf(out, "Lost %llu of %llu events, of threads the map had no room for "
@@ -371,6 +374,15 @@ static void sched_md(FILE *out, const void *data)
 			(unsigned long long)s->st.lost[PROBE_SCHED_WAKEUP],
 			(unsigned long long)s->st.lost[PROBE_SCHED_MIGRATE]);
 	}
+	if (s->st.unseen_ins)
+		fprintf(out, " %llu switch-in%s never reached the sched_switch tracepoint (a "
+			"thread switched out twice with no switch-in between; perf record -e "
+			"sched:sched_switch shows the same gaps): on-CPU time lacks %s, which lie%s "
+			"within %.1f ms in all, and the histogram the run-queue wait%s they ended.",
+			(unsigned long long)s->st.unseen_ins, s->st.unseen_ins == 1 ? "" : "s",
+			s->st.unseen_ins == 1 ? "that interval" : "those intervals",
+			s->st.unseen_ins == 1 ? "s" : "", (double)s->st.unseen_ns / 1e6,
+			s->st.unseen_ins == 1 ? "" : "s");
 	if (s->cost_ok && s->runs)
 		fprintf(out, " Its programs ran %llu times (on every switch, wake-up and migration "
 			"of the machine while it was attached), %.0f ns a run.\n",

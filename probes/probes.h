@@ -344,6 +344,11 @@ struct probe_sched_thread {
 	uint64_t runq_ns;         /* their sum */
 	uint64_t runq_max_ns;
 	uint64_t hist[PROBE_SCHED_SLOTS];
+	uint64_t unseen_ins;      /* switch-ins that never reached the tracepoint (a switch-out
+				   * followed a switch-out): oncpu_ns lacks each interval, and
+				   * hist the run-queue wait it ended */
+	uint64_t unseen_ns;       /* the spans those intervals lie within, summed: oncpu_ns +
+				   * unseen_ns bounds the thread's time on a CPU from above */
 };
 
 struct probe_sched_stats {
@@ -351,6 +356,7 @@ struct probe_sched_stats {
 	uint64_t lost[PROBE_SCHED_NEVENTS]; /* of them, those whose thread found no room */
 	uint64_t threads;                   /* threads handed to fn */
 	uint64_t window_ns;                 /* time started */
+	uint64_t unseen_ins, unseen_ns;     /* the threads' unseen_ins and unseen_ns, summed */
 };
 
 typedef int (*probe_sched_fn)(const struct probe_sched_thread *t, void *ctx);

@@ -106,7 +106,13 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 	if (v->oncpu_since) {
 		v->oncpu_ns += now - v->oncpu_since;
 		v->oncpu_since = 0;
+	} else if (v->last_out_ns && now > v->last_out_ns) {
+		/* out, then out again: it came back to a CPU unseen in between. (None seen
+		 * before: it was on a CPU when the window began, not a loss.) */
+		v->unseen_ins++;
+		v->unseen_ns += now - v->last_out_ns;
 	}
+	v->last_out_ns = now;
 	/* __schedule(): a switch is voluntary only when not preempted and the thread's
 	 * state is not TASK_RUNNING (0); otherwise the thread stays on the run queue, and
 	 * its wait for the CPU starts now */

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct sched_thread) == 384, "sched_thread ABI");
+_Static_assert(sizeof(struct sched_thread) == 408, "sched_thread ABI");
 _Static_assert(sizeof(struct sched_counters) == 64, "sched_counters ABI");
 _Static_assert(SCHED_SLOTS == PROBE_SCHED_SLOTS && SCHED_NO_WORKER == PROBE_SCHED_NO_WORKER &&
 	       SCHED_NEV == PROBE_SCHED_NEVENTS && SCHED_EV_SWITCH_OUT == PROBE_SCHED_SWITCH_OUT &&
@@ -229,6 +229,8 @@ static void to_record(const struct sched_thread *v, __u32 tid, uint64_t stop_ns,
 	t->migrations = v->migrations;
 	t->wakeups = v->wakeups;
 	t->oncpu_ns = v->oncpu_ns;
+	t->unseen_ins = v->unseen_ins;
+	t->unseen_ns = v->unseen_ns;
 	/* on a CPU when the window stopped: its time up to the stop */
 	if (v->oncpu_since && stop_ns > v->oncpu_since)
 		t->oncpu_ns += stop_ns - v->oncpu_since;
@@ -264,6 +266,8 @@ int probe_sched_drain(struct probe_sched *p, probe_sched_fn fn, void *ctx,
 			to_record(&v, p->tids[i], p->stop_ns, &rec);
 			live_name(p->tgid, p->tids[i], rec.comm, sizeof(rec.comm));
 			stats->threads++;
+			stats->unseen_ins += rec.unseen_ins;
+			stats->unseen_ns += rec.unseen_ns;
 			ret = fn(&rec, ctx);
 		}
 		bpf_map_delete_elem(fd, &p->tids[i]);

@@ -48,6 +48,11 @@ struct sched_thread {
 	__u32 worker_changes; /* switch-outs whose worker differed from the one before */
 	char comm[SCHED_COMM_LEN]; /* its name at its first event, then at its first
 				    * SCHED_COMM_SWITCHES switch-outs */
+	__u64 last_out_ns;  /* its last switch-out; 0: none seen */
+	__u64 unseen_ins;   /* switch-outs after a switch-out: the switch-in between never
+			     * reached the tracepoint (seen here under load, by perf too) */
+	__u64 unseen_ns;    /* the time from the switch-out before each to it: what the
+			     * missed interval on the CPU lies within */
 };
 
 /* Per-CPU counters. */

@@ -248,10 +248,19 @@ Test(sched, oncpu_time_matches_the_threads_own_cpu_clock)
 	cr_assert_not_null(t);
 	cr_assert_gt(fig[0], 300 * 1000000L);
 	/* what the probe saw also holds the thread's few microseconds after its last
-	 * clock read, and misses the time before the go (it was waiting) */
+	 * clock read, and misses the time before the go (it was waiting). With both CPUs
+	 * busy, a switch-in now and then never reaches the tracepoint (perf sees the same
+	 * gaps): the probe counts each and the span its interval lies within, so the
+	 * thread's clock is between what it saw and that plus the spans. */
 	ratio = (double)t->oncpu_ns / (double)fig[0];
-	cr_expect(ratio > 0.97 && ratio < 1.03, "on-CPU %lu ns, the thread's clock %ld ns",
-		  t->oncpu_ns, fig[0]);
+	cr_expect(ratio < 1.03, "on-CPU %lu ns, the thread's clock %ld ns", t->oncpu_ns, fig[0]);
+	cr_expect((double)(t->oncpu_ns + t->unseen_ns) / (double)fig[0] > 0.97,
+		  "on-CPU %lu ns and %lu unseen switch-ins within %lu ns, the thread's clock %ld ns",
+		  t->oncpu_ns, t->unseen_ins, t->unseen_ns, fig[0]);
+	cr_expect_geq(st.unseen_ins, t->unseen_ins, "the totals hold the thread's");
+	if (t->unseen_ins)
+		cr_log_info("%lu unseen switch-ins within %lu ns; on-CPU %.3f of the clock",
+			    t->unseen_ins, t->unseen_ns, ratio);
 	child_end(&c);
 	probe_sched_free(p);
 }
