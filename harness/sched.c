@@ -362,7 +362,8 @@ static void sched_md(FILE *out, const void *data)
 	fprintf(out, "\nThread map: %u entries per fork (4 × %u threads + %d). ", s->entries,
 		s->hint, EXTRA_THREADS);
 	if (!lost) {
-		fprintf(out, "No thread missing: all %llu events of the benchmark's threads kept.",
+		fprintf(out, "%s: all %llu events of the benchmark's threads kept.",
+			s->st.unseen_ins ? "No thread missing" : "Nothing lost",
 			(unsigned long long)seen);
 	} else {
 		fprintf(out, "Lost %llu of %llu events, of threads the map had no room for "

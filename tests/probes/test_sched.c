@@ -416,7 +416,10 @@ Test(sched, two_forks_come_out_per_worker_in_result_json_and_report_md)
 	cr_expect_eq(strncmp(md, "### Scheduler\n", 14), 0, "%s", md);
 	cr_expect_not_null(strstr(md, "\n| worker 5 | 2 | "), "%s", md);
 	cr_expect_not_null(strstr(md, "\n| worker 6 | 2 | "), "%s", md);
-	cr_expect_not_null(strstr(md, "Nothing lost"), "%s", md);
+	/* or, where a switch-in never reached the tracepoint, that it did not */
+	cr_expect(strstr(md, "Nothing lost") ||
+		  (strstr(md, "No thread missing") &&
+		   strstr(md, "never reached the sched_switch tracepoint")), "%s", md);
 	free(md);
 	hx_sched_ops.close(state);
 }
