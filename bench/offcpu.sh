@@ -16,15 +16,5 @@ echo
 out=$("$BUILD/bench/offcpu_cost" "$ROUNDS" "$SECONDS_PER")
 echo "$out"
 
-# The goal (issue: offcpu and sched cost no more than perf stat counting the tracepoint,
-# per event), judged here from the two rows above, never typed in.
-echo "$out" | awk -F'|' -v probe='| offcpu, the child its target |' -v perf='| perf stat' -v col=4 '
-	function num(s) { gsub(/[^0-9.+-]/, "", s); return s + 0 }
-	index($0, probe) == 1 { p = num($col); hp = 1 }
-	index($0, perf) == 1 { q = num($col); hq = 1 }
-	END {
-		if (!hp || !hq) { print "\nGoal (≤ perf stat per event): not measured: a row is missing."; exit }
-		printf "\nGoal, the probe'"'"'s cost per event ≤ perf stat'"'"'s in the same rounds: %s (%+.0f ns against %+.0f ns).\n",
-			p <= q ? "**met**" : "**not met**", p, q
-	}'
-
+# The goal, judged from the two rows above (bench/per_event_goal.awk).
+echo "$out" | awk -F'|' -v probe='| offcpu, the child its target |' -v col=4 -f "$(dirname "$0")/per_event_goal.awk"
