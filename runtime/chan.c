@@ -275,7 +275,7 @@ static uint64_t chan_revoke(struct rt_chan *c, bool recv)
 	 * counter store is visible before we clear the bit */
 	while (__atomic_load_n(busy, __ATOMIC_ACQUIRE) == c)
 		sched_yield(); /* a few instructions, unless its thread was preempted there */
-	/* at least 1: the lease may have been taken at a claim the lessee then made */
+	/* | 1: a lease under which no claim was made is still one revoked (0: none was) */
 	return ((__atomic_fetch_and(ctr, ~CHAN_LEASED, __ATOMIC_SEQ_CST) & CHAN_POS) -
 		c->leased_at[recv]) | 1;
 }
