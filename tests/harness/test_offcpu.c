@@ -92,7 +92,10 @@ static void part_json(const struct an_probe_part *part, char *buf, size_t len)
 }
 
 /* Intervals whose switch-in the program did not see (counted as "restarted": rare, and
- * each costs the interval it ended, one nap at most), from the part's JSON. */
+ * each costs the interval it ended, one nap at most), from the part's JSON. The
+ * switch-in never reached the tracepoint: perf record -e sched:sched_switch shows the
+ * same gaps. A nap is allowed for at its measured length (measured / naps), which under
+ * load is well over the nap asked for. */
 static double restarted_of(const char *json)
 {
 	const char *p = strstr(json, "\"restarted\": ");
@@ -120,7 +123,10 @@ Test(harness_offcpu, folded_names_the_nap_under_its_class_in_microseconds)
 	f = read_folded("offcpu.folded");
 	us = weight_of(f, nap);
 	part_json(&part, json, sizeof(json));
-	cr_expect(us > 0.95 * (measured - restarted_of(json) * 2e6) / 1000.0 &&
+	/* 0.90: each nap's own measure also holds its time on a CPU around the sleep, and
+	 * with both CPUs busy a preemption there, an interval under another stack (92.3% of
+	 * the measure in one such run) */
+	cr_expect(us > 0.90 * (measured - restarted_of(json) * (double)measured / 50) / 1000.0 &&
 			  us < 1.05 * measured / 1000.0,
 		  "%llu us of naps in offcpu.folded, the child measured %llu ns, %g restarted",
 		  (unsigned long long)us, (unsigned long long)measured, restarted_of(json));
@@ -199,9 +205,11 @@ static void expect_lost_frame(const struct probe_offcpu_opts *o, const char *los
 	cr_expect_not_null(strstr(json, want), "%s", json);
 	snprintf(want, sizeof(want), "\"%s\": 0,", counter);
 	cr_expect_null(strstr(json, want), "%s counted: %s", counter, json);
-	/* the naps are all there, lost parts included */
+	/* the naps are all there, lost parts included. Each 1 ms nap's own measure also holds
+	 * its time on a CPU around the sleep, which no interval covers: with both CPUs busy
+	 * 47 intervals came to 1.117 ms each against naps of 1.189 ms, hence 0.90 */
 	cr_expect_geq((double)an_folded_total(f),
-		      0.95 * (measured - restarted_of(json) * 1e6) / 1000.0,
+		      0.90 * (measured - restarted_of(json) * (double)measured / 48) / 1000.0,
 		      "%llu us folded, %llu ns measured: %s", (unsigned long long)an_folded_total(f),
 		      (unsigned long long)measured, json);
 	an_folded_free(f);
