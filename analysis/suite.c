@@ -372,7 +372,7 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 {
 	const struct an_suite_cell *c = &t->cells[i], *r;
 	double band = c->band > 0 ? c->band : t->band, q;
-	bool noisy;
+	bool noisy, tied;
 	size_t ref;
 
 	out->ratio = out->study_ratio = NAN;
@@ -399,20 +399,22 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 	}
 	noisy = wide(&res[i]) || wide(&res[ref]);
 	q = out->ratio / out->study_ratio;
-	if (fabs(log(out->study_ratio)) < log(AN_TIE) && fabs(log(out->ratio)) > log(AN_TIE_BAND) &&
-	    overlap(&res[i], &res[ref])) {
-		/* outside the band by the means, but our intervals name no winner either */
-		out->holds = 1;
-		snprintf(out->text, sizeof(out->text), "holds (a tie, as in the study: our two "
-			 "intervals overlap)");
-	} else if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
-		out->holds = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
-		snprintf(out->text, sizeof(out->text), out->holds ? "holds (a tie, as in the study)" :
-			 "does not hold: the study found a tie, here %s wins",
-			 (out->ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);
-	} else if ((out->ratio > 1) != (out->study_ratio > 1) && overlap(&res[i], &res[ref])) {
-		/* the study's winner is not ours by the means, but our intervals cannot tell
-		 * the two rows apart: neither a match nor a miss */
+	tied = overlap(&res[i], &res[ref]); /* our intervals name no winner */
+	if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
+		bool within = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
+
+		out->holds = within || tied;
+		if (within)
+			snprintf(out->text, sizeof(out->text), "holds (a tie, as in the study)");
+		else if (tied)
+			snprintf(out->text, sizeof(out->text), "holds (a tie, as in the study: our "
+				 "two intervals overlap)");
+		else
+			snprintf(out->text, sizeof(out->text),
+				 "does not hold: the study found a tie, here %s wins",
+				 (out->ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);
+	} else if ((out->ratio > 1) != (out->study_ratio > 1) && tied) {
+		/* the other winner by the means, but neither a match nor a miss */
 		snprintf(out->text, sizeof(out->text), "cannot tell: our two intervals overlap "
 			 "(the study: %s ahead)",
 			 (out->study_ratio > 1) == higher_is_better(t->unit) ? c->row : r->row);

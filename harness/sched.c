@@ -376,14 +376,11 @@ static void sched_md(FILE *out, const void *data)
 			(unsigned long long)s->st.lost[PROBE_SCHED_MIGRATE]);
 	}
 	if (s->st.unseen_ins)
-		fprintf(out, " %llu switch-in%s never reached the sched_switch tracepoint (a "
+		fprintf(out, " Switch-ins that never reached the sched_switch tracepoint: %llu (a "
 			"thread switched out twice with no switch-in between; perf record -e "
-			"sched:sched_switch shows the same gaps): on-CPU time lacks %s, which lie%s "
-			"within %.1f ms in all, and the histogram the run-queue wait%s they ended.",
-			(unsigned long long)s->st.unseen_ins, s->st.unseen_ins == 1 ? "" : "s",
-			s->st.unseen_ins == 1 ? "that interval" : "those intervals",
-			s->st.unseen_ins == 1 ? "s" : "", (double)s->st.unseen_ns / 1e6,
-			s->st.unseen_ins == 1 ? "" : "s");
+			"sched:sched_switch shows the same gaps). On-CPU time lacks their intervals, "
+			"which lie within %.1f ms in all, and the histogram the run-queue waits they "
+			"ended.", (unsigned long long)s->st.unseen_ins, (double)s->st.unseen_ns / 1e6);
 	if (s->cost_ok && s->runs)
 		fprintf(out, " Its programs ran %llu times (on every switch, wake-up and migration "
 			"of the machine while it was attached), %.0f ns a run.\n",

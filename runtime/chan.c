@@ -245,7 +245,8 @@ static void chan_claim(struct rt_chan *c, bool recv, uint32_t token)
 			return;
 	} while (!__atomic_compare_exchange_n(ctr, &v, v | CHAN_LEASED, true, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
-	c->leased_at[recv] = v & CHAN_POS;
+	/* beside the counter, on its line: read only by chan_revoke(), under the lock */
+	*(recv ? &c->head_leased_at : &c->tail_leased_at) = v & CHAN_POS;
 	/* the lessee is this thread; other readers only compare the token with theirs */
 	__atomic_store_n(&c->mask, mask | ((uint64_t)token << chan_token_shift(recv)),
 			 __ATOMIC_SEQ_CST);
@@ -277,7 +278,7 @@ static uint64_t chan_revoke(struct rt_chan *c, bool recv)
 		sched_yield(); /* a few instructions, unless its thread was preempted there */
 	/* | 1: a lease under which no claim was made is still one revoked (0: none was) */
 	return ((__atomic_fetch_and(ctr, ~CHAN_LEASED, __ATOMIC_SEQ_CST) & CHAN_POS) -
-		c->leased_at[recv]) | 1;
+		(recv ? c->head_leased_at : c->tail_leased_at)) | 1;
 }
 
 /* Another thread holds the side we want: revoke its lease, and back the side's next
@@ -317,7 +318,8 @@ static void chan_claimed(struct rt_chan *c, struct chan_thread *me, bool recv, u
 		run->streak = 0;
 	run->c = c;
 	run->next = pos + 1;
-	if (++run->streak < chan_streak_needed(c, recv))
+	/* the back-off is read only once the plain streak is reached */
+	if (++run->streak < CHAN_CLAIM_STREAK || run->streak < chan_streak_needed(c, recv))
 		return;
 	run->streak = 0;
 	token = chan_token(me);

@@ -449,14 +449,15 @@ uint64_t rt_latch_count(const struct rt_latch *l);
 
 struct rt_chan {
 	_Alignas(64) uint64_t tail;     /* private: next position to send, | closed bit */
+	uint64_t tail_leased_at;        /* private: tail when the send side was last leased */
 	_Alignas(64) uint64_t head;     /* private: next position to receive */
+	uint64_t head_leased_at;        /* private: head when the receive side was last leased */
 	_Alignas(64) void **slots;      /* private: the cells, read-only after init */
 	uint64_t mask;                  /* private: cap - 1, and the sides' lessees */
 	uint32_t recv_waiting;          /* private: receivers listed; read by every send */
 	uint32_t send_waiting;          /* private: senders listed; read by every receive */
 	uint32_t lock;                  /* private: guards the two lists */
 	uint8_t backoff[2];             /* private: each side's leases that did not pay */
-	uint64_t leased_at[2];          /* private: each side's position when last leased */
 	struct rt__wait_list recvq;     /* private */
 	struct rt__wait_list sendq;     /* private */
 };

@@ -106,7 +106,7 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 	if (v->oncpu_since) {
 		v->oncpu_ns += now - v->oncpu_since;
 		v->oncpu_since = 0;
-	} else if (v->last_out_ns && now > v->last_out_ns) {
+	} else if (v->last_out_ns) {
 		/* out, then out again: it came back to a CPU unseen in between. (None seen
 		 * before: it was on a CPU when the window began, not a loss.) */
 		v->unseen_ins++;
