@@ -54,6 +54,83 @@ static __always_inline __u64 probe__read_phase(struct task_struct *task, __s64 t
 	return word;
 }
 
+/* task->flags of a task with no user stack to walk (include/linux/sched.h). */
+#define PROBE__PF_USER_WORKER 0x00004000
+#define PROBE__PF_KTHREAD     0x00200000
+
+/* The user registers a frame-pointer walk starts from. */
+struct probe__uregs {
+	__u64 ip, bp, cs;
+};
+
+/* task's user registers as the kernel saved them on entry from user mode
+ * (task_pt_regs): for a task in the kernel, its state at the system call, fault or
+ * interrupt. */
+static __always_inline struct probe__uregs probe__saved_uregs(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct probe__uregs u = {};
+
+#if defined(__TARGET_ARCH_x86)
+	u.ip = BPF_CORE_READ(regs, ip);
+	u.bp = BPF_CORE_READ(regs, bp);
+	u.cs = BPF_CORE_READ(regs, cs);
+#else
+	(void)regs;
+#endif
+	return u;
+}
+
+/* The user stack of the current task (task), walked by frame pointers from its user
+ * registers u into ips[0..max): the number of ips, 0 for none. ctx is the program's,
+ * for the kernel's walk where this one does not apply.
+ *
+ * The same ips as bpf_get_stack(BPF_F_USER_STACK) gives, from the same walk
+ * (perf_callchain_user: the ip, then each frame's return address along the saved %rbp
+ * chain), but without the kernel's two page faults at the chain's end. Every chain
+ * ends in a zero %rbp (_start and clone3's child clear it, and so does our fibers'
+ * entry), and the kernel's walk reads the frame at addresses 0 and 8 before it stops:
+ * two faults taken and fixed up on every walk, about 5 us an event on a VM whose
+ * faults exit to the hypervisor, more than all the rest of the off-CPU probe. Here a
+ * frame pointer in the first page, where nothing is mapped, ends the walk unread, and
+ * so does one that is not 8-byte aligned (no saved %rbp is; the kernel reads on into
+ * garbage). A 32-bit task, and every architecture but x86-64, is walked by the
+ * kernel. */
+static __always_inline __u32 probe__user_stack(void *ctx, struct task_struct *task,
+					       struct probe__uregs u, __u64 *ips, const __u32 max)
+{
+	struct {
+		__u64 next, ret;
+	} frame;
+	__u64 fp = u.bp;
+	__u32 nr = 0;
+	long n;
+
+#if defined(__TARGET_ARCH_x86)
+	if (BPF_CORE_READ(task, flags) & (PROBE__PF_KTHREAD | PROBE__PF_USER_WORKER))
+		return 0; /* no user stack, as the kernel's walk finds */
+	if (u.cs == 0x33) { /* __USER_CS; __USER32_CS is 0x23 */
+		ips[nr++] = u.ip;
+		for (__u32 i = 1; i < max; i++) {
+			if (fp < 4096 || (fp & 7))
+				break;
+			/* access_ok() first: a non-canonical %rbp fails without a fault */
+			if (bpf_probe_read_user(&frame, sizeof(frame), (void *)fp))
+				break;
+			ips[i] = frame.ret;
+			nr = i + 1;
+			fp = frame.next;
+		}
+		return nr;
+	}
+#endif
+	(void)task;
+	(void)frame;
+	(void)fp;
+	n = bpf_get_stack(ctx, ips, max * sizeof(ips[0]), BPF_F_USER_STACK);
+	return n > 0 ? (__u64)n / sizeof(ips[0]) : 0;
+}
+
 /* Store the stack s under *id in the stacks map unless it has it already. If it
  * cannot (-E2BIG or -ENOMEM: no room), *id becomes the hash of no stack and full_bit,
  * or error_bit for another failure, is set in *lost: the caller keeps what it counts,

@@ -113,16 +113,23 @@ static __always_inline long put_record(void *map, __u32 tid, const void *rec, vo
 	return bpf_map_update_elem(map, &tid, rec, BPF_NOEXIST);
 }
 
-/* Walk the current task's user (BPF_F_USER_STACK) or kernel (0) stack into s, hash it
- * into *id and store it; a walk that fails or finds nothing sets error_bit. */
-static __always_inline void take_stack(void *ctx, struct offcpu_stack *s, __u64 flags, __u64 *id,
-				       __u32 *lost, __u32 full_bit, __u32 error_bit)
+/* Walk the current task's (task's) user stack, by frame pointers from its saved user
+ * registers, or with user false its kernel stack, into s, hash it into *id and store
+ * it; a walk that fails or finds nothing sets error_bit. */
+static __always_inline void take_stack(void *ctx, struct task_struct *task, bool user,
+				       struct offcpu_stack *s, __u64 *id, __u32 *lost,
+				       __u32 full_bit, __u32 error_bit)
 {
-	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
+	if (user) {
+		s->nr = probe__user_stack(ctx, task, probe__saved_uregs(task), s->ips,
+					  OFFCPU_MAX_DEPTH);
+	} else {
+		long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
-	s->nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
+		s->nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
+	}
 	*id = OFFCPU_NO_STACK;
-	if (n <= 0) {
+	if (!s->nr) {
 		*lost |= error_bit;
 		return;
 	}
@@ -170,9 +177,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		if (w)
 			w->comm[0] = 0; /* none */
 	}
-	take_stack(ctx, &sc->kernel, 0, &st.key.kstack, &st.key.lost, OFFCPU_LOST_KSTACK_FULL,
-		   OFFCPU_LOST_KSTACK_ERROR);
-	take_stack(ctx, &sc->user, BPF_F_USER_STACK, &st.key.ustack, &st.key.lost,
+	take_stack(ctx, prev, false, &sc->kernel, &st.key.kstack, &st.key.lost,
+		   OFFCPU_LOST_KSTACK_FULL, OFFCPU_LOST_KSTACK_ERROR);
+	take_stack(ctx, prev, true, &sc->user, &st.key.ustack, &st.key.lost,
 		   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
 	phase = probe__read_phase(prev, phase_tls_off, false, &entry);
 	st.key.kind = RT_PHASE_KIND(phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(phase) : 0;
@@ -293,10 +300,10 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	cur = bpf_get_current_task_btf();
 	w.tgid = cur->tgid;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	take_stack(ctx, &sc->kernel, 0, &w.kstack, &w.lost, OFFCPU_LOST_WKSTACK_FULL, 0);
+	take_stack(ctx, cur, false, &sc->kernel, &w.kstack, &w.lost, OFFCPU_LOST_WKSTACK_FULL, 0);
 	if (w.tgid == k)
-		take_stack(ctx, &sc->user, BPF_F_USER_STACK, &w.ustack, &w.lost,
-			   OFFCPU_LOST_WUSTACK_FULL, 0);
+		take_stack(ctx, cur, true, &sc->user, &w.ustack, &w.lost, OFFCPU_LOST_WUSTACK_FULL,
+			   0);
 	tid = p->pid;
 	/* a comm is never empty, so w.comm[0] says the record holds a wake-up */
 	if (!w.comm[0])

@@ -129,17 +129,43 @@ static __always_inline __u64 stack_hash(const struct oncpu_stack *s)
 	return probe__stack_hash(s->ips, s->nr);
 }
 
-/* Walk one stack (flags: BPF_F_USER_STACK, or 0 for the kernel's) into s. 0, or the
- * walk's -errno, or -ENOENT when it found no frame (s->nr is then 0). */
-static __always_inline long walk_stack(struct bpf_perf_event_data *ctx, struct oncpu_stack *s,
-				       __u64 flags)
+/* Walk the kernel stack into s. 0, or the walk's -errno, or -ENOENT when it found no
+ * frame (s->nr is then 0). */
+static __always_inline long walk_kernel_stack(struct bpf_perf_event_data *ctx,
+					     struct oncpu_stack *s)
 {
-	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	s->nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
 	if (n <= 0)
 		return n ? n : -ENOENT;
 	return 0;
+}
+
+/* Walk the user stack into s (probe__user_stack(): the kernel's walk without its
+ * faults), from the interrupted registers of a sample in user mode or the ones saved
+ * on entry to the kernel. 0, or -ENOENT when it found no frame. */
+static __always_inline long walk_user_stack(struct bpf_perf_event_data *ctx,
+					   struct oncpu_stack *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct probe__uregs u;
+
+#if defined(__TARGET_ARCH_x86)
+	/* the context is read in whole words: cs through its 8-byte view (FRED keeps
+	 * more above the selector) */
+	u.cs = ctx->regs.csx & 0xffff;
+	if ((u.cs & 3) == 3) {
+		u.ip = ctx->regs.ip;
+		u.bp = ctx->regs.bp;
+	} else {
+		u = probe__saved_uregs(task);
+	}
+#else
+	u = probe__saved_uregs(task);
+#endif
+	s->nr = probe__user_stack(ctx, task, u, s->ips, ONCPU_MAX_DEPTH);
+	return s->nr ? 0 : -ENOENT;
 }
 
 /* The kind of the code range holding ip (ONCPU_RANGE_*), 0 for none: a binary search
@@ -353,7 +379,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	 * case, such as the vsyscall page, walks and finds nothing, which is no loss). */
 	sc->kernel.nr = 0;
 	if ((__s64)PT_REGS_IP(&ctx->regs) < 0) {
-		err = walk_stack(ctx, &sc->kernel, 0);
+		err = walk_kernel_stack(ctx, &sc->kernel);
 		if (err && err != -ENOENT)
 			key.lost |= ONCPU_LOST_KSTACK_ERROR;
 	}
@@ -366,7 +392,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	if (!dwarf) {
 		/* An empty user walk (a thread whose mm is gone) is a loss like a failed
 		 * one; in auto mode either goes to the DWARF unwinder instead. */
-		err = walk_stack(ctx, &sc->user, BPF_F_USER_STACK);
+		err = walk_user_stack(ctx, &sc->user);
 		if (callgraph == ONCPU_CG_AUTO)
 			fallback = err || untrusted_walk(&sc->user, c);
 		else if (!err)

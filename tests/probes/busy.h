@@ -8,7 +8,9 @@
 #define SCHEDLAB_TESTS_PROBES_BUSY_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +129,62 @@ static __attribute__((unused)) void as_nobody(void (*fn)(int fd), char *msg, siz
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	nkids--;
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A counter of the kernel's page faults taken in thread tid (the tracepoint
+ * exceptions:page_fault_kernel): a fault the kernel fixes up, as a read of user memory
+ * that is not there is, counts here. */
+static __attribute__((unused)) int kernel_faults_counter(pid_t tid)
+{
+	static const char *const ids[] = {
+		"/sys/kernel/tracing/events/exceptions/page_fault_kernel/id",
+		"/sys/kernel/debug/tracing/events/exceptions/page_fault_kernel/id",
+	};
+	struct perf_event_attr a = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(a) };
+	FILE *f = NULL;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !f; i++)
+		f = fopen(ids[i], "r");
+	cr_assert_not_null(f, "no exceptions:page_fault_kernel id: mount tracefs "
+			      "(mount -t tracefs nodev /sys/kernel/tracing)");
+	cr_assert_eq(fscanf(f, "%llu", &a.config), 1);
+	fclose(f);
+	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	cr_assert_geq(fd, 0, "perf_event_open(exceptions:page_fault_kernel): %s", strerror(errno));
+	return fd;
+}
+
+/* The kernel page faults of every thread pid has now, counted from now on: one counter
+ * each in fds[0..n), n returned. */
+static __attribute__((unused)) int kernel_faults_counters(pid_t pid, int *fds, int max)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	cr_assert_not_null(d, "%s: %s", path, strerror(errno));
+	while ((e = readdir(d)) && n < max)
+		if (e->d_name[0] != '.')
+			fds[n++] = kernel_faults_counter((pid_t)atoi(e->d_name));
+	closedir(d);
+	return n;
+}
+
+/* The sum of n counters, closing them. */
+static __attribute__((unused)) uint64_t kernel_faults_read(int *fds, int n)
+{
+	uint64_t sum = 0, v;
+
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(read(fds[i], &v, sizeof(v)), (ssize_t)sizeof(v));
+		close(fds[i]);
+		sum += v;
+	}
+	return sum;
 }
 
 /* One sampling window: start on t, ms milliseconds, stop, and drain into fn(ctx) and

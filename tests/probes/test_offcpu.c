@@ -16,6 +16,9 @@ struct seen {
 	uint64_t wrong_kind, wrong_comm, no_kernel, waker_ok, waker_bad;
 	uint64_t lost_ustack_full, lost_counts_full, counts_full_ns, counts_full_records;
 	unsigned records;
+	/* sleeper's "many" mode: bit n set for a walk of sleeper_nap, n frames of
+	 * sleeper_deep, then main; walks of sleeper_nap that are not that shape */
+	uint64_t deep_frames_seen, deep_bad;
 };
 
 static void leaf_name(struct an_usyms *u, const uint64_t *ips, unsigned n, char *buf,
@@ -25,6 +28,24 @@ static void leaf_name(struct an_usyms *u, const uint64_t *ips, unsigned n, char 
 	/* ips[0] is the pc the thread left user mode at: no -1 */
 	if (n && u)
 		an_usyms_name(u, ips[0], buf, len);
+}
+
+/* A walk from sleeper_nap: how many sleeper_deep frames it went through before main
+ * (each a return address, so looked up one byte back). */
+static void check_deep(struct seen *v, const struct probe_offcpu_interval *iv)
+{
+	char name[128] = "";
+	unsigned i = 1;
+
+	for (; i < iv->nuser; i++) {
+		an_usyms_name(v->usyms, iv->ustack[i] - 1, name, sizeof(name));
+		if (strcmp(name, "sleeper_deep"))
+			break;
+	}
+	if (i < iv->nuser && !strcmp(name, "main") && i - 1 < 64)
+		v->deep_frames_seen |= 1ull << (i - 1);
+	else
+		v->deep_bad += iv->intervals;
 }
 
 static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
@@ -45,6 +66,8 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 		return 0;
 	}
 	leaf_name(v->usyms, iv->ustack, iv->nuser, name, sizeof(name));
+	if (!strcmp(name, "sleeper_nap"))
+		check_deep(v, iv);
 	if (!v->leaf || strcmp(name, v->leaf))
 		return 0;
 	v->ns += iv->ns;
@@ -170,6 +193,57 @@ Test(offcpu, intervals_under_the_minimum_are_counted_not_kept)
 		      "%llu ns under the minimum, %llu naps kept, %llu restarts",
 		      (unsigned long long)st.under_min_ns, (unsigned long long)v.intervals,
 		      (unsigned long long)st.restarts);
+	probe_offcpu_free(p);
+}
+
+/* Recursions of 48 depths, one nap each: every walk reads each frame to main. */
+Test(offcpu, each_frame_of_a_deep_stack_is_walked)
+{
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+	unsigned lo, hi;
+
+	p = run_with(NULL, "48", "1", "many", &v, &st, &measured);
+	cr_assert_neq(v.deep_frames_seen, 0,
+		      "no walk from sleeper_nap through sleeper_deep to main");
+	lo = (unsigned)__builtin_ctzll(v.deep_frames_seen);
+	hi = 63 - (unsigned)__builtin_clzll(v.deep_frames_seen);
+	cr_expect_eq(__builtin_popcountll(v.deep_frames_seen), 48,
+		     "%d depths seen of 48 (mask %#llx)", __builtin_popcountll(v.deep_frames_seen),
+		     (unsigned long long)v.deep_frames_seen);
+	cr_expect_eq(hi - lo, 47, "sleeper_deep frames from %u to %u", lo, hi);
+	cr_expect_eq(v.deep_bad, 0, "%llu naps whose walk did not reach main",
+		     (unsigned long long)v.deep_bad);
+	probe_offcpu_free(p);
+}
+
+/* Every user stack's frame-pointer chain ends in a zero %rbp (here, in glibc's
+ * __libc_start_call_main), and the kernel's walk reads the frame at address 0 before it
+ * stops: two page faults a switch-out, which a VM pays for dearly. The probe's walk
+ * stops there unread. */
+Test(offcpu, the_user_walk_stops_at_the_chains_end_without_a_fault)
+{
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct probe_offcpu *p;
+	struct sleeper s;
+	uint64_t faults;
+	char err[256];
+	int fd;
+
+	need_bpf();
+	p = probe_offcpu_open(NULL, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, "50", "1", "nap"); /* one thread: its pid is the napping tid */
+	fd = kernel_faults_counter(s.pid);
+	window(p, &s, &v, &st);
+	faults = kernel_faults_read(&fd, 1);
+	cr_expect_geq(v.intervals, 40, "%llu naps seen", (unsigned long long)v.intervals);
+	cr_expect_leq(faults, st.switches / 10,
+		      "%llu kernel page faults in the napping thread over %llu switch-outs",
+		      (unsigned long long)faults, (unsigned long long)st.switches);
 	probe_offcpu_free(p);
 }
 

@@ -179,6 +179,34 @@ Test(oncpu, samples_target_with_stacks_and_phase)
 	probe_oncpu_free(p);
 }
 
+/* A sample's user walk ends where its frame-pointer chain does, at a zero %rbp, without
+ * reading the frame at address 0 as the kernel's walk does (two page faults a sample;
+ * see probe__user_stack()). */
+Test(oncpu, the_user_walk_stops_at_the_chains_end_without_a_fault)
+{
+	struct probe_oncpu_stats st = {};
+	struct probe_target t = {};
+	struct seen v = {};
+	struct probe_oncpu *p;
+	uint64_t faults;
+	int fds[8], n;
+
+	need_bpf();
+	p = open_probe(499, 0, 0);
+	t.tgid = spawn_busy("60", "1", "hot", "busy-target", &t.phase_tls_off);
+	n = kernel_faults_counters(t.tgid, fds, 8);
+	for (int w = 1; st.samples < 100; w++) {
+		cr_assert_leq(w, 25, "only %llu samples in %d windows of 2 s",
+			      (unsigned long long)st.samples, w - 1);
+		sample_window(p, &t, 2000, collect, &v, &st);
+	}
+	faults = kernel_faults_read(fds, n);
+	cr_expect_leq(faults, st.samples / 10,
+		      "%llu kernel page faults in the target's %d threads over %llu samples",
+		      (unsigned long long)faults, n, (unsigned long long)st.samples);
+	probe_oncpu_free(p);
+}
+
 Test(oncpu, full_stacks_map_is_counted_not_hidden)
 {
 	struct probe_oncpu_stats st = {};
