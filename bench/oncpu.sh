@@ -65,7 +65,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "## On-CPU probe: its cost beside perf record -g"
 echo
-echo "\`BUILD=$BUILD bench/oncpu.sh\`: $ROUNDS rounds of \`schedlab ${run_args[*]:0:10}\`"
+echo "\`ROUNDS=$ROUNDS BUILD=$BUILD bench/oncpu.sh\`: $ROUNDS rounds of \`schedlab ${run_args[*]:0:10}\`"
 echo "with no profiler, \`--probes oncpu\` at 999 and 99 Hz, and \`perf record -g -F 999 -e cpu-clock\`"
 echo "around the run (probes off), alternating the order round by round; each throughput divided by"
 echo "the no-profiler run of its round, mean ± 99.9% half-width (Student's t over the rounds)."

@@ -96,37 +96,52 @@ static __always_inline struct probe__uregs probe__saved_uregs(struct task_struct
  * so does one that is not 8-byte aligned (no saved %rbp is; the kernel reads on into
  * garbage). A 32-bit task, and every architecture but x86-64, is walked by the
  * kernel. */
-static __always_inline __u32 probe__user_stack(void *ctx, struct task_struct *task,
-					       struct probe__uregs u, __u64 *ips, const __u32 max)
+struct probe__walk {
+	__u64 *ips;
+	__u64 fp;
+	__u32 nr, max;
+};
+
+/* One frame of probe__user_stack()'s walk, through bpf_loop(): the verifier checks one
+ * frame once, where a loop's every exit would carry a different depth through all the
+ * code after it (90,000 instructions verified for the off-CPU program, not 3,000). */
+static long probe__walk_frame(__u64 i, void *arg)
 {
+	struct probe__walk *w = arg;
 	struct {
 		__u64 next, ret;
 	} frame;
-	__u64 fp = u.bp;
-	__u32 nr = 0;
+
+	if (i == 0 || i >= w->max || i >= PROBE__STACK_MAX_DEPTH)
+		return i == 0 ? 0 : 1; /* ips[0], the ip, is the caller's */
+	if (w->fp < 4096 || (w->fp & 7))
+		return 1;
+	/* access_ok() first: a non-canonical %rbp fails without a fault */
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)w->fp))
+		return 1;
+	w->ips[i] = frame.ret;
+	w->nr = i + 1;
+	w->fp = frame.next;
+	return 0;
+}
+
+static __always_inline __u32 probe__user_stack(void *ctx, struct task_struct *task,
+					       struct probe__uregs u, __u64 *ips, const __u32 max)
+{
+	struct probe__walk w = { .ips = ips, .fp = u.bp, .nr = 1, .max = max };
 	long n;
 
 #if defined(__TARGET_ARCH_x86)
 	if (BPF_CORE_READ(task, flags) & (PROBE__PF_KTHREAD | PROBE__PF_USER_WORKER))
 		return 0; /* no user stack, as the kernel's walk finds */
 	if (u.cs == 0x33) { /* __USER_CS; __USER32_CS is 0x23 */
-		ips[nr++] = u.ip;
-		for (__u32 i = 1; i < max; i++) {
-			if (fp < 4096 || (fp & 7))
-				break;
-			/* access_ok() first: a non-canonical %rbp fails without a fault */
-			if (bpf_probe_read_user(&frame, sizeof(frame), (void *)fp))
-				break;
-			ips[i] = frame.ret;
-			nr = i + 1;
-			fp = frame.next;
-		}
-		return nr;
+		ips[0] = u.ip;
+		bpf_loop(max, probe__walk_frame, &w, 0);
+		return w.nr;
 	}
 #endif
 	(void)task;
-	(void)frame;
-	(void)fp;
+	(void)w;
 	n = bpf_get_stack(ctx, ips, max * sizeof(ips[0]), BPF_F_USER_STACK);
 	return n > 0 ? (__u64)n / sizeof(ips[0]) : 0;
 }
