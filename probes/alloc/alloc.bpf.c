@@ -115,10 +115,11 @@ static __always_inline void store_stack(__u64 *id, const struct alloc_stack *s, 
 /* Walk the user stack at an allocator's first instruction into s. The frame-pointer
  * walk reads the allocator's ip and then follows %rbp, which still holds the caller's
  * frame: it gives the caller's caller next, skipping the caller itself, whose return
- * address is on top of the stack. Kernels since 6.12 put it in for a uprobe on an
+ * address is on top of the stack; so that is read here, and put in as the second frame.
+ * On x86-64 the walk is probe__walk_fp(), which puts in nothing of its own; elsewhere
+ * it is the kernel's, which since 6.12 puts the caller in itself for a uprobe on an
  * instruction that begins a frame (push %rbp, endbr64), not on the first instruction
- * of a libc built without frame pointers; so it is read here, and put in as the
- * second frame unless the kernel did. */
+ * of a libc built without frame pointers: there it is put in unless the kernel did. */
 /* ips[1..nr] down to ips[0..nr), the stack's nr frames. */
 static __always_inline void shift_down(struct alloc_stack *s, __u32 nr)
 {
@@ -135,16 +136,63 @@ static __always_inline void shift_down(struct alloc_stack *s, __u32 nr)
 	s->nr = nr;
 }
 
+struct shift {
+	struct alloc_stack *s;
+	__u32 nr;
+};
+
+/* One step of shift_up(), through bpf_loop() so that the verifier checks it once:
+ * ips[k] to ips[k + 1], k from nr - 1 down to 1. */
+static long shift_step(__u64 i, void *arg)
+{
+	struct shift *sh = arg;
+	__u64 nr = sh->nr, k; /* 64-bit: no zero-extended copy for the verifier to lose */
+
+	if (nr > ALLOC_MAX_DEPTH - 1 || i + 1 >= nr)
+		return 1;
+	k = nr - 1 - i;
+	if (k < 1 || k > ALLOC_MAX_DEPTH - 2)
+		return 1;
+	/* both indexes from the k just bounded, not recomputed from nr and i */
+	__asm__ volatile("" : "+r"(k));
+	sh->s->ips[k + 1] = sh->s->ips[k];
+	return 0;
+}
+
+/* ips[1..nr) up to ips[2..nr], making room for one frame at ips[1]; nr < ALLOC_MAX_DEPTH. */
+static __always_inline void shift_up(struct alloc_stack *s, __u32 nr)
+{
+	struct shift sh = { s, nr };
+
+	bpf_loop(ALLOC_MAX_DEPTH, shift_step, &sh, 0);
+}
+
 static __always_inline void walk_entry(struct pt_regs *ctx, struct alloc_stack *s)
 {
 	__u64 ret = 0, sp = PT_REGS_SP(ctx);
 	long n;
 	__u32 nr;
 
-	/* ips[1..]: room for the caller's frame at ips[1] once ips[0] is moved down */
+	s->nr = 0;
+#if defined(__TARGET_ARCH_x86)
+	if (ctx->cs == PROBE__USER_CS) {
+		/* ips[0..nr), with room for the caller's frame to be put in */
+		nr = probe__walk_fp(PT_REGS_IP(ctx), PT_REGS_FP(ctx), s->ips, ALLOC_MAX_DEPTH - 1);
+		if (nr > ALLOC_MAX_DEPTH - 1)
+			return; /* never: for the verifier */
+		s->nr = nr;
+		if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp) || !ret)
+			return; /* no return address to read: the walk as it is */
+		shift_up(s, nr);
+		s->ips[1] = ret;
+		s->nr = nr + 1;
+		return;
+	}
+#endif
+	/* The kernel's walk, into ips[1..]: room for the caller's frame at ips[1] once
+	 * ips[0] is moved down */
 	n = bpf_get_stack(ctx, &s->ips[1], sizeof(s->ips) - sizeof(s->ips[0]), BPF_F_USER_STACK);
 	nr = n > 0 ? n / sizeof(s->ips[0]) : 0;
-	s->nr = 0;
 	if (!nr || nr > ALLOC_MAX_DEPTH - 1)
 		return;
 	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp) || !ret) {

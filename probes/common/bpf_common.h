@@ -82,66 +82,21 @@ static __always_inline struct probe__uregs probe__saved_uregs(struct task_struct
 }
 
 /* The user stack of the current task (task), walked by frame pointers from its user
- * registers u into ips[0..max): the number of ips, 0 for none. ctx is the program's,
- * for the kernel's walk where this one does not apply.
- *
- * The same ips as bpf_get_stack(BPF_F_USER_STACK) gives, from the same walk
- * (perf_callchain_user: the ip, then each frame's return address along the saved %rbp
- * chain), but without the kernel's two page faults at the chain's end. Every chain
- * ends in a zero %rbp (_start and clone3's child clear it, and so does our fibers'
- * entry), and the kernel's walk reads the frame at addresses 0 and 8 before it stops:
- * two faults taken and fixed up on every walk, about 5 us an event on a VM whose
- * faults exit to the hypervisor, more than all the rest of the off-CPU probe. Here a
- * frame pointer in the first page, where nothing is mapped, ends the walk unread, and
- * so does one that is not 8-byte aligned (no saved %rbp is; the kernel reads on into
- * garbage). A 32-bit task, and every architecture but x86-64, is walked by the
- * kernel. */
-struct probe__walk {
-	__u64 *ips;
-	__u64 fp;
-	__u32 nr, max;
-};
-
-/* One frame of probe__user_stack()'s walk, through bpf_loop(): the verifier checks one
- * frame once, where a loop's every exit would carry a different depth through all the
- * code after it (90,000 instructions verified for the off-CPU program, not 3,000). */
-static long probe__walk_frame(__u64 i, void *arg)
-{
-	struct probe__walk *w = arg;
-	struct {
-		__u64 next, ret;
-	} frame;
-
-	if (i == 0 || i >= w->max || i >= PROBE__STACK_MAX_DEPTH)
-		return i == 0 ? 0 : 1; /* ips[0], the ip, is the caller's */
-	if (w->fp < 4096 || (w->fp & 7))
-		return 1;
-	/* access_ok() first: a non-canonical %rbp fails without a fault */
-	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)w->fp))
-		return 1;
-	w->ips[i] = frame.ret;
-	w->nr = i + 1;
-	w->fp = frame.next;
-	return 0;
-}
-
+ * registers u into ips[0..max) (probe__walk_fp(): the kernel's walk without its page
+ * faults): the number of ips, 0 for none. ctx is the program's, for the kernel's walk
+ * where this one does not apply: a 32-bit task, and every architecture but x86-64. */
 static __always_inline __u32 probe__user_stack(void *ctx, struct task_struct *task,
 					       struct probe__uregs u, __u64 *ips, const __u32 max)
 {
-	struct probe__walk w = { .ips = ips, .fp = u.bp, .nr = 1, .max = max };
 	long n;
 
 #if defined(__TARGET_ARCH_x86)
 	if (BPF_CORE_READ(task, flags) & (PROBE__PF_KTHREAD | PROBE__PF_USER_WORKER))
 		return 0; /* no user stack, as the kernel's walk finds */
-	if (u.cs == 0x33) { /* __USER_CS; __USER32_CS is 0x23 */
-		ips[0] = u.ip;
-		bpf_loop(max, probe__walk_frame, &w, 0);
-		return w.nr;
-	}
+	if (u.cs == PROBE__USER_CS)
+		return probe__walk_fp(u.ip, u.bp, ips, max);
 #endif
 	(void)task;
-	(void)w;
 	n = bpf_get_stack(ctx, ips, max * sizeof(ips[0]), BPF_F_USER_STACK);
 	return n > 0 ? (__u64)n / sizeof(ips[0]) : 0;
 }
