@@ -345,6 +345,13 @@ Test(presets, go_monitor_retakes_a_blocked_workers_queue)
 
 	blocked_child("go", 1, 5000000000ull, &p, &st, &s);
 	cr_expect(p.ran_during, "the queue was retaken while the thread blocked");
+	/* the monitor counts a retake once its handoff returns, by which time the spare
+	 * thread may have run the child, the section ended and the join returned: wait for
+	 * the count (failed once with both CPUs busy, read before the monitor got back) */
+	for (int tries = 0; st.handoffs < 1 && tries < 5000; tries++) {
+		sleep_ns(1000000);
+		rt_sched_stats_total(s, &st);
+	}
 	cr_expect_geq(st.handoffs, 1);
 	rt_sched_free(s);
 }
