@@ -241,13 +241,15 @@ Test(sweep_cli, bind_chain_grows_quadratically_naive_and_linearly_with_a_stack, 
 	/* the stack grows by doubling: its array's bytes follow the next power of two above
 	 * the depth, which over one decade moves the slope by a few hundredths */
 	expect_exponent(j, "bytes/op", "stack", 0.95, 1.1, "linear");
-	/* the bytes are exactly quadratic; the time a little above: at depth 10,000 the two
-	 * lists walked on each push (some 640 KiB of cells) no longer stay in cache, and on a
-	 * busy machine that has put k at 2.1-2.3. Linear or cubic stay far outside. */
+	/* the bytes are exactly quadratic, and they are the shape; the time is near it, a
+	 * little above on a quiet machine (at depth 10,000 the two lists walked on each
+	 * push, some 640 KiB of cells, no longer stay in cache: k 2.1-2.3), and with a busy
+	 * loop on each CPU as low as 1.70 ± 0.16 over 2k-10k: the bounds tell it from linear
+	 * and cubic, not a precise exponent */
 	k = json_object_get_double(get(fit_of(j, "time/op", "naive"), "k"));
-	cr_expect(k >= 1.8 && k <= 2.45, "time/op naive over 1k-10k: k = %.3f\n%s", k, out_text);
+	cr_expect(k >= 1.5 && k <= 2.45, "time/op naive over 1k-10k: k = %.3f\n%s", k, out_text);
 	k = exponent_from(j, "naive", 2000, &fit);
-	cr_expect(k >= 1.8 && k <= 2.45, "time/op naive over 2k-10k: k = %.3f ± %.3f\n%s", k,
+	cr_expect(k >= 1.5 && k <= 2.45, "time/op naive over 2k-10k: k = %.3f ± %.3f\n%s", k,
 		  fit.se_k, out_text);
 	cr_expect_not_null(strstr(out_text, "time/op against depth (interpreter=naive): k = "),
 			   "%s", out_text);
