@@ -173,8 +173,8 @@ static __always_inline long walk_user_stack(struct bpf_perf_event_data *ctx,
  * over the loader's sorted, disjoint ranges. The midpoint goes through map memory
  * (*mid), whose contents the verifier does not track: an index read back and masked is
  * in bounds whatever lo and hi were, so they need not be tracked exactly, and the
- * search's paths, one per outcome of every step, prune into one (65,000 instructions
- * verified for the sampler with lo and hi exact; this is most of its verification). */
+ * search's paths, one per outcome of every step, prune into one (the sampler verified
+ * 66,215 instructions with lo and hi exact, 10,857 so). */
 static __always_inline __u32 range_kind(__u64 ip, __u64 *mid)
 {
 	__u32 lo = 0, hi = nranges;
