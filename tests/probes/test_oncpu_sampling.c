@@ -11,6 +11,7 @@
 #include "analysis/analysis.h"
 #include "tests/probes/busy.h"
 #include "probes/probes.h"
+#include "probes/common/perf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,22 +37,28 @@ static struct probe_oncpu *open_at(unsigned freq, int budget_pct)
 	return p;
 }
 
-/* One window of ms on t at freq (budget as in cpu_budget_pct), drained into *st; the
- * report's sentence on it into text. What that says of a shortfall. */
-static enum an_shortfall sample_for(const struct probe_target *t, unsigned freq, int budget_pct, long ms,
-		       struct probe_oncpu_stats *st, char *text, size_t len)
+/* The report's verdict on what p sampled into st, and p freed. */
+static enum an_shortfall shortfall_of(struct probe_oncpu *p, unsigned freq,
+				      const struct probe_oncpu_stats *st, char *text, size_t len)
 {
-	struct probe_oncpu *p = open_at(freq, budget_pct);
-	struct an_probe_summary s;
-
-	sample_window(p, t, ms, NULL, NULL, st);
-	s = (struct an_probe_summary){
+	struct an_probe_summary s = {
 		.freq = freq, .expected = st->expected, .taken = st->samples,
 		.cpu_ns = st->cpu_ns, .window_ns = st->window_ns,
 		.cost_pct = 100 * probe_oncpu_cost_share(p),
 	};
 	probe_oncpu_free(p);
 	return an_sampling_shortfall(&s, text, len);
+}
+
+/* One window of ms on t at freq (budget as in cpu_budget_pct), drained into *st; the
+ * report's sentence on it into text. What that says of a shortfall. */
+static enum an_shortfall sample_for(const struct probe_target *t, unsigned freq, int budget_pct, long ms,
+		       struct probe_oncpu_stats *st, char *text, size_t len)
+{
+	struct probe_oncpu *p = open_at(freq, budget_pct);
+
+	sample_window(p, t, ms, NULL, NULL, st);
+	return shortfall_of(p, freq, st, text, len);
 }
 
 /* A child that sleeps until it is killed, returned once it sleeps in pause(): it
@@ -207,19 +214,6 @@ Test(oncpu_sampling, the_default_rate_is_never_refused)
 
 static long saved_max_rate = -1;
 
-static long read_max_rate(void)
-{
-	FILE *f = fopen(MAX_RATE, "re");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static int write_max_rate(long v)
 {
 	FILE *f = fopen(MAX_RATE, "we");
@@ -252,13 +246,12 @@ Test(oncpu_sampling, a_frequency_the_kernel_cannot_deliver_is_reported_throttled
 	struct probe_oncpu_stats st = {};
 	struct probe_target t = {};
 	struct probe_oncpu *p;
-	struct an_probe_summary s;
 	char text[400];
 
 	need_bpf();
 	t.tgid = spawn_busy("5", "1", "hot", "busy-target", &t.phase_tls_off);
 	p = open_at(49999, 100);
-	saved_max_rate = read_max_rate();
+	cr_assert_eq(probe__read_sysctl("kernel/perf_event_max_sample_rate", &saved_max_rate), 0);
 	cr_assert_gt(saved_max_rate, 4000, "%s: %ld", MAX_RATE, saved_max_rate);
 	cr_assert_eq(write_max_rate(4000), 0,
 		     "lowering %s: %s (the kernel refuses it where perf_cpu_time_max_percent is 0 "
@@ -266,13 +259,7 @@ Test(oncpu_sampling, a_frequency_the_kernel_cannot_deliver_is_reported_throttled
 	sample_window(p, &t, 300, NULL, NULL, &st);
 	cr_assert_eq(write_max_rate(saved_max_rate), 0, "restoring %s", MAX_RATE);
 	saved_max_rate = -1;
-	s = (struct an_probe_summary){
-		.freq = 49999, .expected = st.expected, .taken = st.samples,
-		.cpu_ns = st.cpu_ns, .window_ns = st.window_ns,
-		.cost_pct = 100 * probe_oncpu_cost_share(p),
-	};
-	probe_oncpu_free(p);
-	cr_expect_eq(an_sampling_shortfall(&s, text, sizeof(text)), AN_SHORT_THROTTLED, "%s",
+	cr_expect_eq(shortfall_of(p, 49999, &st, text, sizeof(text)), AN_SHORT_THROTTLED, "%s",
 		     text);
 	cr_log_info("50 kHz, at most 4,000 a second: %s", text);
 	cr_expect_not_null(strstr(text, "the kernel throttled sampling"), "%s", text);
