@@ -338,17 +338,20 @@ struct probe_sched_thread {
 	uint64_t involuntary;     /* switches out still runnable: preempted, or yielded */
 	uint64_t migrations;
 	uint64_t wakeups;
-	uint64_t oncpu_ns;        /* switch-in to switch-out, and to the stop for a thread on
-				   * a CPU then */
+	uint64_t oncpu_ns;        /* time on a CPU by the kernel's own count
+				   * (se.sum_exec_runtime), from its first event to its last
+				   * switch-out, and to the stop for a thread on a CPU then */
+	uint64_t traced_ns;       /* the same time as traced: switch-in to switch-out
+				   * intervals (and to the stop), summed; differs from oncpu_ns
+				   * only by switches that never reached the tracepoint */
 	uint64_t runq_count;      /* waits in hist */
 	uint64_t runq_ns;         /* their sum */
 	uint64_t runq_max_ns;
 	uint64_t hist[PROBE_SCHED_SLOTS];
 	uint64_t unseen_ins;      /* switch-ins that never reached the tracepoint (a switch-out
-				   * followed a switch-out): oncpu_ns lacks each interval, and
+				   * followed a switch-out): traced_ns lacks each interval, and
 				   * hist the run-queue wait it ended */
-	uint64_t unseen_ns;       /* the spans those intervals lie within, summed: oncpu_ns +
-				   * unseen_ns bounds the thread's time on a CPU from above */
+	uint64_t unseen_ns;       /* the spans those intervals lie within, summed */
 };
 
 struct probe_sched_stats {
@@ -357,6 +360,7 @@ struct probe_sched_stats {
 	uint64_t threads;                   /* threads handed to fn */
 	uint64_t window_ns;                 /* time started */
 	uint64_t unseen_ins, unseen_ns;     /* the threads' unseen_ins and unseen_ns, summed */
+	uint64_t oncpu_ns, traced_ns;       /* the threads' oncpu_ns and traced_ns, summed */
 };
 
 typedef int (*probe_sched_fn)(const struct probe_sched_thread *t, void *ctx);

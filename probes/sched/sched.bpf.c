@@ -3,7 +3,10 @@
  * sched: scheduler events of one target process's threads, aggregated per thread in
  * the kernel: run-queue latency (from a wake-up, or from a switch-out that left the
  * thread runnable, to its next switch-in) as a log2 histogram, voluntary and
- * involuntary switches, migrations, and time on a CPU.
+ * involuntary switches, migrations, and time on a CPU. That time is the kernel's own
+ * count (se.sum_exec_runtime, read at the thread's first event and at each switch-out,
+ * as the thread's CPU clock reads it); the switch-in to switch-out intervals are summed
+ * beside it as a check, since now and then a switch never reaches the tracepoint.
  *
  * Runs on every context switch, wake-up and migration of the machine, so a task that
  * is not the target's costs a flag test and two loads. Switches are classified as the
@@ -68,8 +71,12 @@ static __always_inline struct sched_thread *thread_of(struct task_struct *t, __u
 		c->lost[kind & (SCHED_NEV - 1)]++;
 		return NULL;
 	}
-	if (!err)
+	if (!err) {
 		bpf_probe_read_kernel_str(v->comm, sizeof(v->comm), t->comm);
+		/* off a CPU (switch-in, wake-up, migration) the count is at rest; at a
+		 * switch-out the scheduler has just brought it up to date */
+		v->exec_first = v->exec_last = t->se.sum_exec_runtime;
+	}
 	return v;
 }
 
@@ -113,6 +120,9 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 		v->unseen_ns += now - v->last_out_ns;
 	}
 	v->last_out_ns = now;
+	/* __schedule() has charged prev its time up to now (put_prev_task, or the
+	 * dequeue of a thread that blocks) before it traces the switch */
+	v->exec_last = prev->se.sum_exec_runtime;
 	/* __schedule(): a switch is voluntary only when not preempted and the thread's
 	 * state is not TASK_RUNNING (0); otherwise the thread stays on the run queue, and
 	 * its wait for the CPU starts now */

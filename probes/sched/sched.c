@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct sched_thread) == 408, "sched_thread ABI");
+_Static_assert(sizeof(struct sched_thread) == 424, "sched_thread ABI");
 _Static_assert(sizeof(struct sched_counters) == 64, "sched_counters ABI");
 _Static_assert(SCHED_SLOTS == PROBE_SCHED_SLOTS && SCHED_NO_WORKER == PROBE_SCHED_NO_WORKER &&
 	       SCHED_NEV == PROBE_SCHED_NEVENTS && SCHED_EV_SWITCH_OUT == PROBE_SCHED_SWITCH_OUT &&
@@ -228,12 +228,15 @@ static void to_record(const struct sched_thread *v, __u32 tid, uint64_t stop_ns,
 	t->involuntary = v->involuntary;
 	t->migrations = v->migrations;
 	t->wakeups = v->wakeups;
-	t->oncpu_ns = v->oncpu_ns;
+	t->oncpu_ns = v->exec_last - v->exec_first;
+	t->traced_ns = v->oncpu_ns;
 	t->unseen_ins = v->unseen_ins;
 	t->unseen_ns = v->unseen_ns;
 	/* on a CPU when the window stopped: its time up to the stop */
-	if (v->oncpu_since && stop_ns > v->oncpu_since)
+	if (v->oncpu_since && stop_ns > v->oncpu_since) {
 		t->oncpu_ns += stop_ns - v->oncpu_since;
+		t->traced_ns += stop_ns - v->oncpu_since;
+	}
 	t->runq_ns = v->runq_ns;
 	t->runq_max_ns = v->runq_max_ns;
 	for (int i = 0; i < SCHED_SLOTS; i++) {
@@ -268,6 +271,8 @@ int probe_sched_drain(struct probe_sched *p, probe_sched_fn fn, void *ctx,
 			stats->threads++;
 			stats->unseen_ins += rec.unseen_ins;
 			stats->unseen_ns += rec.unseen_ns;
+			stats->oncpu_ns += rec.oncpu_ns;
+			stats->traced_ns += rec.traced_ns;
 			ret = fn(&rec, ctx);
 		}
 		bpf_map_delete_elem(fd, &p->tids[i]);

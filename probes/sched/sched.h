@@ -35,7 +35,7 @@ struct sched_thread {
 			     * began) */
 	__u64 oncpu_since;  /* when it got the CPU; 0: off the CPU, or on it since before
 			     * the probe began */
-	__u64 oncpu_ns;     /* time on a CPU, switch-in to switch-out */
+	__u64 oncpu_ns;     /* time on a CPU as traced: switch-in to switch-out, summed */
 	__u64 voluntary;    /* switches out while not runnable (it blocked or slept) */
 	__u64 involuntary;  /* switches out while still runnable (preempted, or yielded) */
 	__u64 migrations;   /* moves to another CPU */
@@ -53,6 +53,11 @@ struct sched_thread {
 			     * reached the tracepoint (seen here under load, by perf too) */
 	__u64 unseen_ns;    /* the time from the switch-out before each to it: what the
 			     * missed interval on the CPU lies within */
+	__u64 exec_first;   /* the kernel's count of its time on a CPU
+			     * (se.sum_exec_runtime) at its first event */
+	__u64 exec_last;    /* that count at its last switch-out (exec_first until one):
+			     * exec_last - exec_first is its time on a CPU whether or not
+			     * every switch reached the tracepoint */
 };
 
 /* Per-CPU counters. */
