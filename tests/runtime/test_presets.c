@@ -489,8 +489,12 @@ Test(presets, global_puts_a_yielded_task_on_the_shared_queue)
 /* kyo: a worker whose queue runs dry looks at its siblings once before it goes idle
  * (Kyo's worker releases its thread when its queue and a steal attempt both come up
  * empty). A parent fills its worker's queue and holds the worker; a task submitted
- * from outside lands on the idle sibling, which then steals from the parent's queue. */
-static int dry_done;
+ * from outside lands on the idle sibling, which then steals from the parent's queue.
+ * The parent holds until a child has run on another worker: with both CPUs busy the
+ * sibling can be preempted between the outside task and its steal, and a parent that
+ * let go at once would run every child itself first. */
+static int dry_done, fill_ready, stolen_ran;
+static unsigned fill_worker;
 
 static uint64_t dry_mark(void *arg)
 {
@@ -499,18 +503,29 @@ static uint64_t dry_mark(void *arg)
 	return rt_worker_index();
 }
 
-static int fill_ready;
+static uint64_t where_marked(void *arg)
+{
+	unsigned w = rt_worker_index();
+
+	(void)arg;
+	if (w != fill_worker)
+		__atomic_store_n(&stolen_ran, 1, __ATOMIC_RELEASE);
+	return w;
+}
 
 static uint64_t fill_and_hold(void *arg)
 {
 	struct rt_task *t[FAN];
-	uint64_t seen = 0;
+	uint64_t seen = 0, give_up = now_ns() + 20 * 1000000000ull;
 
 	(void)arg;
+	fill_worker = rt_worker_index();
 	for (int i = 0; i < FAN; i++)
-		t[i] = rt_spawn(where, NULL);
+		t[i] = rt_spawn(where_marked, NULL);
 	__atomic_store_n(&fill_ready, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&dry_done, __ATOMIC_ACQUIRE))
+	/* a bound only so that a runtime that never steals fails the test, not hangs it */
+	while ((!__atomic_load_n(&dry_done, __ATOMIC_ACQUIRE) ||
+		!__atomic_load_n(&stolen_ran, __ATOMIC_ACQUIRE)) && now_ns() < give_up)
 		sched_yield();
 	for (int i = 0; i < FAN; i++)
 		seen |= 1ull << rt_join(t[i]);
