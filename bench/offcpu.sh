@@ -16,5 +16,8 @@ echo
 out=$("$BUILD/bench/offcpu_cost" "$ROUNDS" "$SECONDS_PER")
 echo "$out"
 
-# The goal, judged from the two rows above (bench/per_event_goal.awk).
-echo "$out" | awk -F'|' -v probe='| offcpu, the child its target |' -v col=4 -f "$(dirname "$0")/per_event_goal.awk"
+# The goal, judged from the rows above, for each probe row (bench/per_event_goal.awk).
+echo "$out" | awk -F'|' -v probe='| offcpu, the child its target |' -v col=4 \
+	-v label='user and kernel stacks' -f "$(dirname "$0")/per_event_goal.awk"
+echo "$out" | awk -F'|' -v probe='| offcpu --offcpu-stacks user, the child its target |' -v col=4 \
+	-v label='--offcpu-stacks user' -f "$(dirname "$0")/per_event_goal.awk"

@@ -9,9 +9,11 @@
  * memory. Each round measures its rate for SECONDS (default 0.5) under each condition in
  * turn (each round starting at the next): nothing (the probe attached, its programs
  * returning at their first test); `perf stat -e sched:sched_switch -p CHILD`; offcpu with the child as
- * target (every switch is the target's: two stack walks and a map update each); offcpu
- * with another process as target (the child's switches are other tasks', filtered out
- * in the kernel). The cost of an event is the extra time per round trip over the
+ * target (every switch is the target's: two stack walks and a map update each); the same
+ * with the user stack only (--offcpu-stacks user: no kernel walk); offcpu with another
+ * process as target (the child's switches are other tasks', filtered out in the
+ * kernel). Both probes stay attached throughout, the idle one returning at its first
+ * test. The cost of an event is the extra time per round trip over the
  * events per round trip (2; the probe's own count of events says how many it saw). The
  * medians over ROUNDS (default 7) rounds are printed, as a Markdown table.
  */
@@ -31,9 +33,12 @@
 
 #include "probes/probes.h"
 
-enum { C_NONE, C_PERF, C_TARGET, C_OTHER, NCOND };
+enum { C_NONE, C_PERF, C_TARGET, C_USER, C_OTHER, NCOND };
 static const char *const cond_names[NCOND] = {
-	"nothing", "perf stat -e sched:sched_switch -p CHILD", "offcpu, the child its target",
+	"nothing",
+	"perf stat -e sched:sched_switch -p CHILD",
+	"offcpu, the child its target",
+	"offcpu --offcpu-stacks user, the child its target",
 	"offcpu, another process its target",
 };
 
@@ -114,6 +119,29 @@ static pid_t start_perf(pid_t pid)
 	return k;
 }
 
+/* The rate over secs with p timing target's threads; with events_per_trip, the target's
+ * switch-outs the probe counted a round trip; *prog_ns, the program's ns a run. */
+static double probed_rate(struct probe_offcpu *p, pid_t target, double secs,
+			  double *events_per_trip, double *prog_ns)
+{
+	struct probe_offcpu_stats st = {};
+	uint64_t runs0 = 0, ns0 = 0, runs1 = 0, ns1 = 0;
+	double t0, r;
+
+	probe_offcpu_prog_stats(p, &runs0, &ns0);
+	probe_offcpu_start(p, target, 0);
+	t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED);
+	r = rate(secs);
+	t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED) - t0;
+	probe_offcpu_stop(p);
+	probe_offcpu_drain(p, NULL, NULL, &st);
+	probe_offcpu_prog_stats(p, &runs1, &ns1);
+	if (events_per_trip)
+		*events_per_trip = t0 > 0 ? (double)st.switches / t0 : 0;
+	*prog_ns = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0) : 0;
+	return r;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -131,9 +159,9 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 7;
 	double secs = argc > 2 ? atof(argv[2]) : 0.5;
-	double r[NCOND][64], events_per_trip[64], prog_ns[64], other_ns[64];
-	struct probe_offcpu *p;
-	struct probe_offcpu_stats st;
+	double r[NCOND][64], events_per_trip[64], prog_ns[64], user_ns[64], other_ns[64];
+	struct probe_offcpu_opts user_only = { .stacks = PROBE_OFFCPU_USER };
+	struct probe_offcpu *p, *pu;
 	char err[256];
 	pid_t child, perf;
 	bool have_perf = !system("perf --version >/dev/null 2>&1");
@@ -149,7 +177,8 @@ int main(int argc, char **argv)
 	if (child == 0)
 		child_main();
 	p = probe_offcpu_open(NULL, err, sizeof(err));
-	if (!p) {
+	pu = p ? probe_offcpu_open(&user_only, err, sizeof(err)) : NULL;
+	if (!pu) {
 		fprintf(stderr, "offcpu_cost: %s\n", err);
 		kill(child, SIGKILL);
 		return 1;
@@ -160,8 +189,6 @@ int main(int argc, char **argv)
 		 * same one (a drain, perf's exit) */
 		for (int k = 0; k < NCOND; k++) {
 			int c = (i + k) % NCOND;
-			uint64_t runs0, ns0, runs1, ns1;
-			double t0;
 
 			switch (c) {
 			case C_NONE:
@@ -176,34 +203,20 @@ int main(int argc, char **argv)
 				waitpid(perf, NULL, 0);
 				break;
 			case C_TARGET:
-				memset(&st, 0, sizeof(st));
-				probe_offcpu_prog_stats(p, &runs0, &ns0);
-				probe_offcpu_start(p, child, 0);
-				t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED);
-				r[c][i] = rate(secs);
-				t0 = (double)__atomic_load_n(trips, __ATOMIC_RELAXED) - t0;
-				probe_offcpu_stop(p);
-				probe_offcpu_drain(p, NULL, NULL, &st);
-				probe_offcpu_prog_stats(p, &runs1, &ns1);
-				events_per_trip[i] = t0 > 0 ? (double)st.switches / t0 : 0;
-				prog_ns[i] = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0)
-							   : 0;
+				r[c][i] = probed_rate(p, child, secs, &events_per_trip[i], &prog_ns[i]);
+				break;
+			case C_USER:
+				r[c][i] = probed_rate(pu, child, secs, NULL, &user_ns[i]);
 				break;
 			case C_OTHER:
-				probe_offcpu_prog_stats(p, &runs0, &ns0);
-				probe_offcpu_start(p, getpid(), 0);
-				r[c][i] = rate(secs);
-				probe_offcpu_stop(p);
-				probe_offcpu_drain(p, NULL, NULL, NULL);
-				probe_offcpu_prog_stats(p, &runs1, &ns1);
-				other_ns[i] = runs1 > runs0 ? (double)(ns1 - ns0) / (double)(runs1 - runs0)
-							    : 0;
+				r[c][i] = probed_rate(p, getpid(), secs, NULL, &other_ns[i]);
 				break;
 			}
 		}
 	}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	probe_offcpu_free(pu);
 	probe_offcpu_free(p);
 
 	{
@@ -213,8 +226,10 @@ int main(int argc, char **argv)
 		       "per condition, interleaved; medians. %.2f sched_switch events per round "
 		       "trip (the target's switch-outs the probe counted). The program alone (the kernel's BPF "
 		       "run-time statistics) took %.0f ns an event of the target (two stack walks, "
-		       "stored, and a start record), %.0f ns an event of another task.\n\n",
-		       rounds, secs, ept, median(prog_ns, rounds), median(other_ns, rounds));
+		       "stored, and a start record), %.0f ns with the user stack only, %.0f ns an "
+		       "event of another task.\n\n",
+		       rounds, secs, ept, median(prog_ns, rounds), median(user_ns, rounds),
+		       median(other_ns, rounds));
 		printf("| condition | round trips/s | ns per event over nothing |\n|---|---:|---:|\n");
 		for (int c = 0; c < NCOND; c++) {
 			double m;

@@ -101,6 +101,7 @@ enum {
 	OPT_TIMELINE_EVENTS,
 	OPT_MIN_BLOCK,
 	OPT_WAKERS,
+	OPT_OFFCPU_STACKS,
 	OPT_ALLOC_SAMPLE,
 	OPT_EVENTS,
 };
@@ -161,6 +162,10 @@ static const struct argp_option options[] = {
 	{ "wakers", OPT_WAKERS, NULL, 0,
 	  "offcpu: also keep the stack of whoever woke each blocked thread, in wakers.folded "
 	  "(attaches sched_wakeup too)", 2 },
+	{ "offcpu-stacks", OPT_OFFCPU_STACKS, "WHICH", 0,
+	  "offcpu: the stacks each switch-out walks: both (default), user or kernel. The "
+	  "kernel's walk is most of the probe's cost a switch; without it a preempted interval "
+	  "still ends in [preempted]", 2 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "print result.json on stdout instead of the table (an array of them for several "
 	  "workloads)",
@@ -200,6 +205,7 @@ struct run_args {
 	bool overhead;                  /* --overhead */
 	long min_block_us;              /* offcpu: 0: not given */
 	bool wakers;                    /* offcpu: --wakers */
+	unsigned offcpu_stacks;         /* offcpu: PROBE_OFFCPU_*; 0: not given (both) */
 	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
@@ -395,6 +401,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_WAKERS:
 		a->wakers = true;
+		return 0;
+	case OPT_OFFCPU_STACKS:
+		if (hx_offcpu_stacks_parse(arg, &a->offcpu_stacks)) {
+			a->bad = cli_usage_error("--offcpu-stacks '%s': expected both, user or "
+						 "kernel, e.g. --offcpu-stacks user",
+						 arg);
+			return EINVAL;
+		}
 		return 0;
 	case OPT_PROBES: {
 		char why[256];
@@ -746,6 +760,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --wakers");
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->offcpu_stacks && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --offcpu-stacks %s",
+					hx_offcpu_stacks_name(a->offcpu_stacks));
 	if ((a->probes & (1u << HX_PROBE_RUNTIME)) && a->timeline_events && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --timeline-events %ld",
 					a->timeline_events);
@@ -1289,9 +1306,11 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_argp_parse(&argp, "run", argc, argv, &a))
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
-	if ((a.min_block_us || a.wakers) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
+	if ((a.min_block_us || a.wakers || a.offcpu_stacks) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
 		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
-				       a.wakers ? "--wakers" : "--min-block-us");
+				       a.wakers	       ? "--wakers"
+				       : a.offcpu_stacks ? "--offcpu-stacks"
+							 : "--min-block-us");
 
 	nspecs = spec_count(&a);
 	specs = calloc(nspecs, sizeof(*specs));
@@ -1352,6 +1371,7 @@ int cmd_run(int argc, char **argv)
 	pc.timeline_events = (unsigned)a.timeline_events;
 	pc.min_block_us = (unsigned)a.min_block_us;
 	pc.wakers = a.wakers;
+	pc.offcpu_stacks = a.offcpu_stacks;
 	pc.alloc_sample = a.alloc_sample;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);

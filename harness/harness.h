@@ -233,6 +233,8 @@ enum hx_probe_id {
 struct hx_probe_config {
 	unsigned min_block_us;   /* offcpu: the shortest off-CPU interval kept; 0: 1 */
 	bool wakers;             /* offcpu: the waker's stack as well */
+	unsigned offcpu_stacks;  /* offcpu: PROBE_OFFCPU_USER | _KERNEL, the stacks a switch-out
+				  * walks; 0: both */
 	uint64_t alloc_sample;   /* alloc: bytes between samples; 0: 512 KiB */
 	const char *events;      /* counters: libpfm4 event names, comma-separated; NULL:
 				  * the default set */
@@ -283,6 +285,10 @@ extern const struct hx_probe_ops hx_offcpu_ops;
 /* hx_offcpu_ops' open with the probe's own options (its map sizes, say), for the state
  * the other ops take. */
 int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len);
+/* --offcpu-stacks: "both", "user" or "kernel" to PROBE_OFFCPU_* (0, or -EINVAL), and
+ * back (0 is "both"). */
+int hx_offcpu_stacks_parse(const char *arg, unsigned *stacks);
+const char *hx_offcpu_stacks_name(unsigned stacks);
 
 /* alloc (harness/alloc.c), and its open with the probe's own map sizes given, for the
  * tests that force its losses; ops.open sizes them from the configuration. */

@@ -8,7 +8,9 @@
  * PARK), "[blocking]" (a blocking section, phase BLOCK) or "[other]" (any other phase,
  * or a thread that is not the runtime's: a preempted worker waiting for a CPU, a server
  * thread blocked in accept); the thread's name; the user frames, root first; "-" and the
- * kernel frames "_[k]". A part that could not be kept is a "[lost: ...]" frame, so the
+ * kernel frames "_[k]". Without kernel stacks (--offcpu-stacks user) a preempted
+ * interval ends in "-;[preempted]" and a sleep ends at its user frames; without user
+ * stacks the thread's name is followed by "-". A part that could not be kept is a "[lost: ...]" frame, so the
  * file's total is every microsecond kept. With wakers, wakers.folded has each line of
  * offcpu.folded followed by "--" and the stack of the task whose wake-up ended the
  * interval, leaf first (the wake-up point beside the wait it ended, as bcc's offwaketime
@@ -39,6 +41,7 @@ struct offcpu_state {
 	struct an_folded *folded, *wakers;
 	struct probe_offcpu_stats stats;
 	uint64_t class_ns[NCLASSES];
+	uint64_t preempted_ns;            /* kept time of intervals switched out runnable */
 	uint64_t with_user_ns, rooted_ns; /* intervals with a user stack, and those of them
 					   * whose walk reached the thread's root */
 	uint64_t runs0, ns0, runs, ns;    /* the sched_switch program's run-time statistics */
@@ -62,6 +65,7 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 {
 	bool rooted = false, garbage, past;
 	unsigned nu = 0, nk = iv->nkernel < PROBE_MAX_DEPTH ? iv->nkernel : PROBE_MAX_DEPTH;
+	unsigned stacks = probe_offcpu_stacks(s->p);
 	size_t ubase, kbase;
 	const char *marker = NULL;
 
@@ -93,6 +97,13 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 		s->frames[(*n)++] = "[truncated]";
 	for (size_t i = nu; i-- > 0;)
 		s->frames[(*n)++] = s->names[ubase + i];
+	if (!(stacks & PROBE_OFFCPU_KERNEL)) {
+		if (iv->preempted) {
+			s->frames[(*n)++] = "-";
+			s->frames[(*n)++] = "[preempted]";
+		}
+		return;
+	}
 	s->frames[(*n)++] = "-";
 	if (iv->lost & PROBE_LOST_KSTACK_FULL)
 		s->frames[(*n)++] = "[lost: kernel stack storage full]";
@@ -181,8 +192,10 @@ static int fold(const struct probe_offcpu_interval *iv, void *arg)
 	v.wkstack += skip;
 	v.nwkernel -= skip;
 	iv = &v;
-	if (!(iv->lost & PROBE_LOST_COUNTS_FULL))
+	if (!(iv->lost & PROBE_LOST_COUNTS_FULL)) {
 		s->class_ns[phase_class(iv->kind)] += iv->ns;
+		s->preempted_ns += iv->preempted ? iv->ns : 0;
+	}
 	wakee_frames(s, iv, &n, &used);
 	err = an_folded_add(s->folded, s->frames, n, us);
 	if (err || !s->wakers)
@@ -227,7 +240,9 @@ int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, s
 
 static int op_open(void **state, const struct hx_probe_config *cfg, char *why, size_t len)
 {
-	struct probe_offcpu_opts o = { .min_block_us = cfg->min_block_us, .wakers = cfg->wakers };
+	struct probe_offcpu_opts o = { .min_block_us = cfg->min_block_us,
+				       .wakers = cfg->wakers,
+				       .stacks = cfg->offcpu_stacks };
 
 	return hx_offcpu_open(state, &o, why, len);
 }
@@ -282,6 +297,7 @@ static int op_reset(void *state)
 	s->wakers = w;
 	memset(&s->stats, 0, sizeof(s->stats));
 	memset(s->class_ns, 0, sizeof(s->class_ns));
+	s->preempted_ns = 0;
 	s->with_user_ns = s->rooted_ns = s->runs = s->ns = 0;
 	return 0;
 }
@@ -298,8 +314,9 @@ static void write_json(FILE *out, const void *data)
 	unsigned stacks, counts, threads;
 
 	probe_offcpu_sizes(s->p, &stacks, &counts, &threads);
-	fprintf(out, ", \"min_block_us\": %u, \"wakers\": %s",
-		probe_offcpu_min_block_us(s->p), probe_offcpu_wakers(s->p) ? "true" : "false");
+	fprintf(out, ", \"min_block_us\": %u, \"wakers\": %s, \"stacks\": \"%s\"",
+		probe_offcpu_min_block_us(s->p), probe_offcpu_wakers(s->p) ? "true" : "false",
+		hx_offcpu_stacks_name(probe_offcpu_stacks(s->p)));
 	fprintf(out, ", \"folded_us\": %" PRIu64 ", \"total_us\": ", an_folded_total(s->folded));
 	an_json_num(out, us_of(st->kept_ns + st->counts_full_ns));
 	fprintf(out, ", \"by_class_us\": {");
@@ -307,7 +324,9 @@ static void write_json(FILE *out, const void *data)
 		fprintf(out, "%s\"%s\": ", c ? ", " : "", class_names[c]);
 		an_json_num(out, us_of(s->class_ns[c]));
 	}
-	fprintf(out, "}, \"intervals\": {\"switches\": %" PRIu64 ", \"ended\": %" PRIu64
+	fprintf(out, "}, \"preempted_us\": ");
+	an_json_num(out, us_of(s->preempted_ns));
+	fprintf(out, ", \"intervals\": {\"switches\": %" PRIu64 ", \"ended\": %" PRIu64
 		     ", \"kept\": %" PRIu64 ", \"under_min\": %" PRIu64 ", \"under_min_us\": ",
 		st->switches, st->intervals, st->kept, st->under_min);
 	an_json_num(out, us_of(st->under_min_ns));
@@ -381,8 +400,15 @@ static void write_md(FILE *out, const void *data)
 	fprintf(out, "### Off-CPU\n\n");
 	an_format_number(us_of(total) / 1000.0, 1, nbuf, sizeof(nbuf));
 	fprintf(out, "%s ms off CPU in %" PRIu64 " intervals of at least %u µs (offcpu.folded, "
-		     "weighted in µs%s).\n\n", nbuf, st->kept + st->counts_full,
-		probe_offcpu_min_block_us(s->p), s->wakers ? "; wakers.folded: with the waker's stack" : "");
+		     "weighted in µs%s; %s stacks).", nbuf, st->kept + st->counts_full,
+		probe_offcpu_min_block_us(s->p), s->wakers ? "; wakers.folded: with the waker's stack" : "",
+		probe_offcpu_stacks(s->p) == PROBE_OFFCPU_USER	   ? "user"
+		: probe_offcpu_stacks(s->p) == PROBE_OFFCPU_KERNEL ? "kernel"
+								   : "user and kernel");
+	an_format_number(us_of(s->preempted_ns) / 1000.0, 1, nbuf, sizeof(nbuf));
+	fprintf(out, " Of it %s ms (%.1f%%) preempted: switched out still runnable, waiting for "
+		     "a CPU, not for an event.\n\n", nbuf,
+		total ? 100.0 * (double)s->preempted_ns / (double)total : 0.0);
 	fprintf(out, "| class | ms | share |\n|---|---:|---:|\n");
 	for (int c = 0; c < NCLASSES; c++) {
 		an_format_number(us_of(s->class_ns[c]) / 1000.0, 1, nbuf, sizeof(nbuf));
@@ -424,10 +450,16 @@ static void write_md(FILE *out, const void *data)
 		st->start_full, threads);
 	if (s->wakers)
 		fprintf(out, ", %" PRIu64 " wake-ups with no room to be kept", st->waker_full);
-	fprintf(out, ". User stacks are walked by frame pointers: of the %.1f ms with one, %.1f ms "
-		     "reached the thread's root (a wait inside glibc, built without them, loses "
-		     "its caller's frame).",
-		us_of(s->with_user_ns) / 1000.0, us_of(s->rooted_ns) / 1000.0);
+	if (probe_offcpu_stacks(s->p) & PROBE_OFFCPU_USER)
+		fprintf(out, ". User stacks are walked by frame pointers: of the %.1f ms with one, "
+			     "%.1f ms reached the thread's root (a wait inside glibc, built without "
+			     "them, loses its caller's frame).",
+			us_of(s->with_user_ns) / 1000.0, us_of(s->rooted_ns) / 1000.0);
+	else
+		fprintf(out, ". User stacks were not taken (--offcpu-stacks kernel).");
+	if (!(probe_offcpu_stacks(s->p) & PROBE_OFFCPU_KERNEL))
+		fprintf(out, " Kernel stacks were not taken (--offcpu-stacks user): a preempted "
+			     "interval ends in [preempted], a sleep at its user frames.");
 	if (s->prog_stats && s->runs)
 		fprintf(out, " The sched_switch program ran %" PRIu64 " times, %.0f ns each.",
 			s->runs, (double)s->ns / (double)s->runs);
@@ -481,6 +513,31 @@ static int op_finish(void *state, const char *dir, struct an_probe_part *part)
 	part->json = write_json;
 	part->md = write_md;
 	part->data = s;
+	return 0;
+}
+
+const char *hx_offcpu_stacks_name(unsigned stacks)
+{
+	switch (stacks & (PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL)) {
+	case PROBE_OFFCPU_USER:
+		return "user";
+	case PROBE_OFFCPU_KERNEL:
+		return "kernel";
+	default:
+		return "both";
+	}
+}
+
+int hx_offcpu_stacks_parse(const char *arg, unsigned *stacks)
+{
+	if (!strcmp(arg, "both"))
+		*stacks = PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL;
+	else if (!strcmp(arg, "user"))
+		*stacks = PROBE_OFFCPU_USER;
+	else if (!strcmp(arg, "kernel"))
+		*stacks = PROBE_OFFCPU_KERNEL;
+	else
+		return -EINVAL;
 	return 0;
 }
 

@@ -396,10 +396,16 @@ int probe_sched_prog_stats(const struct probe_sched *p, uint64_t *runs, uint64_t
  * timed, or counted in start_full; every interval that ends is kept, counted under the
  * minimum, or counted with its time in counts_full; a stack that cannot be kept is a
  * loss bit on its key. */
+/* The stacks a switch-out walks (both: 0). The kernel's costs most; without it an
+ * interval still says whether the thread was preempted. */
+#define PROBE_OFFCPU_USER   1u
+#define PROBE_OFFCPU_KERNEL 2u
+
 struct probe_offcpu_opts {
 	unsigned min_block_us;   /* the shortest interval kept; 0: 1 */
 	bool wakers;             /* keep the waker's stacks too (attaches sched_wakeup and
 				  * sched_wakeup_new) */
+	unsigned stacks;         /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL; 0: both */
 	unsigned stack_entries;  /* distinct stacks kept per drain; 0: 16384 (1 KiB each) */
 	unsigned count_entries;  /* aggregated keys; 0: 16384 */
 	unsigned thread_entries; /* threads off CPU (and woken) at once; 0: 4096 */
@@ -412,6 +418,7 @@ struct probe_offcpu_opts {
 struct probe_offcpu_interval {
 	char comm[16];           /* the thread's name */
 	unsigned kind;           /* its phase word's kind at the switch-out (RT_PHASE_*) */
+	bool preempted;          /* switched out still runnable (involuntary), not asleep */
 	const uint64_t *ustack;  /* leaf first: where it left the CPU */
 	uint32_t nuser;
 	const uint64_t *kstack;
@@ -457,6 +464,7 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 void probe_offcpu_free(struct probe_offcpu *p);
 unsigned probe_offcpu_min_block_us(const struct probe_offcpu *p);
 bool probe_offcpu_wakers(const struct probe_offcpu *p);
+unsigned probe_offcpu_stacks(const struct probe_offcpu *p); /* PROBE_OFFCPU_* as opened */
 /* The maps' sizes, as opened. */
 void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned *counts,
 			unsigned *threads);

@@ -33,6 +33,11 @@ const volatile __u64 pidns_ino = 0;
 const volatile __u64 min_block_ns = 1000;
 /* Keep the waker's stacks: the wake-up programs are loaded only then. */
 const volatile __u32 wakers = 0;
+/* Which stacks a switch-out walks. The kernel's is most of a switch-out's cost (an ORC
+ * unwind through the scheduler and the syscall); without it the switch says whether it
+ * was involuntary, which the kernel stack would have shown. */
+const volatile __u32 user_stacks = 1;
+const volatile __u32 kernel_stacks = 1;
 
 /* Written by the loader through the mmapped .bss: the target and its phase offset,
  * target_ktgid cleared, then enabled (a release store; x86 keeps the order). */
@@ -155,8 +160,8 @@ static __always_inline __u32 target(struct task_struct *prev)
 	return k;
 }
 
-static __always_inline void switch_out(void *ctx, struct task_struct *prev,
-				       struct offcpu_counters *c)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
+				       unsigned int prev_state, struct offcpu_counters *c)
 {
 	struct offcpu_start st = {};
 	struct scratch *sc;
@@ -177,10 +182,15 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		if (w)
 			w->comm[0] = 0; /* none */
 	}
-	take_stack(ctx, prev, false, &sc->kernel, &st.key.kstack, &st.key.lost,
-		   OFFCPU_LOST_KSTACK_FULL, OFFCPU_LOST_KSTACK_ERROR);
-	take_stack(ctx, prev, true, &sc->user, &st.key.ustack, &st.key.lost,
-		   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
+	if (kernel_stacks)
+		take_stack(ctx, prev, false, &sc->kernel, &st.key.kstack, &st.key.lost,
+			   OFFCPU_LOST_KSTACK_FULL, OFFCPU_LOST_KSTACK_ERROR);
+	if (user_stacks)
+		take_stack(ctx, prev, true, &sc->user, &st.key.ustack, &st.key.lost,
+			   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
+	/* __schedule(): voluntary only when not preempted and no longer runnable, as the
+	 * sched probe counts it */
+	st.key.preempted = preempt || !prev_state;
 	phase = probe__read_phase(prev, phase_tls_off, false, &entry);
 	st.key.kind = RT_PHASE_KIND(phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(phase) : 0;
 	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
@@ -254,7 +264,8 @@ static __always_inline void switch_in(struct task_struct *next, struct offcpu_co
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	struct offcpu_counters *c;
 	__u32 zero = 0, k;
@@ -269,7 +280,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (!k)
 		return 0;
 	if (prev->tgid == k)
-		switch_out(ctx, prev, c);
+		switch_out(ctx, prev, preempt, prev_state, c);
 	if (next->tgid == k)
 		switch_in(next, c);
 	return 0;

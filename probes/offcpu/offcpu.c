@@ -24,8 +24,8 @@
 
 _Static_assert(sizeof(struct offcpu_stack) == 1024, "offcpu_stack ABI");
 _Static_assert(sizeof(struct offcpu_waker) == 40, "offcpu_waker ABI");
-_Static_assert(sizeof(struct offcpu_key) == 80, "offcpu_key ABI");
-_Static_assert(sizeof(struct offcpu_start) == 88, "offcpu_start ABI");
+_Static_assert(sizeof(struct offcpu_key) == 88, "offcpu_key ABI");
+_Static_assert(sizeof(struct offcpu_start) == 96, "offcpu_start ABI");
 _Static_assert(sizeof(struct offcpu_counters) == 136, "offcpu_counters ABI");
 _Static_assert(OFFCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       OFFCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
@@ -44,6 +44,7 @@ struct probe_offcpu {
 	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
 	unsigned min_block_us;
 	bool wakers;
+	unsigned stacks;           /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL */
 	bool started;
 	unsigned stack_entries, count_entries, thread_entries;
 	uint64_t window_start_ns, window_ns;
@@ -95,6 +96,7 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	p->stats_fd = -1;
 	p->min_block_us = o->min_block_us ? o->min_block_us : 1;
 	p->wakers = o->wakers;
+	p->stacks = o->stacks ? o->stacks : PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL;
 	p->stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
 	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
 	p->thread_entries = o->thread_entries ? o->thread_entries : DEFAULT_THREAD_ENTRIES;
@@ -121,6 +123,8 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	p->skel->rodata->pidns_ino = h.pidns_ino;
 	p->skel->rodata->min_block_ns = (__u64)p->min_block_us * 1000;
 	p->skel->rodata->wakers = p->wakers;
+	p->skel->rodata->user_stacks = !!(p->stacks & PROBE_OFFCPU_USER);
+	p->skel->rodata->kernel_stacks = !!(p->stacks & PROBE_OFFCPU_KERNEL);
 	ret = bpf_map__set_max_entries(p->skel->maps.stacks, p->stack_entries);
 	if (!ret)
 		ret = bpf_map__set_max_entries(p->skel->maps.counts, p->count_entries);
@@ -199,6 +203,11 @@ unsigned probe_offcpu_min_block_us(const struct probe_offcpu *p)
 bool probe_offcpu_wakers(const struct probe_offcpu *p)
 {
 	return p->wakers;
+}
+
+unsigned probe_offcpu_stacks(const struct probe_offcpu *p)
+{
+	return p->stacks;
 }
 
 void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned *counts,
@@ -347,6 +356,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 		struct probe_offcpu_interval iv = {
 			.kind = k->kind,
 			.lost = k->lost,
+			.preempted = k->preempted,
 			.ustack = p->ubuf,
 			.kstack = p->kbuf,
 			.wustack = p->wubuf,

@@ -57,6 +57,9 @@ struct offcpu_key {
 	__u64 kstack;
 	char comm[OFFCPU_COMM_LEN];
 	struct offcpu_waker waker; /* all zero without wakers */
+	__u32 preempted;	/* 1: switched out still runnable (preempted, or made to
+				 * yield on its way back to user space), 0: it slept */
+	__u32 pad;
 };
 
 struct offcpu_value {

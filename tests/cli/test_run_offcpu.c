@@ -86,10 +86,17 @@ Test(run_offcpu, its_options_are_checked)
 	const char *bad[] = { "run", "spawn-join", "--probes", "oncpu,offcpu", "--min-block-us",
 			      "0", NULL };
 	const char *alone[] = { "run", "spawn-join", "--wakers", NULL };
+	const char *stacks[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-stacks",
+				 "stack", NULL };
+	const char *stacks_alone[] = { "run", "spawn-join", "--offcpu-stacks", "user", NULL };
 
 	cr_expect_eq(run_schedlab(bad), 2);
 	expect_one_error_line("--min-block-us '0'");
 	cr_expect_eq(run_schedlab(alone), 2);
 	expect_one_error_line("--probes oncpu,offcpu");
+	cr_expect_eq(run_schedlab(stacks), 2);
+	expect_one_error_line("--offcpu-stacks 'stack': expected both, user or kernel");
+	cr_expect_eq(run_schedlab(stacks_alone), 2);
+	expect_one_error_line("--offcpu-stacks is an offcpu option");
 	cr_expect_eq(entries(), 0, "nothing was created");
 }

@@ -229,3 +229,46 @@ Test(harness_offcpu, a_full_counts_map_is_a_lost_root)
 
 	expect_lost_frame(&o, "[lost: counts map full]", "counts_map_full");
 }
+
+/* --offcpu-stacks user: the naps end at their user frames, no kernel frame anywhere,
+ * and the report and result.json say which stacks were taken. */
+Test(harness_offcpu, user_stacks_only_fold_no_kernel_frames)
+{
+	struct probe_offcpu_opts o = { .stacks = PROBE_OFFCPU_USER };
+	struct an_probe_part part;
+	const char *kernel[] = { "_[k]", NULL };
+	const struct an_folded_line *l;
+	struct an_folded *f;
+	uint64_t measured, naps = 0;
+	char json[8192], md[16384];
+	size_t n;
+	FILE *m;
+	void *st;
+
+	st = measure(&o, "50", "2", "nap", &measured, &part);
+	f = read_folded("offcpu.folded");
+	cr_expect_eq(weight_of(f, kernel), 0, "no kernel frame without kernel stacks");
+	l = an_folded_lines(f, &n);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(l[i].stack);
+
+		if (strstr(l[i].stack, "[blocking];offcpu-nap;") && len > 12 &&
+		    !strcmp(l[i].stack + len - 12, ";sleeper_nap"))
+			naps += l[i].count;
+	}
+	part_json(&part, json, sizeof(json));
+	/* as folded_names_the_nap_under_its_class_in_microseconds allows */
+	cr_expect(naps > 0.90 * (measured - restarted_of(json) * (double)measured / 50) / 1000.0 &&
+			  naps < 1.05 * measured / 1000.0,
+		  "%llu us of naps ending in sleeper_nap, the child measured %llu ns",
+		  (unsigned long long)naps, (unsigned long long)measured);
+	cr_expect_not_null(strstr(json, "\"stacks\": \"user\""), "%s", json);
+	cr_expect_not_null(strstr(json, "\"preempted_us\": "), "%s", json);
+	m = fmemopen(md, sizeof(md), "w");
+	part.md(m, part.data);
+	fclose(m);
+	cr_expect_not_null(strstr(md, "user stacks)"), "%s", md);
+	cr_expect_not_null(strstr(md, "Kernel stacks were not taken"), "%s", md);
+	an_folded_free(f);
+	hx_offcpu_ops.close(st);
+}

@@ -7,13 +7,18 @@
 
 #include "analysis/analysis.h"
 
+#include <sched.h>
+
 struct seen {
 	struct an_usyms *usyms;
 	const char *leaf;        /* the user leaf function counted in ns */
 	const char *waker_leaf;  /* with wakers: the waker's user leaf expected */
 	uint64_t ns, intervals;  /* of stacks whose user leaf is leaf */
 	uint64_t all_ns, all_intervals;
-	uint64_t wrong_kind, wrong_comm, no_kernel, waker_ok, waker_bad;
+	uint64_t wrong_kind, wrong_comm, no_kernel, preempted, waker_ok, waker_bad;
+	const char *comm;        /* intervals of threads so named that publish RUN (busy's
+				  * spinners, not its main thread), counted apart */
+	uint64_t comm_intervals, comm_preempted, comm_kernel;
 	uint64_t lost_ustack_full, lost_counts_full, counts_full_ns, counts_full_records;
 	unsigned records;
 	/* sleeper's "many" mode: bit n set for a walk of sleeper_nap, n frames of
@@ -65,6 +70,11 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 		cr_expect_eq(iv->nuser + iv->nkernel, 0, "a counts-full record has no stacks");
 		return 0;
 	}
+	if (v->comm && !strcmp(iv->comm, v->comm) && iv->kind == RT_PHASE_RUN) {
+		v->comm_intervals += iv->intervals;
+		v->comm_preempted += iv->preempted ? iv->intervals : 0;
+		v->comm_kernel += iv->nkernel ? iv->intervals : 0;
+	}
 	leaf_name(v->usyms, iv->ustack, iv->nuser, name, sizeof(name));
 	if (!strcmp(name, "sleeper_nap"))
 		check_deep(v, iv);
@@ -75,6 +85,7 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 	v->wrong_kind += iv->kind != RT_PHASE_BLOCK ? iv->intervals : 0;
 	v->wrong_comm += strcmp(iv->comm, "offcpu-nap") ? iv->intervals : 0;
 	v->no_kernel += iv->nkernel ? 0 : iv->intervals;
+	v->preempted += iv->preempted ? iv->intervals : 0;
 	if (v->waker_leaf) {
 		leaf_name(v->usyms, iv->wustack, iv->nwuser, name, sizeof(name));
 		if (iv->woken && iv->waker_in_target && !strcmp(name, v->waker_leaf) &&
@@ -333,6 +344,103 @@ static void open_unprivileged(int fd)
 
 /* Dropped to nobody in a child (so without any capability), open must fail with the
  * fix in its message. */
+/* --offcpu-stacks user: no kernel walk at all, the naps' time and user stacks as with
+ * both, and a nap (a sleep) not marked preempted. */
+Test(offcpu, user_stacks_only_keep_the_time_and_walk_no_kernel_stack)
+{
+	struct probe_offcpu_opts o = { .stacks = PROBE_OFFCPU_USER };
+	struct probe_offcpu_stats st = {};
+	struct seen v = { .leaf = "sleeper_nap" };
+	struct probe_offcpu *p;
+	uint64_t measured;
+	double ratio;
+
+	p = run_with(&o, "50", "2", "nap", &v, &st, &measured);
+	cr_expect_eq(probe_offcpu_stacks(p), PROBE_OFFCPU_USER);
+	ratio = (double)v.ns / ((double)measured - 2e6 * (double)st.restarts);
+	cr_expect(ratio > 0.95 && (double)v.ns < 1.05 * (double)measured,
+		  "sleeper_nap off CPU %llu ns, the child measured %llu ns (ratio %.4f)",
+		  (unsigned long long)v.ns, (unsigned long long)measured, ratio);
+	cr_expect_geq(v.intervals + st.restarts, 50, "%llu naps", (unsigned long long)v.intervals);
+	cr_expect_eq(v.no_kernel, v.intervals, "no nap has a kernel stack");
+	/* a nap sleeps; one preempted in sleeper_nap's own code on its way to the sleep (a
+	 * loaded machine) is rightly marked, and rare */
+	cr_expect_leq(v.preempted * 5, v.intervals, "%llu of %llu naps marked preempted",
+		      (unsigned long long)v.preempted, (unsigned long long)v.intervals);
+	cr_expect_eq(st.kstack_errors + st.kstack_full, 0, "a stack not taken is not a loss");
+	cr_expect_eq(st.ustack_errors, 0);
+	probe_offcpu_free(p);
+}
+
+/* Two spinning threads pinned to one CPU only ever leave it preempted: each of their
+ * intervals is marked so, with or without the kernel stack that would show it. */
+Test(offcpu, a_thread_that_never_sleeps_is_marked_preempted)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		struct probe_offcpu_opts o = { .stacks = mode ? PROBE_OFFCPU_USER : 0 };
+		struct probe_offcpu_stats st = {};
+		struct seen v = { .comm = "offcpu-hog" };
+		struct an_symcache *cache = an_symcache_new();
+		struct an_procmaps *maps;
+		struct probe_offcpu *p;
+		char err[256], path[64];
+		struct dirent *e;
+		cpu_set_t one;
+		int64_t tls_off;
+		pid_t pid;
+		DIR *d;
+
+		need_bpf();
+		cr_assert_not_null(cache);
+		p = probe_offcpu_open(&o, err, sizeof(err));
+		cr_assert_not_null(p, "%s", err);
+		pid = spawn_busy("30", "2", "hot", "offcpu-hog", &tls_off);
+		cr_assert_eq(sched_getaffinity(0, sizeof(one), &one), 0);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &one)) {
+				CPU_ZERO(&one);
+				CPU_SET(c, &one);
+				break;
+			}
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		cr_assert_not_null(d);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				sched_setaffinity((pid_t)atoi(e->d_name), sizeof(one), &one);
+		closedir(d);
+		cr_assert_eq(probe_offcpu_start(p, pid, tls_off), 0);
+		/* the spinners share one CPU from here: the scheduler's tick preempts one every
+		 * few ms, so a preempted interval of each is waited for, not timed */
+		for (int tries = 0; tries < 200 && v.comm_intervals < 20; tries++) {
+			sleep_ms(50);
+			cr_assert_eq(probe_offcpu_stop(p), 0);
+			maps = an_procmaps_read(pid);
+			cr_assert_not_null(maps);
+			v.usyms = an_usyms_new(cache, maps);
+			cr_assert_eq(probe_offcpu_drain(p, on_interval, &v, &st), 0);
+			an_usyms_free(v.usyms);
+			v.usyms = NULL;
+			cr_assert_eq(probe_offcpu_start(p, pid, tls_off), 0);
+		}
+		cr_assert_eq(probe_offcpu_stop(p), 0);
+		kill(pid, SIGKILL);
+		cr_assert_geq(v.comm_intervals, 20, "%llu intervals of the spinners",
+			      (unsigned long long)v.comm_intervals);
+		cr_expect_eq(v.comm_preempted, v.comm_intervals,
+			     "%s: %llu of the spinners' %llu intervals marked preempted",
+			     mode ? "user stacks" : "both stacks",
+			     (unsigned long long)v.comm_preempted,
+			     (unsigned long long)v.comm_intervals);
+		if (mode)
+			cr_expect_eq(v.comm_kernel, 0, "no kernel stack taken");
+		else
+			cr_expect_eq(v.comm_kernel, v.comm_intervals, "each with its kernel stack");
+		probe_offcpu_free(p);
+		an_symcache_free(cache);
+	}
+}
+
 Test(offcpu, unprivileged_open_says_how_to_fix)
 {
 	char msg[512] = "";
