@@ -163,7 +163,8 @@ static const struct argp_option options[] = {
 	  "offcpu: also keep the stack of whoever woke each blocked thread, in wakers.folded "
 	  "(attaches sched_wakeup too)", 2 },
 	{ "offcpu-stacks", OPT_OFFCPU_STACKS, "WHICH", 0,
-	  "offcpu: the stacks each switch-out walks: both (default), user or kernel. The "
+	  "offcpu: the stacks each switch-out (and with --wakers, each wake-up) walks: both "
+	  "(default), user or kernel. The "
 	  "kernel's walk is most of the probe's cost a switch; without it a preempted interval "
 	  "still ends in [preempted]", 2 },
 	{ "json", OPT_JSON, NULL, 0,

@@ -33,9 +33,9 @@ const volatile __u64 pidns_ino = 0;
 const volatile __u64 min_block_ns = 1000;
 /* Keep the waker's stacks: the wake-up programs are loaded only then. */
 const volatile __u32 wakers = 0;
-/* Which stacks a switch-out walks. The kernel's is most of a switch-out's cost (an ORC
- * unwind through the scheduler and the syscall); without it the switch says whether it
- * was involuntary, which the kernel stack would have shown. */
+/* Which stacks a switch-out (and with wakers, a wake-up) walks. The kernel's is most of
+ * a switch-out's cost (an ORC unwind through the scheduler and the syscall); without it
+ * the switch says whether it was involuntary, which the kernel stack would have shown. */
 const volatile __u32 user_stacks = 1;
 const volatile __u32 kernel_stacks = 1;
 
@@ -311,8 +311,10 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	cur = bpf_get_current_task_btf();
 	w.tgid = cur->tgid;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	take_stack(ctx, cur, false, &sc->kernel, &w.kstack, &w.lost, OFFCPU_LOST_WKSTACK_FULL, 0);
-	if (w.tgid == k)
+	if (kernel_stacks)
+		take_stack(ctx, cur, false, &sc->kernel, &w.kstack, &w.lost,
+			   OFFCPU_LOST_WKSTACK_FULL, 0);
+	if (user_stacks && w.tgid == k)
 		take_stack(ctx, cur, true, &sc->user, &w.ustack, &w.lost, OFFCPU_LOST_WUSTACK_FULL,
 			   0);
 	tid = p->pid;

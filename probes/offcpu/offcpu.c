@@ -390,12 +390,14 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 			iv.lost |= PROBE_TRUNCATED_KSTACK;
 			truncated += v.intervals;
 		}
-		/* a waker always has a kernel stack or a loss bit; all zero is none */
+		/* a waker always has a name (a comm is never empty); all zero is none */
 		iv.woken = k->waker.kstack || k->waker.lost || k->waker.comm[0];
 		if (iv.woken) {
 			iv.waker_tgid = k->waker.tgid;
-			iv.waker_in_target = k->waker.ustack != OFFCPU_NO_STACK ||
-					     (k->waker.lost & OFFCPU_LOST_WUSTACK_FULL);
+			/* the target's kernel tgid, learnt by the programs in this window (a key
+			 * exists only once a target thread switched out) */
+			iv.waker_in_target = k->waker.tgid &&
+					     k->waker.tgid == p->skel->bss->target_ktgid;
 			memcpy(iv.waker_comm, k->waker.comm, sizeof(iv.waker_comm));
 			iv.waker_comm[sizeof(iv.waker_comm) - 1] = '\0';
 			iv.lost |= k->waker.lost;

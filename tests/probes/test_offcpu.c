@@ -334,6 +334,53 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 	probe_offcpu_free(p);
 }
 
+struct kernel_wakers {
+	uint64_t woken_by_waker, other, with_user;
+};
+
+static int on_kernel_waker(const struct probe_offcpu_interval *iv, void *ctx)
+{
+	struct kernel_wakers *k = ctx;
+
+	if (strcmp(iv->comm, "offcpu-nap"))
+		return 0;
+	k->with_user += iv->nuser + iv->nwuser ? iv->intervals : 0;
+	if (iv->woken && iv->waker_in_target && !strcmp(iv->waker_comm, "sleeper-waker") &&
+	    iv->nwkernel)
+		k->woken_by_waker += iv->intervals;
+	else
+		k->other += iv->intervals;
+	return 0;
+}
+
+/* --offcpu-stacks kernel with wakers: no user stack on either side, and a waker in the
+ * target still known as one (by its tgid, not by a user stack it no longer has). */
+Test(offcpu, a_waker_in_the_target_is_known_without_its_user_stack)
+{
+	struct probe_offcpu_opts o = { .wakers = true, .stacks = PROBE_OFFCPU_KERNEL };
+	struct probe_offcpu_stats st = {};
+	struct kernel_wakers k = {};
+	struct probe_offcpu *p;
+	struct sleeper s;
+	char err[256];
+
+	need_bpf();
+	p = probe_offcpu_open(&o, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	sleeper_spawn(&s, "30", "2", "pipe");
+	cr_assert_eq(probe_offcpu_start(p, s.pid, s.tls_off), 0);
+	sleeper_run(&s);
+	cr_assert_eq(probe_offcpu_stop(p), 0);
+	cr_assert_eq(probe_offcpu_drain(p, on_kernel_waker, &k, &st), 0);
+	sleeper_end(&s);
+	cr_expect_eq(k.with_user, 0, "no user stack taken");
+	/* as in wakers_name_the_thread_that_woke_the_wait: a wait preempted has no waker */
+	cr_expect_gt(k.woken_by_waker, 0);
+	cr_expect_leq(k.other, k.woken_by_waker, "%llu woken by sleeper-waker in the target, %llu not",
+		      (unsigned long long)k.woken_by_waker, (unsigned long long)k.other);
+	probe_offcpu_free(p);
+}
+
 static void open_unprivileged(int fd)
 {
 	char err[256] = "";
