@@ -19,8 +19,10 @@
  *               section and comes back through the submit path; the worker keeps
  *               its thread and its queue (Tokio's spawn_blocking, cats-effect's
  *               interruptible).
- * A section that ends on a thread that no longer has a worker moves its task back to
- * the pool through the submit path, and the thread becomes a spare.
+ * A section that ends on a thread that no longer has a worker: after a handoff the task
+ * goes on there until it next waits or yields (cats-effect's fiber keeps its run loop on
+ * the blocker thread), then the thread becomes a spare; otherwise (retaken) the task
+ * moves back to the pool through the submit path at once.
  *
  * The monitor also keeps two integrals the placement findings rest on: each worker's
  * time idle while tasks waited elsewhere, and time blocked while its own queue held
@@ -519,7 +521,18 @@ RT_PHASE_FN void rt_blocking_end(void)
 		th->w = NULL; /* retaken: it belongs to another thread now */
 		rt__phase_set_worker(RT_PHASE_NO_WORKER);
 	}
-	/* no worker any more: go back to the pool, and this thread becomes a spare */
+	/* Handed off (cats-effect's IO.blocking, Tokio's block_in_place): the task goes on
+	 * here, on a thread that is no worker's now, as a cats-effect fiber goes on with its
+	 * run loop on the blocker thread, until it next waits or yields. Meanwhile what it
+	 * places goes where an outside thread's does, a section it begins blocks in place,
+	 * and once it waits the thread becomes a spare (rt__drive finds no worker). */
+	if (s->cfg.blocking == RT_BLOCK_HANDOFF) {
+		th->blocking = false;
+		th->block_w = NULL;
+		goto out;
+	}
+	/* no worker any more (retaken, as Go's exitsyscall finds its P gone): go back to the
+	 * pool, and this thread becomes a spare */
 	th->blocking = false;
 	rt__suspend(back_to_pool, NULL);
 	th = rt__thread(); /* resumed on some worker's thread */

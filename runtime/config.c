@@ -23,7 +23,8 @@
 /* cats-effect 3's work-stealing pool: spawn to the local ring (256) and wake a parked
  * sibling when none is searching; at most half the workers search, each stealing
  * half a queue; the external queue first every 64 ticks; IO.blocking hands the
- * worker's queue to a cached or new thread and runs the call in place. */
+ * worker's queue to a cached or new thread and runs the call in place, and the fiber
+ * goes on there until it next waits. */
 static void preset_ce(struct rt_config *c)
 {
 	c->executor = RT_EXEC_POOL;

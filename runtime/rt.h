@@ -69,7 +69,8 @@ enum rt_victim {
 /* What a blocking section (rt_blocking_begin .. end) does to its worker. */
 enum rt_blocking {
 	RT_BLOCK_NONE,       /* nothing: the worker blocks with its queue (detectors may see it) */
-	RT_BLOCK_HANDOFF,    /* hand the worker's queue to a cached or new thread at once (CE, Tokio) */
+	RT_BLOCK_HANDOFF,    /* hand the worker's queue to a cached or new thread at once; the
+			      * task goes on on its thread until it next waits (CE, Tokio) */
 	RT_BLOCK_RETAKE,     /* a monitor hands the queue off after retake_us, if work waits (Go) */
 	RT_BLOCK_DETECT,     /* a monitor samples workers' CPU time; a flat worker is drained (Kyo) */
 	RT_BLOCK_COMPENSATE, /* wake or add a spare worker while blocked (ForkJoinPool, Loom) */

@@ -630,7 +630,10 @@ Test(phase, a_blocking_call_is_block_whatever_the_knob_then_run, .timeout = 60)
 	rule_close(&r);
 }
 
-/* A hand-off takes the worker from the blocked thread: the word says so. */
+/* A hand-off takes the worker from the blocked thread: the word says so, inside the
+ * section and after it, where the task goes on on that thread (cats-effect's fiber on
+ * its blocker thread) until it next waits. An offloaded section comes back to a
+ * worker. */
 Test(phase, a_handed_off_section_names_no_worker, .timeout = 60)
 {
 	static const char *const knobs[] = { "handoff", "offload" };
@@ -638,13 +641,21 @@ Test(phase, a_handed_off_section_names_no_worker, .timeout = 60)
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		struct rt_sched *s = rt_test_start_with("ce", 2, "blocking", knobs[i], NULL);
 		struct blocking_points b = { 0 };
+		bool handoff = !strcmp(knobs[i], "handoff");
 
 		rt_join(rt_submit(s, block_once, &b));
 		rt_sched_free(s);
 		cr_expect_eq(RT_PHASE_WORKER(b.inside.word), RT_PHASE_NO_WORKER,
 			     "blocking=%s: %#llx", knobs[i], (unsigned long long)b.inside.word);
-		cr_expect_neq(RT_PHASE_WORKER(b.after.word), RT_PHASE_NO_WORKER,
-			      "blocking=%s: back on a worker", knobs[i]);
+		if (handoff)
+			cr_expect_eq(RT_PHASE_WORKER(b.after.word), RT_PHASE_NO_WORKER,
+				     "blocking=handoff: still on the thread that blocked");
+		else
+			cr_expect_neq(RT_PHASE_WORKER(b.after.word), RT_PHASE_NO_WORKER,
+				      "blocking=%s: back on a worker", knobs[i]);
+		cr_expect_eq(b.after.worker == RT_NO_WORKER, handoff,
+			     "blocking=%s: rt_worker_index() %u after the section", knobs[i],
+			     b.after.worker);
 	}
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/rt.h"
@@ -334,6 +335,69 @@ Test(presets, ce_blocking_section_hands_the_queue_off)
 	cr_expect_eq(st.handoffs, 1);
 	cr_expect_eq(st.blocking_episodes, 1);
 	cr_expect_geq(rt_sched_threads_created(s), 2, "a second thread took the queue");
+	rt_sched_free(s);
+}
+
+struct goes_on {
+	pid_t tid_before, tid_after, tid_joined;
+	unsigned worker_before, worker_after, worker_joined;
+	uint64_t handoffs_after_second;
+	struct rt_sched *s;
+};
+
+static int nap_1ms(void *arg)
+{
+	sleep_ns(1000000);
+	return 0;
+}
+
+static uint64_t child_sum(void *arg)
+{
+	return 7;
+}
+
+static uint64_t blocks_twice_then_yields(void *arg)
+{
+	struct goes_on *g = arg;
+	struct rt_worker_stats st;
+	uint64_t r;
+
+	g->tid_before = (pid_t)syscall(SYS_gettid);
+	g->worker_before = rt_worker_index();
+	rt_blocking(nap_1ms, NULL);
+	g->tid_after = (pid_t)syscall(SYS_gettid);
+	g->worker_after = rt_worker_index();
+	/* a second section on a thread that is no worker's: blocks in place, no handoff */
+	rt_blocking(nap_1ms, NULL);
+	rt_sched_stats_total(g->s, &st);
+	g->handoffs_after_second = st.handoffs;
+	/* the child goes where an outside thread's submission goes (it may be done before
+	 * the join looks); the yield always waits, and the task comes back on a worker */
+	r = rt_join(rt_spawn(child_sum, NULL));
+	rt_yield();
+	g->tid_joined = (pid_t)syscall(SYS_gettid);
+	g->worker_joined = rt_worker_index();
+	return r;
+}
+
+/* cats-effect's IO.blocking runs the call in place once its worker's queues are handed
+ * to another thread, and the fiber goes on with its run loop there until it next waits:
+ * after the section the task is still on the thread that blocked, which is no worker's;
+ * a section it begins there blocks in place; once it waits (a yield) it comes back on a
+ * worker. */
+Test(presets, ce_task_goes_on_on_the_thread_that_blocked_until_it_waits)
+{
+	struct rt_sched *s = start("ce", 1);
+	struct goes_on g = { .s = s };
+
+	wait_all_parked(s);
+	cr_expect_eq(rt_join(rt_submit(s, blocks_twice_then_yields, &g)), 7);
+	cr_expect_neq(g.worker_before, RT_NO_WORKER, "it began on a worker");
+	cr_expect_eq(g.tid_after, g.tid_before, "after the section, the thread that blocked");
+	cr_expect_eq(g.worker_after, RT_NO_WORKER, "which is no worker's now");
+	cr_expect_eq(g.handoffs_after_second, 1, "the second section blocked in place");
+	cr_expect_neq(g.worker_joined, RT_NO_WORKER, "after its yield, back on a worker");
+	cr_expect_neq(g.tid_joined, g.tid_before, "whose thread is the one the queue went to");
 	rt_sched_free(s);
 }
 
