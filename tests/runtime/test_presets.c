@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -459,28 +460,59 @@ Test(presets, kyo_flush_moves_the_queue_before_it_blocks)
 	rt_sched_free(s);
 }
 
-/* Repeated 1 ms blocks: Kyo's detector (2 ms x 2 samples) never sees them. */
+/* Repeated 1 ms blocks: Kyo's detector (2 ms x 2 samples) never sees them. The run
+ * notes its longest block and whether its thread was preempted meanwhile: a block
+ * stretched past 2 ms, or a worker that sat runnable off its CPU (which Kyo's CPU-time
+ * sampler rightly takes for a blocked one), is what a busy machine does, not the
+ * detector, and such a run is tried again. */
+struct short_run {
+	uint64_t longest_ns;
+	long preempted; /* the worker thread's involuntary switches over the run */
+};
+
 static uint64_t short_blocks(void *arg)
 {
+	struct short_run *r = arg;
+	struct rusage before, after;
+
+	getrusage(RUSAGE_THREAD, &before);
 	for (int i = 0; i < 20; i++) {
+		uint64_t t0;
+
 		rt_blocking_begin();
+		t0 = now_ns();
 		sleep_ns(1000000);
+		t0 = now_ns() - t0;
 		rt_blocking_end();
+		if (t0 > r->longest_ns)
+			r->longest_ns = t0;
 	}
+	getrusage(RUSAGE_THREAD, &after);
+	r->preempted = after.ru_nivcsw - before.ru_nivcsw;
 	return 0;
 }
 
 Test(presets, kyo_detector_misses_1ms_blocks)
 {
-	struct rt_sched *s = start("kyo", 2);
 	struct rt_worker_stats st;
+	struct short_run r;
+	int tries = 0;
 
-	rt_join(rt_submit(s, short_blocks, NULL));
-	rt_sched_stats_total(s, &st);
+	do {
+		struct rt_sched *s = start("kyo", 2);
+
+		memset(&r, 0, sizeof(r));
+		rt_join(rt_submit(s, short_blocks, &r));
+		rt_sched_stats_total(s, &st);
+		rt_sched_free(s);
+	} while ((r.longest_ns > 2000000 || r.preempted) && ++tries < 200);
+	cr_assert(r.longest_ns <= 2000000 && !r.preempted,
+		  "no undisturbed run in 200: the last had a %llu ns block and %ld preemptions",
+		  (unsigned long long)r.longest_ns, r.preempted);
+	cr_log_info("%d disturbed runs tried again", tries);
 	cr_expect_eq(st.blocking_episodes, 20);
 	cr_expect_eq(st.detector_misses, 20);
 	cr_expect_eq(st.detector_flags, 0);
-	rt_sched_free(s);
 }
 
 /* A long block is seen: 60 ms is 30 samples of 2 ms. */
