@@ -294,6 +294,7 @@ check "destroyed file" "results/latest was replaced" grep -qx mine "$tmp/notlink
 # A signal while measuring: what completed is written, marked partial; exit 130.
 signal_run() {
 	local sig=$1 dir=$2
+	: >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 	"$BIN" run spawn-join --forks 3 --iterations 3 --time 1 --probes none -o "$dir" \
 		>"$tmp/out" 2>"$tmp/err" </dev/null &
 	local pid=$! n=0
@@ -338,6 +339,7 @@ check "destroyed file" "the old output is neither kept nor replaced whole" \
 	bash -c "grep -qx old '$tmp/bigout.svg' || tail -c 10 '$tmp/bigout.svg' | grep -q '</svg>'"
 
 # A fork killed mid-run: the run fails, saying which fork and how.
+: >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 "$BIN" run spawn-join --forks 2 --iterations 3 --time 1 --probes none -o "$tmp/kill" \
 	>"$tmp/out" 2>"$tmp/err" </dev/null &
 pid=$!
@@ -352,6 +354,7 @@ res=$(ls -d "$tmp/kill"/2*/ 2>/dev/null | head -1)
 check "silent loss" "no result.json saying why" json_key "${res}result.json" '"error" in str(d)'
 
 # The TCP server killed mid-run.
+: >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 "$BIN" run tcp-blocking --forks 1 --iterations 3 --time 1 --warmup 1 --probes none -o "$tmp/srv" \
 	>"$tmp/out" 2>"$tmp/err" </dev/null &
 pid=$!
