@@ -402,9 +402,9 @@ static void write_md(FILE *out, const void *data)
 	fprintf(out, "%s ms off CPU in %" PRIu64 " intervals of at least %u µs (offcpu.folded, "
 		     "weighted in µs%s; %s stacks).", nbuf, st->kept + st->counts_full,
 		probe_offcpu_min_block_us(s->p), s->wakers ? "; wakers.folded: with the waker's stack" : "",
-		probe_offcpu_stacks(s->p) == PROBE_OFFCPU_USER	   ? "user"
-		: probe_offcpu_stacks(s->p) == PROBE_OFFCPU_KERNEL ? "kernel"
-								   : "user and kernel");
+		probe_offcpu_stacks(s->p) == (PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL)
+			? "user and kernel"
+			: hx_offcpu_stacks_name(probe_offcpu_stacks(s->p)));
 	an_format_number(us_of(s->preempted_ns) / 1000.0, 1, nbuf, sizeof(nbuf));
 	fprintf(out, " Of it %s ms (%.1f%%) preempted: switched out still runnable, waiting for "
 		     "a CPU, not for an event.\n\n", nbuf,
