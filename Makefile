@@ -202,6 +202,30 @@ $(BUILD)/probes/%.skel.h: $(BUILD)/probes/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
 
+# The types oncpu's CO-RE relocations name, from the kernel the build runs on,
+# and that kernel's notes (probes/common/core_btf.c uses them only on the same kernel).
+# Where either cannot be read, or bpftool cannot extract, the file is left empty and
+# the loaders let libbpf read the kernel's BTF. A new boot makes them again.
+KERNEL_BTF := /sys/kernel/btf/vmlinux
+KERNEL_NOTES := /sys/kernel/notes
+CORE_BTFS := $(BUILD)/probes/oncpu/oncpu.min.btf
+
+$(BUILD)/probes/%.min.btf: $(BUILD)/probes/%.bpf.o $(wildcard $(KERNEL_NOTES))
+	$(call msg,MIN-BTF,$@)
+	$(Q)if $(BPFTOOL) gen min_core_btf $(KERNEL_BTF) $@.tmp $< >/dev/null 2>&1; then \
+		mv -f $@.tmp $@; \
+	else \
+		rm -f $@.tmp; : > $@; \
+		echo "  (no CO-RE extract for $(notdir $*): its loader will read $(KERNEL_BTF))"; \
+	fi
+
+$(BUILD)/probes/kernel.notes: $(wildcard $(KERNEL_NOTES)) | $(DEPS_OK)
+	$(Q)mkdir -p $(@D)
+	$(Q)cat $(KERNEL_NOTES) > $@.tmp 2>/dev/null || : > $@.tmp; mv -f $@.tmp $@
+
+$(BUILD)/obj/probes/common/core_btf_blobs.o: $(CORE_BTFS) $(BUILD)/probes/kernel.notes
+$(BUILD)/obj/probes/common/core_btf_blobs.o: ALL_CFLAGS += -Wa,-I$(BUILD)/probes
+
 # ---------------------------------------------------------------------------
 # C
 

@@ -45,6 +45,19 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
  * synchronize_rcu(). nohz_full kernels refuse it: then a 20 ms wait instead. */
 void probe__wait_programs(void);
 
+/* The btf_custom_path to open probe PROBE's object with ("oncpu": core_btf_blobs.S):
+ * an extract of the types its CO-RE relocations need, taken at build time from this
+ * very kernel (core_btf.c), so that libbpf need not parse the kernel's whole BTF. NULL,
+ * for libbpf's default, when the running kernel is not the build's, no extract was
+ * built, or it cannot be handed over. */
+const char *probe__core_btf(const char *probe);
+/* Whether notes, an image of /sys/kernel/notes, hold a GNU build ID note. */
+bool probe__notes_build_id(const void *notes, size_t len);
+/* Whether the notes the build saw and the running kernel's are the same, build ID and
+ * all: only then are the build's types this kernel's. */
+bool probe__core_notes_match(const void *built, size_t built_len, const void *running,
+			     size_t running_len);
+
 struct bpf_program;
 
 /* How often prog has run and for how long in all (the kernel's BPF run-time

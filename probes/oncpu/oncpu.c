@@ -438,7 +438,12 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	}
 
 	probe__libbpf_capture();
-	p->skel = oncpu_bpf__open();
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+			    .btf_custom_path = probe__core_btf("oncpu"));
+
+		p->skel = oncpu_bpf__open_opts(&open_opts);
+	}
 	if (!p->skel) {
 		ret = -errno;
 		step_error(err, errlen, "open", errno);
