@@ -353,7 +353,7 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 
 # Each part is its own script in bench/ and can run alone; the helpers are the children
 # the probes' cost benchmarks measure.
-BENCH_PARTS := run suite stacks oncpu analysis offcpu sched counters
+BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters
 bench: $(BIN) $(BENCH_BINS) $(HELPER_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
