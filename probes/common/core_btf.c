@@ -1,7 +1,7 @@
 /*
  * CO-RE without parsing the kernel's BTF. libbpf resolves a program's relocations
  * against /sys/kernel/btf/vmlinux, which it parses whole (5.5 MB, 127,000 types here)
- * into fresh memory for every object: over half of oncpu's attach. The build extracts
+ * into fresh memory for every object: a third of oncpu's attach here. The build extracts
  * the few types each object's relocations name (`bpftool gen min_core_btf`, under 1 KiB)
  * from the build machine's kernel and compiles them in with that kernel's notes
  * (core_btf_blobs.S). On the kernel whose notes match, GNU build ID included, the
