@@ -11,7 +11,6 @@
  */
 #include "probes/common/env.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -135,7 +134,7 @@ const char *probe__core_btf(const char *probe)
 	pthread_once(&once, read_notes);
 	if (!notes_match)
 		return NULL;
-	for (int i = 1; probe__core_blobs[i].name && i < MAX_BLOBS; i++) {
+	for (int i = 1; i < MAX_BLOBS && probe__core_blobs[i].name; i++) {
 		const struct probe__core_blob *b = &probe__core_blobs[i];
 
 		if (strcmp(b->name, probe))
