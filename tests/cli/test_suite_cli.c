@@ -198,7 +198,7 @@ Test(suite_cli, a_row_whose_workload_is_missing_says_not_built, .timeout = 120)
 	}
 	/* the rows that exist ran */
 	cr_expect_not_null(strstr(md, "| uncontended permit acquire/release | cats-effect | "
-				      "`permit --preset ce` |"), "%s", md);
+				      "`permit --preset ce -P encoding=ce` |"), "%s", md);
 	cr_expect_null(strstr(md, "failed"), "%s", md);
 	free(md);
 }
