@@ -89,9 +89,10 @@ static const struct an_suite_table kyo_tables[] = {
 /* studies.md §1, "Kyo vs cats-effect micro-benchmarks": the study gives the ratio of mean
  * throughput only. The bind chain's Kyo row is the naive interpreter, which copies the
  * pending continuation on every bind as Kyo's did; cats-effect's run loop is `stack`.
- * The permit rows run each library's own semaphore (cats-effect's Semaphore, Kyo's
- * Meter) as effects, where the study's gap lies: the runtime's rt_sem is the same
- * under every preset. */
+ * The permit and queue rows run each library's own primitive as effects (cats-effect's
+ * Semaphore and Queue.bounded, Kyo's Meter and Channel), where the study's gap lies: the
+ * runtime's rt_sem and rt_chan are the same under every preset. The queue holds
+ * 4,096, the power of two nearest the benchmark's depth / 2 = 5,000. */
 #define MICRO(col, wl, kyo_par, ce_par, ratio, b)                                           \
 	{ .column = col, .row = "cats-effect", .workload = wl, .preset = "ce",                \
 	  .params = ce_par, .published = N, .published_err = N, .study_ratio = 1,             \
@@ -107,7 +108,8 @@ static const struct an_suite_cell micro_cells[] = {
 	MICRO("parallel stream batches", "stream-par", "rounds=0", "rounds=0", 1.93, 0),
 	MICRO("parallel stream batches, a little CPU work", "stream-par", "rounds=64",
 	      "rounds=64", 1.11, 0),
-	MICRO("integer queue, one producer and one consumer", "queue-spsc", "", "", 1.45, 0),
+	MICRO("integer queue, one producer and one consumer", "queue-spsc",
+	      "encoding=kyo cap=4096", "encoding=ce cap=4096", 1.45, 0),
 	MICRO("bounded workers", "bounded-workers", "rounds=0", "rounds=0", 1.13, 0),
 	MICRO("bounded workers, a little CPU work", "bounded-workers", "rounds=64", "rounds=64",
 	      1 / 2.22, 0),

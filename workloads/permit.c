@@ -48,6 +48,7 @@
 
 #include "runtime/effect/effect.h"
 #include "runtime/rt.h"
+#include "workloads/gate.h"
 #include "workloads/workload.h"
 
 #define PERMIT_FAILED UINT64_MAX
@@ -59,51 +60,9 @@ enum permit_encoding {
 	PERMIT_KYO,
 };
 
-/* ---- a waiter's gate: cats-effect's Deferred, Kyo's promise ------------------------------- */
-
-/* Completed once. Held by the waiter and by the queue that a release takes it from; the
- * last of the two frees it, so a waiter that wakes may go while the release that woke it
- * is still leaving the latch. */
-struct gate {
-	uint32_t refs;
-	struct rt_latch latch;
-};
-
-static struct gate *gate_new(void)
-{
-	struct gate *g = rt_alloc(sizeof(*g));
-
-	if (!g)
-		rt_raise(rt_error_oom());
-	g->refs = 1;
-	rt_latch_init(&g->latch, 1);
-	return g;
-}
-
-static void gate_unref(struct gate *g)
-{
-	if (__atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		rt_free(g);
-}
-
-static uint64_t gate_wait(void *env)
-{
-	struct gate *g = env;
-
-	rt_latch_wait(&g->latch);
-	gate_unref(g);
-	return 0;
-}
-
-static void gate_complete(struct gate *g)
-{
-	rt_latch_count_down(&g->latch);
-	gate_unref(g);
-}
-
 /* Another gate's turn in a FIFO of waiters. */
 struct waiter {
-	struct gate *gate;
+	struct wl_gate *gate;
 	struct waiter *next;
 };
 
@@ -142,7 +101,11 @@ static struct fx_io *ce_flatten(uint64_t action, void *env)
 /* newRequest: F.deferred[Unit].map(Request(0, _)) */
 static uint64_t ce_deferred(void *env)
 {
-	return (uint64_t)(uintptr_t)gate_new();
+	struct wl_gate *g = wl_gate_new(1);
+
+	if (!g)
+		rt_raise(rt_error_oom());
+	return (uint64_t)(uintptr_t)g;
 }
 
 static uint64_t ce_request(uint64_t gate, void *env)
@@ -150,10 +113,10 @@ static uint64_t ce_request(uint64_t gate, void *env)
 	struct waiter *w = rt_alloc(sizeof(*w));
 
 	if (!w) {
-		gate_unref((struct gate *)(uintptr_t)gate);
+		wl_gate_unref((struct wl_gate *)(uintptr_t)gate);
 		rt_raise(rt_error_oom());
 	}
-	w->gate = (struct gate *)(uintptr_t)gate;
+	w->gate = (struct wl_gate *)(uintptr_t)gate;
 	w->next = NULL;
 	return (uint64_t)(uintptr_t)w;
 }
@@ -171,12 +134,12 @@ static uint64_t ce_acquire_update(void *env)
 	struct ce_sem *sem = a->sem;
 	struct waiter *req = a->req;
 	struct ce_state *next = rt_alloc(sizeof(*next)), *old;
-	struct gate *gate = req->gate; /* once queued, req is the release's to free */
+	struct wl_gate *gate = req->gate; /* once queued, req is the release's to free */
 	bool wait;
 
 	rt_free(a);
 	if (!next) {
-		gate_unref(req->gate);
+		wl_gate_unref(req->gate);
 		rt_free(req);
 		rt_raise(rt_error_oom());
 	}
@@ -198,13 +161,13 @@ static uint64_t ce_acquire_update(void *env)
 	pthread_mutex_unlock(&sem->lock);
 	rt_free(old);
 	if (!wait) {
-		gate_unref(req->gate);
+		wl_gate_unref(req->gate);
 		rt_free(req);
 		return io_word(fx_ref(sem->unit));
 	}
 	__atomic_fetch_add(&sem->waits, 1, __ATOMIC_RELAXED);
 	/* NULL (out of memory) fails the run; the queued request is still served */
-	return io_word(fx_delay(gate_wait, gate));
+	return io_word(fx_delay(wl_gate_wait, gate));
 }
 
 static struct fx_io *ce_acquire_with(uint64_t req, void *env)
@@ -214,7 +177,7 @@ static struct fx_io *ce_acquire_with(uint64_t req, void *env)
 	if (!a) {
 		struct waiter *w = (struct waiter *)(uintptr_t)req;
 
-		gate_unref(w->gate);
+		wl_gate_unref(w->gate);
 		rt_free(w);
 		return NULL;
 	}
@@ -234,7 +197,7 @@ static uint64_t ce_wake(void *env)
 {
 	struct waiter *w = env;
 
-	gate_complete(w->gate);
+	wl_gate_complete(w->gate, 0);
 	rt_free(w);
 	return 0;
 }
@@ -320,15 +283,12 @@ static struct waiter *kyo_waiter_new(void)
 {
 	struct waiter *w = rt_alloc(sizeof(*w));
 
-	if (w && !(w->gate = rt_alloc(sizeof(*w->gate)))) {
+	if (w && !(w->gate = wl_gate_new(2))) {
 		rt_free(w);
 		w = NULL;
 	}
-	if (w) {
-		w->gate->refs = 2;
-		rt_latch_init(&w->gate->latch, 1);
+	if (w)
 		w->next = NULL;
-	}
 	return w;
 }
 
@@ -339,7 +299,7 @@ static uint64_t kyo_enter(void *env)
 	struct kyo_meter *m = env;
 	int64_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
 	struct waiter *w = NULL;
-	struct gate *gate;
+	struct wl_gate *gate;
 
 	for (;;) {
 		/* once counted as a waiter we must queue (a release that sees the count polls
@@ -401,7 +361,7 @@ static bool kyo_release(struct kyo_meter *m)
 					      __ATOMIC_RELAXED));
 	if (st < 0) {
 		w = kyo_poll_waiter(m);
-		gate_complete(w->gate);
+		wl_gate_complete(w->gate, 0);
 		rt_free(w);
 	}
 	return true;
@@ -430,7 +390,7 @@ static struct fx_io *kyo_entered(uint64_t gate, void *env)
 	if (!gate)
 		return kyo_dispatch(0, env);
 	/* p.safe.use(_ => v): wait for the permit a release hands over */
-	return fx_flat_map(fx_delay(gate_wait, (void *)(uintptr_t)gate), kyo_dispatch, env);
+	return fx_flat_map(fx_delay(wl_gate_wait, (void *)(uintptr_t)gate), kyo_dispatch, env);
 }
 
 /* meter.run(v) */

@@ -1,7 +1,7 @@
 /*
  * queue-spsc: the op and its check under every preset on the real runtime, a tiny
- * channel that makes the two tasks wait on each other all the time, and what setup
- * and check refuse.
+ * channel that makes the two tasks wait on each other all the time, the library queues
+ * built as effects, and what setup and check refuse.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -59,4 +59,52 @@ Test(queue_spsc, a_capacity_not_a_power_of_two_is_bad_input_and_check_a_wrong_su
 	cr_expect_not(ctx.desc->check(&ctx, 5049, err, sizeof(err)));
 	cr_expect(strstr(err, "5049") && strstr(err, "5050"), "%s", err);
 	wl_test_finish(&ctx);
+}
+
+/* The library queues as effects, under three presets: with the default capacity, and
+ * with a capacity of two, where every few items one side waits for the other (waiting
+ * is counted per op; the runtime's channel reports none of its own). Ops run until a
+ * wait has been counted: whether two tasks meet at all depends on where they run. */
+Test(queue_spsc, every_encoding_checks_and_counts_its_waits, .timeout = 120)
+{
+	static const char *const encodings[] = { "direct", "ce", "kyo" };
+	static const char *const presets[] = { "ce", "kyo", "tokio" };
+	struct wl_metric m[4];
+	char err[256] = "";
+
+	for (size_t e = 0; e < 3; e++) {
+		for (size_t p = 0; p < 3; p++) {
+			for (int tiny = 0; tiny < 2; tiny++) {
+				struct wl_ctx ctx = wl_test_ctx("queue-spsc", presets[p], 2);
+				size_t nm;
+				bool ok;
+				int ops = 1;
+
+				wl_test_param(&ctx, "encoding", encodings[e]);
+				if (tiny)
+					wl_test_param(&ctx, "cap", "2");
+				cr_expect_eq(wl_test_run_op(&ctx, &ok, err, sizeof(err)), 50005000,
+					     "%s, %s", encodings[e], presets[p]);
+				cr_expect(ok, "%s, %s, cap %s: %s", encodings[e], presets[p],
+					  tiny ? "2" : "1024", err);
+				nm = ctx.desc->report(&ctx, m, 4);
+				if (e == 0) {
+					cr_expect_eq(nm, 0, "direct reports no waits");
+				} else if (tiny) {
+					cr_assert_eq(nm, 1);
+					cr_expect_str_eq(m[0].name, "waits_per_op");
+					for (; ops < 100 && m[0].value == 0; ops++) {
+						cr_assert(wl_test_op_check(&ctx, err, sizeof(err)),
+							  "%s", err);
+						ctx.desc->report(&ctx, m, 4);
+					}
+					cr_expect_gt(m[0].value, 0, "%s, %s: no wait in %d ops",
+						     encodings[e], presets[p], ops);
+				}
+				wl_test_finish(&ctx);
+			}
+		}
+	}
+	cr_expect_eq(wl_test_parse(wl_find("queue-spsc"), "encoding", "zio", err, sizeof(err)),
+		     -EINVAL);
 }
