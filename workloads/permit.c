@@ -33,9 +33,9 @@
  *
  * `tasks` above 1 makes it contended, for the runtime and both encodings alike: the op
  * spawns that many tasks, n pairs each, and each holds its permit across a yield, so
- * that others queue behind it (when they share a worker with nothing else to run, a
- * yield goes on at once and they need not meet). `permits` sizes the semaphore. The
- * report gives the acquires that waited per op.
+ * that others queue behind it (a yield on a worker with nothing else to run goes on at
+ * once, so tasks placed apart need not meet). `permits` sizes the semaphore. The report
+ * gives the acquires that waited per op.
  *
  * The semaphore lives from setup to teardown; the op returns the pairs it completed
  * and the check finds the permits back and never more holders at once than permits.
