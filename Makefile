@@ -132,8 +132,11 @@ BINDIR ?= $(PREFIX)/bin
 TEST_SRCS := $(shell find tests -name 'test_*.c' -not -path '*/helpers/*' 2>/dev/null | sort)
 ifneq ($(filter thread,$(SAN_LIST)),)
 # Criterion cannot start under ThreadSanitizer (Snaipe/Criterion#274): the runtime's
-# tests are built against the stand-in in tests/tsan and run by its runner instead.
-TEST_SRCS := $(filter tests/runtime/%,$(TEST_SRCS))
+# tests, and the workloads' that build lock-free primitives of their own (permit's
+# semaphores, queue-spsc's queues), are built against the stand-in in tests/tsan and
+# run by its runner instead.
+TSAN_WORKLOAD_TESTS := tests/workloads/test_permit.c tests/workloads/test_queue_spsc.c
+TEST_SRCS := $(filter tests/runtime/% $(TSAN_WORKLOAD_TESTS),$(TEST_SRCS))
 TEST_RUNNER := $(BUILD)/obj/tests/tsan/runner.o
 TEST_LIBS :=
 $(BUILD)/obj/tests/%.o: SL_CFLAGS += -Itests/tsan
