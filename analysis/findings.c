@@ -340,7 +340,13 @@ static void stranded_work(struct ctx *c)
 		EVIDENCE(f, "; most on worker %zd: %s (per_worker)", w, a);
 	}
 	EVIDENCE(f, "; blocking=%s (knob)", blocking);
-	if (!strcmp(blocking, "detect"))
+	if (!strcmp(blocking, "detect") && !strcmp(knob(c, "blocking_flush"), "true"))
+		ACTION(f, "the queues are flushed already (blocking_flush=true), but each blocking "
+			  "call still holds its worker and the detector (detect_us=%s, "
+			  "detect_samples=%s) misses short ones: try -c blocking=handoff, or more "
+			  "workers from the start (--preset kyo-tuned)",
+		       knob(c, "detect_us"), knob(c, "detect_samples"));
+	else if (!strcmp(blocking, "detect"))
 		ACTION(f, "the detector samples CPU time (every detect_us=%s µs, detect_samples=%s "
 			  "times), so shorter blocks go unseen: try -c blocking=handoff, --preset "
 			  "kyo-flush (rt_flush() before each blocking call) or --preset kyo-tuned",

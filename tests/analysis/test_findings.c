@@ -110,6 +110,23 @@ Test(findings, stranded_work_crosses_its_threshold)
 	cr_expect_not_null(strstr(f->action, "kyo-tuned"), "%s", f->action);
 }
 
+/* Under kyo-flush the queues are flushed already: the advice is what is left to try. */
+Test(findings, stranded_work_with_the_flush_on_does_not_suggest_the_flush)
+{
+	const struct an_finding *f;
+
+	diagnose("\"runtime\": {\"stranded_ns\": 2e9}, \"knobs\": {\"blocking\": \"detect\", "
+		 "\"blocking_flush\": \"true\", \"detect_us\": \"2000\", \"detect_samples\": \"2\"}");
+	expect_found("stranded-work");
+	f = get("stranded-work");
+	if (!f)
+		return;
+	cr_expect_null(strstr(f->action, "kyo-flush"), "%s", f->action);
+	cr_expect_not_null(strstr(f->action, "blocking_flush=true"), "%s", f->action);
+	cr_expect_not_null(strstr(f->action, "-c blocking=handoff"), "%s", f->action);
+	cr_expect_not_null(strstr(f->action, "kyo-tuned"), "%s", f->action);
+}
+
 Test(findings, stranded_work_below_its_threshold)
 {
 	char m[256];
