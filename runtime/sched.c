@@ -20,12 +20,10 @@
  * blocking section may have handed it to another thread meanwhile.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,35 +100,6 @@ int64_t rt_phase_tls_offset(void)
 	/* the link-time offset of the word from the thread pointer (local-exec) */
 	__asm__("movq $rt_phase_word@tpoff, %0" : "=r"(off));
 	return off;
-}
-
-/* futex(2) by the syscall instruction itself, not libc's syscall(): Debian's libc has
- * no frame pointers, and a sample taken in the kernel would lose our caller's frame. */
-static long futex_op(uint32_t *addr, int op, uint32_t val, const struct timespec *timeout)
-{
-	register long r10 __asm__("r10") = (long)timeout;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"((long)SYS_futex), "D"(addr), "S"((long)op), "d"((long)val), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-long rt__futex_wait_timeout(uint32_t *addr, uint32_t val, const struct timespec *timeout)
-{
-	return futex_op(addr, FUTEX_WAIT_PRIVATE, val, timeout);
-}
-
-long rt__futex_wait(uint32_t *addr, uint32_t val)
-{
-	return futex_op(addr, FUTEX_WAIT_PRIVATE, val, NULL);
-}
-
-long rt__futex_wake(uint32_t *addr, int n)
-{
-	return futex_op(addr, FUTEX_WAKE_PRIVATE, (uint32_t)n, NULL);
 }
 
 uint64_t rt__now_ns(void)
