@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Study 1's grid (reference/studies.md §1) at the studies' settings: `schedlab suite
-# five-runtimes` with the probes off, so that each figure is the runtime's speed. A Markdown
-# section on stdout (make bench appends it to BENCHMARKS.md): the suite's own table, our
-# figure beside the published one and the shape column the suite computes, without the
-# run-folder links (the folders are temporary). Progress on stderr. SUITE (five-runtimes)
-# and SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
+# Study 1's grids (reference/studies.md §1) at the studies' settings: `schedlab suite
+# five-runtimes` and `schedlab suite micro` with the probes off, so that each figure is the
+# runtime's speed. A Markdown section per suite on stdout (make bench appends them to
+# BENCHMARKS.md): the suite's own table, our figure beside the published one and the shape
+# column the suite computes, without the run-folder links (the folders are temporary).
+# Progress on stderr. SUITES (five-runtimes micro; or SUITE, one name) and SUITE_ARGS
+# (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-SUITE=${SUITE:-five-runtimes}
+SUITES=${SUITES:-${SUITE:-five-runtimes micro}}
 SUITE_ARGS=${SUITE_ARGS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -18,23 +19,36 @@ mkdir -p "$tmp/bin"
 cp "$BUILD/schedlab" "$tmp/bin/"
 export SCHEDLAB_EXE=$tmp/bin/schedlab
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-t0=$(date +%s)
-# shellcheck disable=SC2086 # SUITE_ARGS is a list of options
-rc=0
-"$tmp/bin/schedlab" suite "$SUITE" --probes none $SUITE_ARGS -o "$tmp/suite" >/dev/null || rc=$?
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+# One suite's section.
+section() {
+	local suite=$1 load_before load_after t0 rc=0
 
-echo "## The studies' grid: \`$SUITE\`"
-echo
-echo "Reproduce with \`$BUILD/schedlab suite $SUITE --probes none${SUITE_ARGS:+ $SUITE_ARGS}\` (this part alone:"
-echo "\`bench/suite.sh\`); it ran for $(($(date +%s) - t0)) s, load average $load_before before and"
-echo "$load_after after.$([ "$rc" = 0 ] || echo " The suite exited with status $rc: a row below says which cell failed and why.")"
-echo
-if [ ! -s "$tmp/suite/suite.md" ]; then
-	echo "Not measured: the suite wrote no suite.md (exit status $rc)."
-	exit 0
-fi
-# Everything after the suite's own title and command line; the last column (each cell's
-# run folder) dropped from the tables.
-awk 'NR > 4' "$tmp/suite/suite.md" | sed -E '/^\| /{ s/ [^|]*\|$//; }' | sed -E 's/^(#+) /#\1 /'
+	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+	t0=$(date +%s)
+	# shellcheck disable=SC2086 # SUITE_ARGS is a list of options
+	"$tmp/bin/schedlab" suite "$suite" --probes none $SUITE_ARGS -o "$tmp/$suite" >/dev/null ||
+		rc=$?
+	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+	echo "## The studies' grid: \`$suite\`"
+	echo
+	echo "Reproduce with \`$BUILD/schedlab suite $suite --probes none${SUITE_ARGS:+ $SUITE_ARGS}\` (this part alone:"
+	echo "\`SUITES=$suite bench/suite.sh\`); it ran for $(($(date +%s) - t0)) s, load average $load_before before and"
+	echo "$load_after after.$([ "$rc" = 0 ] || echo " The suite exited with status $rc: a row below says which cell failed and why.")"
+	echo
+	if [ ! -s "$tmp/$suite/suite.md" ]; then
+		echo "Not measured: the suite wrote no suite.md (exit status $rc)."
+		return
+	fi
+	# Everything after the suite's own title and command line; the last column (each
+	# cell's run folder) dropped from the tables.
+	awk 'NR > 4' "$tmp/$suite/suite.md" | sed -E '/^\| /{ s/ [^|]*\|$//; }' |
+		sed -E 's/^(#+) /#\1 /'
+}
+
+first=1
+for suite in $SUITES; do
+	[ "$first" = 1 ] || echo
+	first=0
+	section "$suite"
+done

@@ -60,18 +60,12 @@ enum permit_encoding {
 	PERMIT_KYO,
 };
 
-/* Another gate's turn in a FIFO of waiters. */
-struct waiter {
-	struct wl_gate *gate;
-	struct waiter *next;
-};
-
 /* ---- encoding=ce: cats-effect's Semaphore ------------------------------------------------ */
 
 /* Invariant, as cats-effect's: no waiter, or no permit free. */
 struct ce_state {
 	uint64_t permits;
-	struct waiter *head, *tail; /* waiting, oldest first */
+	struct wl_waiter *head, *tail; /* waiting, oldest first */
 };
 
 /* Ref[F, State]. cats-effect retries a CAS on an AtomicReference and leaves the state it
@@ -110,7 +104,7 @@ static uint64_t ce_deferred(void *env)
 
 static uint64_t ce_request(uint64_t gate, void *env)
 {
-	struct waiter *w = rt_alloc(sizeof(*w));
+	struct wl_waiter *w = rt_alloc(sizeof(*w));
 
 	if (!w) {
 		wl_gate_unref((struct wl_gate *)(uintptr_t)gate);
@@ -123,7 +117,7 @@ static uint64_t ce_request(uint64_t gate, void *env)
 
 struct ce_acquiring {
 	struct ce_sem *sem;
-	struct waiter *req;
+	struct wl_waiter *req;
 };
 
 /* state.modify { State(permits, waiting) => ... }: take a permit, or queue the request
@@ -132,7 +126,7 @@ static uint64_t ce_acquire_update(void *env)
 {
 	struct ce_acquiring *a = env;
 	struct ce_sem *sem = a->sem;
-	struct waiter *req = a->req;
+	struct wl_waiter *req = a->req;
 	struct ce_state *next = rt_alloc(sizeof(*next)), *old;
 	struct wl_gate *gate = req->gate; /* once queued, req is the release's to free */
 	bool wait;
@@ -175,14 +169,14 @@ static struct fx_io *ce_acquire_with(uint64_t req, void *env)
 	struct ce_acquiring *a = rt_alloc(sizeof(*a));
 
 	if (!a) {
-		struct waiter *w = (struct waiter *)(uintptr_t)req;
+		struct wl_waiter *w = (struct wl_waiter *)(uintptr_t)req;
 
 		wl_gate_unref(w->gate);
 		rt_free(w);
 		return NULL;
 	}
 	a->sem = env;
-	a->req = (struct waiter *)(uintptr_t)req;
+	a->req = (struct wl_waiter *)(uintptr_t)req;
 	return fx_flat_map(fx_delay(ce_acquire_update, a), ce_flatten, NULL);
 }
 
@@ -195,7 +189,7 @@ static struct fx_io *ce_acquire(struct ce_sem *sem)
 
 static uint64_t ce_wake(void *env)
 {
-	struct waiter *w = env;
+	struct wl_waiter *w = env;
 
 	wl_gate_complete(w->gate, 0);
 	rt_free(w);
@@ -207,7 +201,7 @@ static uint64_t ce_release_update(void *env)
 {
 	struct ce_sem *sem = env;
 	struct ce_state *next = rt_alloc(sizeof(*next)), *old;
-	struct waiter *served;
+	struct wl_waiter *served;
 	struct fx_io *wake;
 
 	if (!next)
@@ -270,25 +264,21 @@ struct kyo_meter {
 	int64_t state;  /* atomic: >= 0 permits free, < 0 the waiters' count, negated */
 	int64_t permits;
 	uint64_t waits; /* atomic: runs that queued */
-	/* the waiters' promises, oldest first. Kyo's queue is lock-free (JCTools'
-	 * MpmcUnboundedXaddArrayQueue); only a meter with waiters touches it */
-	pthread_mutex_t lock;
-	struct waiter *head, *tail;
+	/* the waiters' promises, oldest first; only a meter with waiters touches them */
+	struct wl_waiters waiting;
 	struct fx_io *unit;
 	struct fx_io *body; /* what run() runs under the permit: here, unit */
 };
 
 /* A queued waiter and its promise, one reference for each side; NULL when out of memory. */
-static struct waiter *kyo_waiter_new(void)
+static struct wl_waiter *kyo_waiter_new(void)
 {
-	struct waiter *w = rt_alloc(sizeof(*w));
+	struct wl_waiter *w = rt_alloc(sizeof(*w));
 
 	if (w && !(w->gate = wl_gate_new(2))) {
 		rt_free(w);
 		w = NULL;
 	}
-	if (w)
-		w->next = NULL;
 	return w;
 }
 
@@ -298,7 +288,7 @@ static uint64_t kyo_enter(void *env)
 {
 	struct kyo_meter *m = env;
 	int64_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
-	struct waiter *w = NULL;
+	struct wl_waiter *w = NULL;
 	struct wl_gate *gate;
 
 	for (;;) {
@@ -319,27 +309,16 @@ static uint64_t kyo_enter(void *env)
 	}
 	gate = w->gate; /* once queued, w is the release's to free */
 	__atomic_fetch_add(&m->waits, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&m->lock);
-	if (m->tail)
-		m->tail->next = w;
-	else
-		m->head = w;
-	m->tail = w;
-	pthread_mutex_unlock(&m->lock);
+	wl_waiters_append(&m->waiting, w);
 	return (uint64_t)(uintptr_t)gate;
 }
 
 /* pollWaiter: the oldest waiter, polling until the one the count promised is queued */
-static struct waiter *kyo_poll_waiter(struct kyo_meter *m)
+static struct wl_waiter *kyo_poll_waiter(struct kyo_meter *m)
 {
 	for (unsigned spins = 0;; spins++) {
-		struct waiter *w;
+		struct wl_waiter *w = wl_waiters_take(&m->waiting);
 
-		pthread_mutex_lock(&m->lock);
-		w = m->head;
-		if (w && !(m->head = w->next))
-			m->tail = NULL;
-		pthread_mutex_unlock(&m->lock);
 		if (w)
 			return w;
 		if (spins > 64)
@@ -352,7 +331,7 @@ static struct waiter *kyo_poll_waiter(struct kyo_meter *m)
 static bool kyo_release(struct kyo_meter *m)
 {
 	int64_t st = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
-	struct waiter *w;
+	struct wl_waiter *w;
 
 	do {
 		if (st >= m->permits)
@@ -403,7 +382,6 @@ static struct fx_io *kyo_run(struct kyo_meter *m)
 static int kyo_init(struct kyo_meter *m, int64_t permits, struct fx_io *body)
 {
 	m->state = m->permits = permits;
-	m->head = m->tail = NULL;
 	m->unit = fx_pure(0);
 	m->body = body;
 	if (!m->unit || !m->body) {
@@ -412,14 +390,14 @@ static int kyo_init(struct kyo_meter *m, int64_t permits, struct fx_io *body)
 		m->unit = m->body = NULL;
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&m->lock, NULL);
+	wl_waiters_init(&m->waiting);
 	return 0;
 }
 
 static void kyo_destroy(struct kyo_meter *m)
 {
 	if (m->unit)
-		pthread_mutex_destroy(&m->lock);
+		pthread_mutex_destroy(&m->waiting.lock);
 	fx_free(m->body);
 	fx_free(m->unit);
 }

@@ -49,21 +49,6 @@ enum spsc_encoding {
 	SPSC_KYO,
 };
 
-/* A FIFO of gates waiting on one side of a queue: cats-effect's UnsafeUnbounded list of
- * callbacks, Kyo's MpmcUnboundedXaddArrayQueue of promises. Both are lock-free on the
- * JVM; here a lock guards the links and an atomic length lets every operation of the
- * queue see "nobody waits", its common case, with one load. */
-struct spsc_waiter {
-	struct wl_gate *gate;
-	struct spsc_waiter *next;
-};
-
-struct spsc_waiters {
-	uint32_t len; /* atomic */
-	pthread_mutex_t lock;
-	struct spsc_waiter *head, *tail;
-};
-
 struct queue_spsc {
 	struct rt_chan chan; /* first: the struct is allocated 64-byte aligned */
 	void **slots;
@@ -75,7 +60,7 @@ struct queue_spsc {
 	uint64_t waits;         /* atomic, ce and kyo: offers and takes that waited */
 	struct fx_io *unit;     /* F.unit, one value shared as on the JVM */
 	/* cats-effect: offerers and takers; Kyo: puts and takes */
-	struct spsc_waiters side[2];
+	struct wl_waiters side[2];
 };
 
 enum { SPSC_PUTS, SPSC_TAKES };
@@ -90,55 +75,23 @@ struct spsc_run {
 
 /* ---- the waiters' lists -------------------------------------------------------------------- */
 
-static void waiters_append(struct spsc_waiters *ws, struct spsc_waiter *w)
-{
-	w->next = NULL;
-	pthread_mutex_lock(&ws->lock);
-	if (ws->tail)
-		ws->tail->next = w;
-	else
-		ws->head = w;
-	ws->tail = w;
-	__atomic_add_fetch(&ws->len, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&ws->lock);
-}
-
 /* List g (its list reference); the entry, or NULL when out of memory. */
-static struct spsc_waiter *waiters_put(struct spsc_waiters *ws, struct wl_gate *g)
+static struct wl_waiter *waiters_put(struct wl_waiters *ws, struct wl_gate *g)
 {
-	struct spsc_waiter *w = rt_alloc(sizeof(*w));
+	struct wl_waiter *w = rt_alloc(sizeof(*w));
 
 	if (w) {
 		w->gate = g;
-		waiters_append(ws, w);
+		wl_waiters_append(ws, w);
 	}
-	return w;
-}
-
-/* The oldest entry, or NULL when nobody waits: one load then. */
-static struct spsc_waiter *waiters_take(struct spsc_waiters *ws)
-{
-	struct spsc_waiter *w;
-
-	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* after the caller's change to the buffer */
-	if (!__atomic_load_n(&ws->len, __ATOMIC_RELAXED))
-		return NULL;
-	pthread_mutex_lock(&ws->lock);
-	w = ws->head;
-	if (w) {
-		if (!(ws->head = w->next))
-			ws->tail = NULL;
-		__atomic_sub_fetch(&ws->len, 1, __ATOMIC_SEQ_CST);
-	}
-	pthread_mutex_unlock(&ws->lock);
 	return w;
 }
 
 /* cats-effect's clear(): take w out if no one has taken it yet. True when we did (w is
  * freed and its gate has lost the list's reference); false: a notifier has it. */
-static bool waiters_clear(struct spsc_waiters *ws, struct spsc_waiter *w)
+static bool waiters_clear(struct wl_waiters *ws, struct wl_waiter *w)
 {
-	struct spsc_waiter **pp, *prev = NULL;
+	struct wl_waiter **pp, *prev = NULL;
 	bool found = false;
 
 	pthread_mutex_lock(&ws->lock);
@@ -173,9 +126,9 @@ static struct fx_io *ce_flatten(uint64_t io, void *env)
 }
 
 /* notifyOne: wake the oldest waiter on that side, if any. */
-static void ce_notify_one(struct spsc_waiters *ws)
+static void ce_notify_one(struct wl_waiters *ws)
 {
-	struct spsc_waiter *w = waiters_take(ws);
+	struct wl_waiter *w = wl_waiters_take(ws);
 
 	if (w) {
 		struct wl_gate *g = w->gate;
@@ -187,9 +140,9 @@ static void ce_notify_one(struct spsc_waiters *ws)
 
 /* Listen on a side with a new gate *g (the waiter's reference and the list's): the
  * entry, which a notifier may take and free at once; raises when out of memory. */
-static struct spsc_waiter *ce_listen(struct spsc_waiters *ws, struct wl_gate **g)
+static struct wl_waiter *ce_listen(struct wl_waiters *ws, struct wl_gate **g)
 {
-	struct spsc_waiter *w = NULL;
+	struct wl_waiter *w = NULL;
 
 	*g = wl_gate_new(2);
 	if (!*g || !(w = waiters_put(ws, *g))) {
@@ -203,7 +156,7 @@ static struct spsc_waiter *ce_listen(struct spsc_waiters *ws, struct wl_gate **g
 /* The retry got through after all: clear the listing (w is compared, not read: only
  * this side lists entries here, so a w a notifier freed cannot be listed again yet),
  * and drop the waiter's reference to g. */
-static void ce_unlisten(struct spsc_waiters *ws, struct spsc_waiter *w, struct wl_gate *g)
+static void ce_unlisten(struct wl_waiters *ws, struct wl_waiter *w, struct wl_gate *g)
 {
 	waiters_clear(ws, w);
 	wl_gate_unref(g);
@@ -230,7 +183,7 @@ static uint64_t ce_offer_try(void *env)
 	struct spsc_run *run = env;
 	struct queue_spsc *q = run->q;
 	void *v = (void *)(uintptr_t)run->i;
-	struct spsc_waiter *w;
+	struct wl_waiter *w;
 	struct wl_gate *g;
 
 	if (rt_chan_try_send(&q->chan, v)) {
@@ -255,7 +208,7 @@ static uint64_t ce_take_try(void *env)
 {
 	struct spsc_run *run = env;
 	struct queue_spsc *q = run->q;
-	struct spsc_waiter *w;
+	struct wl_waiter *w;
 	struct wl_gate *g;
 	void *v;
 
@@ -312,29 +265,29 @@ static struct fx_io *ce_consume(uint64_t x, void *env)
  * both sides after every put and take. */
 static void kyo_flush(struct queue_spsc *q)
 {
-	struct spsc_waiters *takes = &q->side[SPSC_TAKES], *puts = &q->side[SPSC_PUTS];
+	struct wl_waiters *takes = &q->side[SPSC_TAKES], *puts = &q->side[SPSC_PUTS];
 
 	for (;;) {
 		uint32_t size;
-		struct spsc_waiter *w;
+		struct wl_waiter *w;
 		void *v;
 
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		size = rt_chan_len(&q->chan);
 		if (size > 0 && __atomic_load_n(&takes->len, __ATOMIC_RELAXED)) {
-			if (!(w = waiters_take(takes)))
+			if (!(w = wl_waiters_take(takes)))
 				continue;
 			if (!rt_chan_try_recv(&q->chan, &v)) {
-				waiters_append(takes, w); /* emptied before the transfer */
+				wl_waiters_append(takes, w); /* emptied before the transfer */
 				continue;
 			}
 			wl_gate_complete(w->gate, (uint64_t)(uintptr_t)v);
 			rt_free(w);
 		} else if (size < q->cap && __atomic_load_n(&puts->len, __ATOMIC_RELAXED)) {
-			if (!(w = waiters_take(puts)))
+			if (!(w = wl_waiters_take(puts)))
 				continue;
 			if (!rt_chan_try_send(&q->chan, (void *)(uintptr_t)w->gate->value)) {
-				waiters_append(puts, w); /* filled before the transfer */
+				wl_waiters_append(puts, w); /* filled before the transfer */
 				continue;
 			}
 			wl_gate_complete(w->gate, 0);
@@ -391,17 +344,23 @@ static uint64_t kyo_take(void *env)
 	return 0;
 }
 
+/* p.get on the promise the last put or take left, then k with its value. */
+static struct fx_io *kyo_get(struct spsc_run *run, fx_bind_fn k)
+{
+	struct wl_gate *g = run->wait;
+
+	run->wait = NULL;
+	return fx_flat_map(fx_delay(wl_gate_wait, g), k, run);
+}
+
 /* repeat(n)(q.put(i)), p.get in between when a put had to wait. The gate's wait is
  * built as p.get is: only when the put left a promise. */
 static struct fx_io *kyo_produce(uint64_t x, void *env)
 {
 	struct spsc_run *run = env;
-	struct wl_gate *g = run->wait;
 
-	if (g) {
-		run->wait = NULL;
-		return fx_flat_map(fx_delay(wl_gate_wait, g), kyo_produce, run);
-	}
+	if (run->wait)
+		return kyo_get(run, kyo_produce);
 	if (run->i == (uint64_t)run->q->n)
 		return fx_pure(run->i);
 	run->i++;
@@ -411,12 +370,9 @@ static struct fx_io *kyo_produce(uint64_t x, void *env)
 static struct fx_io *kyo_consume(uint64_t x, void *env)
 {
 	struct spsc_run *run = env;
-	struct wl_gate *g = run->wait;
 
-	if (g) {
-		run->wait = NULL;
-		return fx_flat_map(fx_delay(wl_gate_wait, g), kyo_consume, run);
-	}
+	if (run->wait)
+		return kyo_get(run, kyo_consume);
 	run->sum += x; /* 0 on the way in */
 	if (run->i == (uint64_t)run->q->n)
 		return fx_pure(run->sum);
@@ -500,11 +456,8 @@ static int queue_spsc_setup(struct wl_ctx *ctx, char *err, size_t errlen)
 	q->cap = (uint32_t)cap;
 	q->encoding = (enum spsc_encoding)wl_choice(ctx, "encoding");
 	q->ops = q->waits = 0;
-	for (int s = 0; s < 2; s++) {
-		q->side[s].len = 0;
-		q->side[s].head = q->side[s].tail = NULL;
-		pthread_mutex_init(&q->side[s].lock, NULL);
-	}
+	for (int s = 0; s < 2; s++)
+		wl_waiters_init(&q->side[s]);
 	ctx->state = q;
 	return 0;
 }
