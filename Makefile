@@ -92,7 +92,7 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # libc.so.6), so that stacks through libc name start_thread, malloc's internals and the like.
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev
-BENCH_PKGS := golang-go linux-perf
+BENCH_PKGS := golang-go linux-perf jq
 
 # ---------------------------------------------------------------------------
 # Sources
