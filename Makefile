@@ -205,13 +205,13 @@ $(BUILD)/probes/%.skel.h: $(BUILD)/probes/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
 
-# The types oncpu's CO-RE relocations name, from the kernel the build runs on,
+# The types the CO-RE relocations of oncpu, offcpu and sched name, from the kernel the build runs on,
 # and that kernel's notes (probes/common/core_btf.c uses them only on the same kernel).
 # Where either cannot be read, or bpftool cannot extract, the file is left empty and
 # the loaders let libbpf read the kernel's BTF. A new boot makes them again.
 KERNEL_BTF := /sys/kernel/btf/vmlinux
 KERNEL_NOTES := /sys/kernel/notes
-CORE_BTFS := $(BUILD)/probes/oncpu/oncpu.min.btf
+CORE_BTFS := $(foreach p,oncpu offcpu sched,$(BUILD)/probes/$(p)/$(p).min.btf)
 
 $(BUILD)/probes/%.min.btf: $(BUILD)/probes/%.bpf.o $(wildcard $(KERNEL_NOTES))
 	$(call msg,MIN-BTF,$@)

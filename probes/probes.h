@@ -403,10 +403,10 @@ int probe_sched_prog_stats(const struct probe_sched *p, uint64_t *runs, uint64_t
 
 struct probe_offcpu_opts {
 	unsigned min_block_us;   /* the shortest interval kept; 0: 1 */
-	bool wakers;             /* keep the waker's stacks too (attaches sched_wakeup and
+	bool wakers;             /* keep the waker's stacks too (attaches sched_waking and
 				  * sched_wakeup_new) */
 	unsigned stacks;         /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL; 0: both */
-	unsigned stack_entries;  /* distinct stacks kept per drain; 0: 16384 (1 KiB each) */
+	unsigned stack_entries;  /* distinct stacks kept per drain; 0: 4096 (1 KiB each) */
 	unsigned count_entries;  /* aggregated keys; 0: 16384 */
 	unsigned thread_entries; /* threads off CPU (and woken) at once; 0: 4096 */
 };

@@ -54,6 +54,28 @@ static __always_inline __u64 probe__read_phase(struct task_struct *task, __s64 t
 	return word;
 }
 
+/* task's pid and tgid, for a raw tracepoint's task argument (a plain pointer): one
+ * kernel read of both, the two fields being adjacent in task_struct as they have been
+ * for as long as it has had them, else (a kernel that moved them) a read of each. The
+ * offsets are CO-RE constants, so the verifier keeps one branch. */
+static __always_inline void probe__pid_tgid(struct task_struct *task, __u32 *pid, __u32 *tgid)
+{
+	__u32 both[2] = {};
+
+	if (bpf_core_field_offset(struct task_struct, tgid) ==
+		    bpf_core_field_offset(struct task_struct, pid) + sizeof(both[0]) &&
+	    bpf_core_field_size(struct task_struct, pid) == sizeof(both[0]) &&
+	    bpf_core_field_size(struct task_struct, tgid) == sizeof(both[0])) {
+		bpf_probe_read_kernel(both, sizeof(both),
+				      (char *)task + bpf_core_field_offset(struct task_struct, pid));
+	} else {
+		both[0] = BPF_CORE_READ(task, pid);
+		both[1] = BPF_CORE_READ(task, tgid);
+	}
+	*pid = both[0];
+	*tgid = both[1];
+}
+
 /* task->flags of a task with no user stack to walk (include/linux/sched.h). */
 #define PROBE__PF_USER_WORKER 0x00004000
 #define PROBE__PF_KTHREAD     0x00200000

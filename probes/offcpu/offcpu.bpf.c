@@ -5,14 +5,20 @@
  * whoever woke it, from sched_waking and sched_wakeup_new.
  *
  * sched_switch runs on every context switch of the machine, so a switch of no target
- * thread costs a flag, two tgid reads and two compares. A target thread switching out
- * walks both its stacks, stores each once in the stacks map (keyed by a hash of its
- * contents, as oncpu's are), reads its phase word and leaves a start record under its
- * tid; switching back in, it adds the interval to the count of its key, or counts it
- * under the minimum. Invariants: every interval that ends while enabled adds one to
- * intervals and to exactly one of kept, under_min or counts_full, with its time in the
- * matching _ns counter; kept intervals' time is the sum of the counts map's ns; a key's
- * stack hashes name stacks in the stacks map, or are 0 with a loss bit.
+ * thread costs a flag, two tgids (current's from a helper, next's one kernel read) and
+ * two compares. A target thread switching out walks both its stacks, stores each once
+ * in the stacks map (keyed by a hash of its contents, as oncpu's are), reads its phase
+ * word and leaves a start record under its tid; switching back in, it adds the interval
+ * to the count of its key, or counts it under the minimum. Invariants: every interval
+ * that ends while enabled adds one to intervals and to exactly one of kept, under_min
+ * or counts_full, with its time in the matching _ns counter; kept intervals' time is
+ * the sum of the counts map's ns; a key's stack hashes name stacks in the stacks map,
+ * or are 0 with a loss bit.
+ *
+ * Raw tracepoints, not BTF ones: libbpf resolves a BTF tracepoint in the kernel's whole
+ * BTF, which it parses at every load, where a raw one needs only the few types the
+ * CO-RE reads name (probes/common/core_btf.c). Their arguments are plain pointers, read
+ * with BPF_CORE_READ; prev is current, whose BTF pointer the user-stack walk takes.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -56,7 +62,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u64);
 	__type(value, struct offcpu_stack);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 4096);
 } stacks SEC(".maps");
 
 struct {
@@ -142,9 +148,9 @@ static __always_inline void take_stack(void *ctx, struct task_struct *task, bool
 	probe__store_stack(&stacks, id, s, lost, full_bit, error_bit);
 }
 
-/* The target's kernel tgid, learnt from prev (current) if it is the target; 0 while
- * unknown. */
-static __always_inline __u32 target(struct task_struct *prev)
+/* The target's kernel tgid, learnt from current (prev, of kernel tgid cur_tgid) if it
+ * is the target; 0 while unknown. */
+static __always_inline __u32 target(__u32 cur_tgid)
 {
 	struct bpf_pidns_info ns = {};
 	__u32 k = target_ktgid;
@@ -155,7 +161,7 @@ static __always_inline __u32 target(struct task_struct *prev)
 	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) ||
 	    ns.tgid != target_tgid)
 		return 0;
-	k = prev->tgid;
+	k = cur_tgid;
 	target_ktgid = k;
 	return k;
 }
@@ -166,7 +172,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	struct offcpu_start st = {};
 	struct scratch *sc;
 	struct offcpu_start *old;
-	__u32 slot = 0, tid = prev->pid;
+	__u32 slot = 0, tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 entry, phase;
 	long err;
 
@@ -208,13 +214,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	}
 }
 
-static __always_inline void switch_in(struct task_struct *next, struct offcpu_counters *c)
+static __always_inline void switch_in(__u32 tid, struct offcpu_counters *c)
 {
 	struct offcpu_value zero = {}, *val;
 	struct offcpu_key key;
 	struct offcpu_start *st;
 	struct offcpu_waker *w;
-	__u32 tid = next->pid;
 	__u64 delta;
 
 	st = bpf_map_lookup_elem(&starts, &tid);
@@ -263,12 +268,12 @@ static __always_inline void switch_in(struct task_struct *next, struct offcpu_co
 		c->kstack_errors++;
 }
 
-SEC("tp_btf/sched_switch")
+SEC("raw_tp/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	__u32 zero = 0, k, cur_tgid = bpf_get_current_pid_tgid() >> 32, next_tid, next_tgid;
 	struct offcpu_counters *c;
-	__u32 zero = 0, k;
 
 	if (!enabled)
 		return 0;
@@ -276,13 +281,14 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (!c)
 		return 0;
 	c->fired++;
-	k = target(prev);
+	k = target(cur_tgid);
 	if (!k)
 		return 0;
-	if (prev->tgid == k)
-		switch_out(ctx, prev, preempt, prev_state, c);
-	if (next->tgid == k)
-		switch_in(next, c);
+	if (cur_tgid == k)
+		switch_out(ctx, bpf_get_current_task_btf(), preempt, prev_state, c);
+	probe__pid_tgid(next, &next_tid, &next_tgid);
+	if (next_tgid == k)
+		switch_in(next_tid, c);
 	return 0;
 }
 
@@ -296,12 +302,15 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	struct offcpu_counters *c;
 	struct task_struct *cur;
 	struct scratch *sc;
-	__u32 zero = 0, slot = 1, tid, k;
+	__u32 zero = 0, slot = 1, tid, tgid, k;
 
 	if (!enabled || !wakers)
 		return 0;
 	k = target_ktgid;
-	if (!k || p->tgid != k)
+	if (!k)
+		return 0;
+	probe__pid_tgid(p, &tid, &tgid);
+	if (tgid != k)
 		return 0;
 	c = bpf_map_lookup_elem(&counters, &zero);
 	sc = bpf_map_lookup_elem(&scratch, &slot);
@@ -317,7 +326,6 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	if (user_stacks && w.tgid == k)
 		take_stack(ctx, cur, true, &sc->user, &w.ustack, &w.lost, OFFCPU_LOST_WUSTACK_FULL,
 			   0);
-	tid = p->pid;
 	/* a comm is never empty, so w.comm[0] says the record holds a wake-up */
 	if (!w.comm[0])
 		w.comm[0] = '?';
@@ -331,13 +339,13 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 /* sched_waking, not sched_wakeup: a wake-up of a thread on another CPU is queued to
  * that CPU (ttwu_queue_wakelist), and sched_wakeup fires there, in the IPI, with
  * whatever ran as current; sched_waking fires in the waker, as try_to_wake_up begins. */
-SEC("tp_btf/sched_waking")
+SEC("raw_tp/sched_waking")
 int BPF_PROG(offcpu_wakeup, struct task_struct *p)
 {
 	return on_wakeup(ctx, p);
 }
 
-SEC("tp_btf/sched_wakeup_new")
+SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(offcpu_wakeup_new, struct task_struct *p)
 {
 	return on_wakeup(ctx, p);

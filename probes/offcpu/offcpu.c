@@ -35,7 +35,12 @@ _Static_assert(OFFCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       OFFCPU_LOST_WKSTACK_FULL == PROBE_LOST_WKSTACK_FULL, "loss bits");
 _Static_assert(OFFCPU_MAX_DEPTH == PROBE_MAX_DEPTH, "sizes");
 
-#define DEFAULT_STACK_ENTRIES  16384
+/* Off-CPU stacks are the few places the threads wait: 11 to 57 folded lines, each a
+ * user and a kernel stack, in a quick run of workers, spawn-join, tcp-blocking or
+ * bind-chain here, so 4,096 (4 MiB of kernel memory, preallocated) leaves room many
+ * times over; making the map is most of the probe's attach time, four times that at
+ * 16,384. A run that fills it anyway has the losses counted and drawn. */
+#define DEFAULT_STACK_ENTRIES  4096
 #define DEFAULT_COUNT_ENTRIES  16384
 #define DEFAULT_THREAD_ENTRIES 4096
 
@@ -113,7 +118,12 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	}
 
 	probe__libbpf_capture();
-	p->skel = offcpu_bpf__open();
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+			    .btf_custom_path = probe__core_btf("offcpu"));
+
+		p->skel = offcpu_bpf__open_opts(&open_opts);
+	}
 	if (!p->skel) {
 		ret = -errno;
 		step_error(err, errlen, "open", errno);

@@ -9,11 +9,17 @@
  * beside it as a check, since now and then a switch never reaches the tracepoint.
  *
  * Runs on every context switch, wake-up and migration of the machine, so a task that
- * is not the target's costs a flag test and two loads. Switches are classified as the
- * kernel's own nvcsw/nivcsw counts are (__schedule()): voluntary when the thread left
- * the CPU not preempted and not runnable, involuntary otherwise. Invariant: every event
- * of a target thread adds one to its kind in seen[] and either lands in the thread's
- * entry or adds one to lost[] (the thread map was full), never both, never neither.
+ * is not the target's costs a flag test, its tgid (current's from a helper, another's
+ * one kernel read, with its pid) and a compare. Switches are classified as the kernel's own
+ * nvcsw/nivcsw counts are (__schedule()): voluntary when the thread left the CPU not
+ * preempted and not runnable, involuntary otherwise. Invariant: every event of a target
+ * thread adds one to its kind in seen[] and either lands in the thread's entry or adds
+ * one to lost[] (the thread map was full), never both, never neither.
+ *
+ * Raw tracepoints, not BTF ones: libbpf resolves a BTF tracepoint in the kernel's whole
+ * BTF, which it parses at every load, where a raw one needs only the few types the
+ * CO-RE reads name (probes/common/core_btf.c). Their arguments are plain pointers, read
+ * with BPF_CORE_READ; sched_switch's prev is current, whose BTF pointer reads directly.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -50,12 +56,11 @@ struct {
 	__uint(max_entries, 1);
 } counters SEC(".maps");
 
-/* The target thread t's entry, made on its first event; NULL when the map has no room
- * for it, and the event is counted lost. */
-static __always_inline struct sched_thread *thread_of(struct task_struct *t, __u32 kind,
-						      struct sched_counters *c)
+/* The target thread t's (of thread id tid) entry, made on its first event; NULL when
+ * the map has no room for it, and the event is counted lost. */
+static __always_inline struct sched_thread *thread_of(struct task_struct *t, __u32 tid,
+						      __u32 kind, struct sched_counters *c)
 {
-	__u32 tid = t->pid;
 	struct sched_thread *v;
 	long err;
 
@@ -72,10 +77,10 @@ static __always_inline struct sched_thread *thread_of(struct task_struct *t, __u
 		return NULL;
 	}
 	if (!err) {
-		bpf_probe_read_kernel_str(v->comm, sizeof(v->comm), t->comm);
+		BPF_CORE_READ_STR_INTO(&v->comm, t, comm);
 		/* off a CPU (switch-in, wake-up, migration) the count is at rest; at a
 		 * switch-out the scheduler has just brought it up to date */
-		v->exec_first = v->exec_last = t->se.sum_exec_runtime;
+		v->exec_first = v->exec_last = BPF_CORE_READ(t, se.sum_exec_runtime);
 	}
 	return v;
 }
@@ -101,14 +106,16 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
+/* prev is current, as bpf_get_current_task_btf() gives it: its fields load directly. */
 static __always_inline void switch_out(struct sched_counters *c, struct task_struct *prev,
-				       bool preempt, unsigned int prev_state, __u64 now)
+				       __u32 tid, bool preempt, unsigned int prev_state,
+				       __u64 now)
 {
 	struct sched_thread *v;
 	__u64 word, entry;
 	__u32 worker;
 
-	if (!(v = thread_of(prev, SCHED_EV_SWITCH_OUT, c)))
+	if (!(v = thread_of(prev, tid, SCHED_EV_SWITCH_OUT, c)))
 		return;
 	if (v->oncpu_since) {
 		v->oncpu_ns += now - v->oncpu_since;
@@ -149,11 +156,11 @@ static __always_inline void switch_out(struct sched_counters *c, struct task_str
 }
 
 static __always_inline void switch_in(struct sched_counters *c, struct task_struct *next,
-				      __u64 now)
+				      __u32 tid, __u64 now)
 {
 	struct sched_thread *v;
 
-	if (!(v = thread_of(next, SCHED_EV_SWITCH_IN, c)))
+	if (!(v = thread_of(next, tid, SCHED_EV_SWITCH_IN, c)))
 		return;
 	if (v->queued_ns && now > v->queued_ns) {
 		__u64 d = now - v->queued_ns;
@@ -170,21 +177,26 @@ static __always_inline void switch_in(struct sched_counters *c, struct task_stru
 	v->oncpu_since = now;
 }
 
-SEC("tp_btf/sched_switch")
+SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 tgid = target_tgid;
+	__u32 tgid = target_tgid, prev_tgid, next_tid, next_tgid;
 	struct sched_counters *c;
-	__u64 now;
+	__u64 now, id;
 
-	if (!enabled || (prev->tgid != tgid && next->tgid != tgid) || !(c = counters_here()))
+	if (!enabled)
+		return 0;
+	id = bpf_get_current_pid_tgid(); /* prev is current */
+	prev_tgid = id >> 32;
+	probe__pid_tgid(next, &next_tid, &next_tgid);
+	if ((prev_tgid != tgid && next_tgid != tgid) || !(c = counters_here()))
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (prev->tgid == tgid)
-		switch_out(c, prev, preempt, prev_state, now);
-	if (next->tgid == tgid)
-		switch_in(c, next, now);
+	if (prev_tgid == tgid)
+		switch_out(c, bpf_get_current_task_btf(), (__u32)id, preempt, prev_state, now);
+	if (next_tgid == tgid)
+		switch_in(c, next, next_tid, now);
 	return 0;
 }
 
@@ -192,10 +204,14 @@ static __always_inline void wakeup(struct task_struct *p)
 {
 	struct sched_counters *c;
 	struct sched_thread *v;
+	__u32 tid, tgid;
 
-	if (!enabled || p->tgid != target_tgid || !(c = counters_here()))
+	if (!enabled)
 		return;
-	if (!(v = thread_of(p, SCHED_EV_WAKEUP, c)))
+	probe__pid_tgid(p, &tid, &tgid);
+	if (tgid != target_tgid || !(c = counters_here()))
+		return;
+	if (!(v = thread_of(p, tid, SCHED_EV_WAKEUP, c)))
 		return;
 	v->wakeups++;
 	/* a thread still on its CPU (woken before it got to sleep) is not queued, and one
@@ -204,31 +220,35 @@ static __always_inline void wakeup(struct task_struct *p)
 		v->queued_ns = bpf_ktime_get_ns();
 }
 
-SEC("tp_btf/sched_wakeup")
+SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
 	wakeup(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
+SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 {
 	wakeup(p);
 	return 0;
 }
 
-SEC("tp_btf/sched_migrate_task")
+SEC("raw_tp/sched_migrate_task")
 int BPF_PROG(sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
 	struct sched_counters *c;
 	struct sched_thread *v;
+	__u32 tid, tgid;
 
-	if (!enabled || p->tgid != target_tgid || !(c = counters_here()))
+	if (!enabled)
+		return 0;
+	probe__pid_tgid(p, &tid, &tgid);
+	if (tgid != target_tgid || !(c = counters_here()))
 		return 0;
 	/* set_task_cpu() traces only real moves; the moving CPU is not the thread's own,
 	 * hence the atomic add */
-	if ((v = thread_of(p, SCHED_EV_MIGRATE, c)))
+	if ((v = thread_of(p, tid, SCHED_EV_MIGRATE, c)))
 		__sync_fetch_and_add(&v->migrations, 1);
 	return 0;
 }

@@ -112,7 +112,12 @@ struct probe_sched *probe_sched_open(const struct probe_sched_opts *o, char *err
 	}
 
 	probe__libbpf_capture();
-	p->skel = sched_bpf__open();
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+			    .btf_custom_path = probe__core_btf("sched"));
+
+		p->skel = sched_bpf__open_opts(&open_opts);
+	}
 	if (!p->skel) {
 		ret = -errno;
 		probe__step_error(err, errlen, "sched", "open", errno);

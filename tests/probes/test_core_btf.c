@@ -1,7 +1,8 @@
 /*
- * oncpu's CO-RE types from the build's extract (probes/common/core_btf.c): which
- * kernel notes count as the build's, and, on this machine, that the extract is used
- * and gives the kernel the very program the kernel's full BTF gives.
+ * The probes' CO-RE types from the build's extracts (probes/common/core_btf.c): which
+ * kernel notes count as the build's, and, on this machine, that the extracts of oncpu,
+ * offcpu and sched are used and give the kernel the very programs the kernel's full
+ * BTF gives.
  */
 #include <criterion/criterion.h>
 
@@ -9,6 +10,10 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/oncpu/oncpu.h"
 #include "probes/oncpu/oncpu.skel.h"
+#include "probes/offcpu/offcpu.h"
+#include "probes/offcpu/offcpu.skel.h"
+#include "probes/sched/sched.h"
+#include "probes/sched/sched.skel.h"
 #include "tests/probes/busy.h"
 
 #include <bpf/bpf.h>
@@ -203,7 +208,7 @@ Test(core_btf, the_extract_gives_the_program_the_kernels_btf_gives)
 	cr_assert_not_null(path, "the build made no usable CO-RE extract for oncpu on this "
 				 "kernel (see build/probes/oncpu/oncpu.min.btf)");
 	cr_assert_str_eq(path, probe__core_btf("oncpu"), "a second call made another memfd");
-	cr_assert_null(probe__core_btf("offcpu"), "offcpu has no extract, yet got a path");
+	cr_assert_null(probe__core_btf("alloc"), "alloc has no extract, yet got a path");
 
 	n_full = load_xlated(NULL, &full);
 	n_extract = load_xlated(path, &extract);
@@ -226,4 +231,101 @@ Test(core_btf, the_extract_gives_the_program_the_kernels_btf_gives)
 	free(other);
 	free(full);
 	free(extract);
+}
+
+/* The instructions of every program of obj, loaded, as the kernel rewrote them, one
+ * after another in *insns (malloc'd); their count. */
+static size_t xlated_all(struct bpf_object *obj, struct bpf_insn **insns)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	*insns = NULL;
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		cr_assert_geq(fd, 0, "%s was not loaded", bpf_program__name(prog));
+		cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+		cr_assert_gt(info.xlated_prog_len, 0, "no xlated instructions (kernel.kptr_restrict?)");
+		*insns = realloc(*insns, n * sizeof(**insns) + info.xlated_prog_len);
+		cr_assert_not_null(*insns);
+		{
+			struct bpf_prog_info again = {
+				.xlated_prog_len = info.xlated_prog_len,
+				.xlated_prog_insns = (uintptr_t)(*insns + n),
+			};
+
+			len = sizeof(again);
+			cr_assert_eq(bpf_obj_get_info_by_fd(fd, &again, &len), 0);
+		}
+		n += info.xlated_prog_len / sizeof(struct bpf_insn);
+	}
+	return n;
+}
+
+/* Load obj, opened with types from `from`, its hash maps small; its programs'
+ * instructions. */
+static size_t load_obj_xlated(struct bpf_object *obj, const char *from, struct bpf_insn **insns)
+{
+	struct bpf_map *m;
+	int ret;
+
+	cr_assert_not_null(obj, "the object did not open (types from %s)", from);
+	bpf_object__for_each_map(m, obj)
+		if (bpf_map__type(m) == BPF_MAP_TYPE_HASH)
+			bpf_map__set_max_entries(m, 64);
+	ret = bpf_object__load(obj);
+	cr_assert_eq(ret, 0, "%s did not load with types from %s: %s", bpf_object__name(obj),
+		     from, strerror(-ret));
+	return xlated_all(obj, insns);
+}
+
+/* Load probe's object (offcpu or sched) with types from path (NULL: the kernel's BTF),
+ * every program of it included; its programs' instructions. */
+static size_t load_probe_xlated(const char *probe, const char *path, struct bpf_insn **insns)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, o, .btf_custom_path = path);
+	const char *from = path ? path : "the kernel";
+	size_t n;
+
+	if (!strcmp(probe, "offcpu")) {
+		struct offcpu_bpf *skel = offcpu_bpf__open_opts(&o);
+
+		n = load_obj_xlated(skel ? skel->obj : NULL, from, insns);
+		offcpu_bpf__destroy(skel);
+	} else {
+		struct sched_bpf *skel = sched_bpf__open_opts(&o);
+
+		n = load_obj_xlated(skel ? skel->obj : NULL, from, insns);
+		sched_bpf__destroy(skel);
+	}
+	return n;
+}
+
+Test(core_btf, the_tracepoint_probes_extracts_give_the_kernels_programs)
+{
+	static const char *const probes[] = { "offcpu", "sched" };
+
+	need_bpf();
+	cr_assert(kernel_has_build_id(), "/sys/kernel/notes holds no GNU build ID");
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		const char *path = probe__core_btf(probes[i]);
+		struct bpf_insn *full, *extract;
+		size_t n_full, n_extract, differ;
+
+		cr_assert_not_null(path, "the build made no usable CO-RE extract for %s on this "
+					 "kernel (see build/probes/%s/%s.min.btf)",
+				   probes[i], probes[i], probes[i]);
+		n_full = load_probe_xlated(probes[i], NULL, &full);
+		n_extract = load_probe_xlated(probes[i], path, &extract);
+		cr_assert_eq(n_extract, n_full, "%s: %zu instructions with the extract, %zu with "
+						"the kernel's BTF", probes[i], n_extract, n_full);
+		differ = differing(full, extract, n_full);
+		cr_assert_eq(differ, 0, "%s: %zu of %zu instructions differ: a CO-RE offset from "
+					"the extract is not the kernel's", probes[i], differ, n_full);
+		free(full);
+		free(extract);
+	}
 }
