@@ -8,6 +8,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-9}
 PROBES=${PROBES:-oncpu offcpu sched runtime alloc}
+LONG="--iterations 3 --time 1"
 BIN=$BUILD/schedlab
 
 tmp=$(mktemp -d)
@@ -18,15 +19,21 @@ stop_busy() {
 }
 trap 'stop_busy; rm -rf "$tmp"' EXIT
 
-# One run with probe $1; its attach time in ms on stdout.
+# One run with probe $1 (and measured iterations $2, 1 x 0.1 s unless given); its attach
+# time in ms on stdout.
 attach_ms() {
 	local p=$1 ms
+	local -a iters=(${2:---iterations 1 --time 0.1})
 
-	"$BIN" run workers --forks 1 --warmup 0 --iterations 1 --time 0.1 --probes "$p" \
+	"$BIN" run workers --forks 1 --warmup 0 "${iters[@]}" --probes "$p" \
 		-o "$tmp/runs" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
 	ms=$(grep -o -m1 "^- \*\*$p\*\*: .*attached in [0-9.]* ms" "$tmp/runs/latest/report.md" |
 		grep -o 'attached in [0-9.]*' | grep -o '[0-9.]*$')
 	[ -n "$ms" ] || { echo "attach.sh: no attach time for $p in $tmp/runs/latest/report.md" >&2; exit 1; }
+	# the sizes oncpu's maps got, as result.json states them
+	[ "$p" != oncpu ] || grep -o '"maps": {"stack_entries": [0-9]*, "count_entries": [0-9]*' \
+		"$tmp/runs/latest/result.json" | grep -o '[0-9][0-9]*' | paste -sd' ' \
+		>"$tmp/maps.$([ -n "${2:-}" ] && echo long || echo short)"
 	rm -rf "$tmp/runs"
 	echo "$ms"
 }
@@ -37,6 +44,8 @@ measure() {
 		for p in $PROBES; do
 			attach_ms "$p" >>"$tmp/$1.$p"
 		done
+		# oncpu's maps are sized for the run's measured time: also at the CLI's default
+		attach_ms oncpu "$LONG" >>"$tmp/$1.oncpu-long"
 	done
 }
 
@@ -65,8 +74,16 @@ echo "attach), in ms. Busy: a busy loop on each of the $(nproc) CPUs. Goal: 50 m
 echo
 echo "| probe | quiet: median (min-max) | busy: median (min-max) | within 50 ms, quiet | within 50 ms, busy |"
 echo "| --- | --- | --- | --- | --- |"
-for p in $PROBES; do
+for p in $PROBES oncpu-long; do
 	IFS='|' read -r q qok <<<"$(summary "$tmp/quiet.$p")"
 	IFS='|' read -r b bok <<<"$(summary "$tmp/busy.$p")"
-	echo "| $p | $q | $b | $qok | $bok |"
+	label=$p
+	[ "$p" = oncpu-long ] && label="oncpu, \`$LONG\` (the CLI's default)"
+	echo "| $label | $q | $b | $qok | $bok |"
 done
+read -r s_short c_short <"$tmp/maps.short"
+read -r s_long c_long <"$tmp/maps.long"
+echo
+echo "oncpu's maps are preallocated and sized for the samples a fork's measured iterations can"
+echo "take on every CPU: $s_short distinct stacks and $c_short counts for 1 × 0.1 s, $s_long and"
+echo "$c_long for \`$LONG\` on these $(nproc) CPUs (result.json's \`maps\`)."

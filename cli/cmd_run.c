@@ -1284,6 +1284,21 @@ static void on_signal(int sig)
 	hx_interrupt(sig);
 }
 
+/* The size of an oncpu map that a fork's drain, after measure_s seconds of measured
+ * iterations, cannot fill: a key or a stack per sample at most, and at most freq
+ * samples a second on each CPU, with a quarter more for iterations that overrun their
+ * time; at least 1,024 and at most the probe's default max. A fork that fills one
+ * anyway has its losses counted and the maps' sizes stated in report.md. */
+static unsigned oncpu_entries(long freq, double measure_s, unsigned max)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double want = 1.25 * (double)freq * (double)(cpus > 0 ? cpus : 1) * measure_s;
+
+	if (want < 1024)
+		return 1024 < max ? 1024 : max;
+	return want < max ? (unsigned)want : max;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse, "WORKLOAD...", doc, NULL, NULL, NULL };
@@ -1334,7 +1349,22 @@ int cmd_run(int argc, char **argv)
 	}
 	self[len] = '\0';
 
+	for (size_t i = 0; i < nspecs; i++) {
+		double m = specs[i].opt.iterations * specs[i].opt.time_s;
+		unsigned w = specs[i].rt.workers_max ? specs[i].rt.workers_max : specs[i].rt.workers;
+
+		if (m > pc.measure_s)
+			pc.measure_s = m;
+		if (specs[i].opt.forks > pc.forks)
+			pc.forks = specs[i].opt.forks;
+		if (!w)
+			w = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+		if (w > pc.threads)
+			pc.threads = w;
+	}
 	po.freq = (unsigned)a.freq;
+	po.stack_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_STACK_ENTRIES);
+	po.count_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_COUNT_ENTRIES);
 	po.callgraph = (enum probe_callgraph)a.callgraph;
 	po.stack_copy = (unsigned)a.stack_copy;
 	po.group_task = a.group_task;
@@ -1356,19 +1386,6 @@ int cmd_run(int argc, char **argv)
 	}
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
-	for (size_t i = 0; i < nspecs; i++) {
-		double m = specs[i].opt.iterations * specs[i].opt.time_s;
-		unsigned w = specs[i].rt.workers_max ? specs[i].rt.workers_max : specs[i].rt.workers;
-
-		if (m > pc.measure_s)
-			pc.measure_s = m;
-		if (specs[i].opt.forks > pc.forks)
-			pc.forks = specs[i].opt.forks;
-		if (!w)
-			w = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-		if (w > pc.threads)
-			pc.threads = w;
-	}
 	pc.timeline_events = (unsigned)a.timeline_events;
 	pc.min_block_us = (unsigned)a.min_block_us;
 	pc.wakers = a.wakers;

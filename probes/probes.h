@@ -70,11 +70,19 @@ struct probe_dwarf_sample {
  * non-zero return is kept and returned by probe_oncpu_stop(); the samples keep coming. */
 typedef int (*probe_dwarf_fn)(const struct probe_dwarf_sample *s, void *ctx);
 
+/* The oncpu maps' sizes where the caller names none. Both are preallocated (the
+ * program may run in NMI context, where a map cannot allocate), and making the
+ * stacks map is most of the probe's attach time: a caller that knows how many samples
+ * a drain can take sizes them to that. */
+#define PROBE_ONCPU_STACK_ENTRIES 16384
+#define PROBE_ONCPU_COUNT_ENTRIES 40960
+
 struct probe_oncpu_opts {
 	unsigned freq;           /* samples per second per CPU; 0: 999 */
-	unsigned stack_entries;  /* distinct stacks (user and kernel) kept per drain; 0: 16384
-				  * (about 1 KiB of kernel memory each, preallocated) */
-	unsigned count_entries;  /* aggregated-counts map size; 0: 40960 */
+	unsigned stack_entries;  /* distinct stacks (user and kernel) kept per drain; 0:
+				  * PROBE_ONCPU_STACK_ENTRIES (about 1 KiB of kernel memory
+				  * each) */
+	unsigned count_entries;  /* aggregated-counts map size; 0: PROBE_ONCPU_COUNT_ENTRIES */
 	bool software_only;      /* skip hardware cycles even where a PMU exists */
 	enum probe_callgraph callgraph;
 	unsigned stack_copy;     /* DWARF: user stack bytes per sample; 0: the default, else

@@ -60,8 +60,6 @@ _Static_assert(ONCPU_NREGS == PROBE_NREGS && ONCPU_STACK_MAX == PROBE_STACK_COPY
 	       ONCPU_MAX_DEPTH == PROBE_MAX_DEPTH, "sizes");
 
 #define DEFAULT_FREQ	      999
-#define DEFAULT_STACK_ENTRIES 16384
-#define DEFAULT_COUNT_ENTRIES 40960
 #define RING_MIN	      (64u << 10)
 #define RING_MAX	      (256u << 20)
 #define READER_POLL_MS	      50
@@ -419,8 +417,8 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	p->stack_copy &= ~7u;
 	if (!p->stack_copy)
 		p->stack_copy = 8;
-	stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
-	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
+	stack_entries = o->stack_entries ? o->stack_entries : PROBE_ONCPU_STACK_ENTRIES;
+	p->count_entries = o->count_entries ? o->count_entries : PROBE_ONCPU_COUNT_ENTRIES;
 	/* The walk stops at the smaller of the map's depth and this sysctl. */
 	p->max_depth = ONCPU_MAX_DEPTH;
 	if (!probe__read_sysctl("kernel/perf_event_max_stack", &max_stack) && max_stack > 0 &&

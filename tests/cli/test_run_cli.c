@@ -319,6 +319,42 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 	free(json);
 }
 
+/* oncpu's maps are preallocated, and making them is most of its attach time: they are
+ * sized for the samples a fork's measured iterations can take, between 1,024 entries
+ * and the probe's defaults, and the sizes are in result.json. */
+static void expect_oncpu_maps(const char *iterations, const char *time_s, unsigned stacks,
+			      unsigned counts)
+{
+	const char *argv[] = { "run", "workers", "--forks", "1", "--warmup", "0",
+			       "--iterations", iterations, "--time", time_s, "--probes",
+			       "oncpu", "--out", in_dir("results"), NULL };
+	char path[1024], *json;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_eq(json_u64(json, "\"maps\"", "stack_entries"), stacks,
+		     "%s x %s s: %s", iterations, time_s, strstr(json, "\"maps\""));
+	cr_expect_eq(json_u64(json, "\"maps\"", "count_entries"), counts,
+		     "%s x %s s: %s", iterations, time_s, strstr(json, "\"maps\""));
+	free(json);
+}
+
+Test(run_cli, oncpu_maps_are_sized_for_the_run, .timeout = 120)
+{
+	char why[256];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* 999 Hz on every CPU for 2 x 0.4 s, and a quarter more */
+	unsigned want = (unsigned)(1.25 * 999 * (double)cpus * 0.8);
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("oncpu cannot attach here: %s", why);
+	expect_oncpu_maps("1", "0.1", 1024, 1024);
+	expect_oncpu_maps("2", "0.4", want < 1024 ? 1024 : want > 16384 ? 16384 : want,
+			  want < 1024 ? 1024 : want > 40960 ? 40960 : want);
+}
+
 /* tcp-blocking's forks sleep in recv most of the time, so the CPUs idle and their
  * timers lapse: wall time × CPUs × freq owed it 2,000 samples and called the 49%
  * that never came throttling. Its own CPU time owes it a few dozen; what of those does
