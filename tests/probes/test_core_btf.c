@@ -110,15 +110,46 @@ static bool kernel_has_build_id(void)
 	return n > 0 && probe__notes_build_id(buf, (size_t)n);
 }
 
+/* The instructions of every program of obj, loaded, as the kernel rewrote them, one
+ * after another in *insns (malloc'd); their count. */
+static size_t xlated_all(struct bpf_object *obj, struct bpf_insn **insns)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	*insns = NULL;
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		cr_assert_geq(fd, 0, "%s was not loaded", bpf_program__name(prog));
+		cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+		cr_assert_gt(info.xlated_prog_len, 0, "no xlated instructions (kernel.kptr_restrict?)");
+		*insns = realloc(*insns, n * sizeof(**insns) + info.xlated_prog_len);
+		cr_assert_not_null(*insns);
+		{
+			struct bpf_prog_info again = {
+				.xlated_prog_len = info.xlated_prog_len,
+				.xlated_prog_insns = (uintptr_t)(*insns + n),
+			};
+
+			len = sizeof(again);
+			cr_assert_eq(bpf_obj_get_info_by_fd(fd, &again, &len), 0);
+		}
+		n += info.xlated_prog_len / sizeof(struct bpf_insn);
+	}
+	return n;
+}
+
 /* Load oncpu's object with types from path (NULL: the kernel's BTF); its program's
  * instructions as the kernel rewrote them, in *insns (malloc'd), and their count. */
 static size_t load_xlated(const char *path, struct bpf_insn **insns)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, o, .btf_custom_path = path);
-	struct bpf_prog_info info = { 0 };
-	uint32_t len = sizeof(info);
 	struct oncpu_bpf *skel = oncpu_bpf__open_opts(&o);
-	int fd, ret;
+	size_t n;
+	int ret;
 
 	cr_assert_not_null(skel, "oncpu's object did not open (types from %s)",
 			   path ? path : "the kernel");
@@ -128,20 +159,9 @@ static size_t load_xlated(const char *path, struct bpf_insn **insns)
 	ret = oncpu_bpf__load(skel);
 	cr_assert_eq(ret, 0, "oncpu did not load with types from %s: %s",
 		     path ? path : "the kernel", strerror(-ret));
-	fd = bpf_program__fd(skel->progs.oncpu_sample);
-	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
-	cr_assert_gt(info.xlated_prog_len, 0, "no xlated instructions (kernel.kptr_restrict?)");
-	*insns = calloc(1, info.xlated_prog_len);
-	cr_assert_not_null(*insns);
-	{
-		struct bpf_prog_info again = { .xlated_prog_len = info.xlated_prog_len,
-					       .xlated_prog_insns = (uintptr_t)*insns };
-
-		len = sizeof(again);
-		cr_assert_eq(bpf_obj_get_info_by_fd(fd, &again, &len), 0);
-	}
+	n = xlated_all(skel->obj, insns);
 	oncpu_bpf__destroy(skel);
-	return info.xlated_prog_len / sizeof(struct bpf_insn);
+	return n;
 }
 
 /* Instructions that differ between two loads, a map's address and id aside. */
@@ -231,38 +251,6 @@ Test(core_btf, the_extract_gives_the_program_the_kernels_btf_gives)
 	free(other);
 	free(full);
 	free(extract);
-}
-
-/* The instructions of every program of obj, loaded, as the kernel rewrote them, one
- * after another in *insns (malloc'd); their count. */
-static size_t xlated_all(struct bpf_object *obj, struct bpf_insn **insns)
-{
-	struct bpf_program *prog;
-	size_t n = 0;
-
-	*insns = NULL;
-	bpf_object__for_each_program(prog, obj) {
-		struct bpf_prog_info info = { 0 };
-		uint32_t len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		cr_assert_geq(fd, 0, "%s was not loaded", bpf_program__name(prog));
-		cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
-		cr_assert_gt(info.xlated_prog_len, 0, "no xlated instructions (kernel.kptr_restrict?)");
-		*insns = realloc(*insns, n * sizeof(**insns) + info.xlated_prog_len);
-		cr_assert_not_null(*insns);
-		{
-			struct bpf_prog_info again = {
-				.xlated_prog_len = info.xlated_prog_len,
-				.xlated_prog_insns = (uintptr_t)(*insns + n),
-			};
-
-			len = sizeof(again);
-			cr_assert_eq(bpf_obj_get_info_by_fd(fd, &again, &len), 0);
-		}
-		n += info.xlated_prog_len / sizeof(struct bpf_insn);
-	}
-	return n;
 }
 
 /* Load obj, opened with types from `from`, its hash maps small; its programs'
