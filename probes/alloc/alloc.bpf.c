@@ -34,6 +34,8 @@
 #include "probes/alloc/alloc.h"
 #include "probes/common/stack.bpf.h"
 
+_Static_assert(sizeof(struct alloc_stack) == sizeof(struct probe__stack), "one stack layout");
+
 #define E2BIG  7
 #define ENOMEM 12
 #define EEXIST 17
@@ -226,7 +228,7 @@ static __always_inline void take_sample(struct pt_regs *ctx, struct alloc_counte
 	} else {
 		walk_entry(ctx, &t->walk);
 		if (t->walk.nr) {
-			key.ustack = probe__stack_hash(t->walk.ips, t->walk.nr);
+			key.ustack = probe__stack_hash((const struct probe__stack *)&t->walk);
 			store_stack(&key.ustack, &t->walk, &key.lost);
 		} else {
 			key.lost = ALLOC_LOST_STACK_ERROR;

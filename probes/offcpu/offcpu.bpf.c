@@ -28,6 +28,7 @@
 #include "probes/common/bpf_common.h"
 
 _Static_assert(OFFCPU_MAX_DEPTH == PROBE__MAX_DEPTH, "one stack depth for every probe");
+_Static_assert(sizeof(struct offcpu_stack) == sizeof(struct probe__stack), "one stack layout");
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -144,7 +145,7 @@ static __always_inline void take_stack(void *ctx, struct task_struct *task, bool
 		*lost |= error_bit;
 		return;
 	}
-	*id = probe__stack_hash(s->ips, s->nr);
+	*id = probe__stack_hash((const struct probe__stack *)s);
 	probe__store_stack(&stacks, id, s, lost, full_bit, error_bit);
 }
 
