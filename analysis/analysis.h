@@ -695,6 +695,10 @@ struct an_suite_cell {
 	 * and its job), its samples a throughput; NULL for a schedlab run. The workload is
 	 * the one the peer does the work of. */
 	const char *peer;
+	/* The row of this column whose figure, with the reference row's, brackets this
+	 * cell's in the study (kyo-flush between Kyo default and cats-effect): the shape
+	 * holds when ours lies between the same two, whatever the ratio. NULL: the band. */
+	const char *between;
 };
 
 struct an_suite_table {

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Study 1's grids (reference/studies.md §1) at the studies' settings: `schedlab suite
-# five-runtimes` and `schedlab suite micro` with the probes off, so that each figure is the
+# five-runtimes`, `kyo-blocking` and `micro` with the probes off, so that each figure is the
 # runtime's speed. A Markdown section per suite on stdout (make bench appends them to
 # BENCHMARKS.md): the suite's own table, our figure beside the published one and the shape
 # column the suite computes, without the run-folder links (the folders are temporary).
-# Progress on stderr. SUITES (five-runtimes micro; or SUITE, one name) and SUITE_ARGS
-# (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
+# Progress on stderr. SUITES (five-runtimes kyo-blocking micro; or SUITE, one name) and
+# SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-SUITES=${SUITES:-${SUITE:-five-runtimes micro}}
+SUITES=${SUITES:-${SUITE:-five-runtimes kyo-blocking micro}}
 SUITE_ARGS=${SUITE_ARGS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -17,6 +17,11 @@ trap 'rm -rf "$tmp"' EXIT
 # the TCP cells talk to schedlab's own server process, which a rebuild must not replace
 mkdir -p "$tmp/bin"
 cp "$BUILD/schedlab" "$tmp/bin/"
+# and the peers that the suite looks for beside it, in bench/ (kyo-blocking's epoll client)
+if [ -x "$BUILD/bench/tcppeer" ]; then
+	mkdir -p "$tmp/bin/bench"
+	cp "$BUILD/bench/tcppeer" "$tmp/bin/bench/"
+fi
 export SCHEDLAB_EXE=$tmp/bin/schedlab
 
 # One suite's section.

@@ -243,6 +243,52 @@ Test(suite, shape_bands_ties_and_winners_at_their_edges)
 	cr_expect_str_eq(sh.text, "n/a: reference row left out");
 }
 
+/* A cell judged by its place: between a row and the reference, whatever the ratio. */
+Test(suite, a_row_between_two_holds_by_its_place_not_its_ratio)
+{
+	static const struct an_suite_cell place[] = {
+		CELL("a", "reference", "ce", 150, 3, true),
+		CELL("a", "slow", "kyo", 5, 0.1, false),
+		{ .column = "a", .row = "fixed in part", .workload = "spawn-join",
+		  .preset = "kyo-flush", .params = "", .metric = AN_SUITE_SCORE, .published = 80,
+		  .published_err = 25, .study_ratio = NAN, .between = "slow" },
+	};
+	const struct an_suite_table t = { "Place", "a made-up study", "ops/s", 2, "why", "",
+					  place, 3 };
+	struct an_suite_result r[3] = {
+		{ .state = AN_CELL_OK, .value = 160, .error = 5, .n = 9 },
+		{ .state = AN_CELL_OK, .value = 4, .error = 0.2, .n = 9 },
+		{ .state = AN_CELL_OK, .value = 8, .error = 0.5, .n = 9 },
+	};
+	struct an_suite_shape sh;
+
+	/* 0.05 of the reference against the study's 0.53: far outside the band of 2, yet
+	 * between the two rows as in the study */
+	an_suite_shape(&t, r, 2, &sh);
+	cr_expect_eq(sh.holds, 1, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "holds (between slow and reference, as in the study)");
+	cr_expect_float_eq(sh.ratio, 0.05, 1e-9);
+	/* at or past either end it does not */
+	r[2].value = 3.9;
+	an_suite_shape(&t, r, 2, &sh);
+	cr_expect_eq(sh.holds, 0, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "does not hold: not between slow and reference");
+	r[2].value = 170;
+	an_suite_shape(&t, r, 2, &sh);
+	cr_expect_eq(sh.holds, 0, "%s", sh.text);
+	/* between by the means, but an interval reaching an end names no place */
+	r[2].value = 4.5;
+	an_suite_shape(&t, r, 2, &sh);
+	cr_expect_eq(sh.holds, -1, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "cannot tell: its interval overlaps slow's");
+	/* no figure for the row it is placed against: nothing to judge */
+	r[2].value = 8;
+	r[1].state = AN_CELL_FAILED;
+	an_suite_shape(&t, r, 2, &sh);
+	cr_expect_eq(sh.holds, -1, "%s", sh.text);
+	cr_expect_str_eq(sh.text, "n/a: no figure for slow");
+}
+
 static const struct an_suite_cell *find_cell(const struct an_suite *s, const char *column,
 					     const char *preset)
 {
@@ -252,6 +298,29 @@ static const struct an_suite_cell *find_cell(const struct an_suite *s, const cha
 			    !strcmp(s->tables[t].cells[i].preset, preset))
 				return &s->tables[t].cells[i];
 	return NULL;
+}
+
+/* A row judged by its place names a row of its column, and the study's figures put
+ * it between that row and the reference. */
+static void between_in_the_study(const struct an_suite_table *tb, size_t i)
+{
+	const struct an_suite_cell *c = &tb->cells[i], *b = NULL, *ref = NULL;
+
+	for (size_t k = 0; k < tb->ncells; k++) {
+		if (strcmp(tb->cells[k].column, c->column))
+			continue;
+		if (!strcmp(tb->cells[k].row, c->between))
+			b = &tb->cells[k];
+		if (tb->cells[k].reference)
+			ref = &tb->cells[k];
+	}
+	cr_assert_not_null(b, "%s: %s is between %s, no row of its column", tb->title, c->row,
+			   c->between);
+	cr_assert_not_null(ref);
+	cr_expect(c->published > fmin(b->published, ref->published) &&
+			  c->published < fmax(b->published, ref->published),
+		  "%s: the study's %g is not between %s's %g and %s's %g", tb->title,
+		  c->published, b->row, b->published, ref->row, ref->published);
 }
 
 Test(suite, every_column_has_one_reference_and_the_studies_figures_are_in_place)
@@ -275,6 +344,8 @@ Test(suite, every_column_has_one_reference_and_the_studies_figures_are_in_place)
 						!strcmp(tb->cells[k].column, tb->cells[i].column);
 				cr_expect_eq(refs, 1, "%s, column %s", tb->title,
 					     tb->cells[i].column);
+				if (tb->cells[i].between)
+					between_in_the_study(tb, i);
 			}
 		}
 		cr_expect_eq(an_suite_find(all[n]->name), all[n]);
@@ -289,6 +360,7 @@ Test(suite, every_column_has_one_reference_and_the_studies_figures_are_in_place)
 	cr_expect(isnan(find_cell(s, "spawn/join", "go")->published), "go: an extra row");
 	s = an_suite_find("kyo-blocking");
 	cr_expect_float_eq(find_cell(s, "blocking TCP", "kyo-flush")->published_err, 25.62, 1e-9);
+	cr_expect_str_eq(find_cell(s, "blocking TCP", "kyo-flush")->between, "Kyo default");
 	s = an_suite_find("micro");
 	cr_expect_float_eq(find_cell(s, "uncontended permit acquire/release", "kyo")->study_ratio,
 			   5.02, 1e-9);
