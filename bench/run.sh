@@ -499,7 +499,7 @@ $(row "pthread pool" pt-workers-pool)
 One op is 256 exchanges over 64 persistent loopback connections against the same server
 process, which sleeps 1 ms before each response (\`schedlab __tcp-server\`): \`tcp-blocking\`
 (a blocking send + recv in a blocking section per exchange, a task per connection) and
-\`tcp-callback\` (nonblocking sockets parked on the reactor) under \`ce\`, and
+\`tcp-callback\` (nonblocking sockets, each wait on its worker's own epoll) under \`ce\`, and
 \`bench/tcppeer.c\`, one thread driving all 64 nonblocking sockets from one epoll loop with no
 runtime, the same requests and the same check. Four exchanges in sequence per connection make
 4 ms an op, an ideal 250 ops/s; the server's \`nanosleep\` overshoots on this VM, and the peer

@@ -24,7 +24,9 @@
  * sibling when none is searching; at most half the workers search, each stealing
  * half a queue; the external queue first every 64 ticks; IO.blocking hands the
  * worker's queue to a cached or new thread and runs the call in place, and the fiber
- * goes on there until it next waits. */
+ * goes on there until it next waits; a fiber waiting on a socket is registered with its
+ * worker's own poller (3.6's integrated runtime), which the worker looks at with the
+ * external queue and parks in. */
 static void preset_ce(struct rt_config *c)
 {
 	c->executor = RT_EXEC_POOL;
@@ -62,6 +64,7 @@ static void preset_ce(struct rt_config *c)
 	c->steal_min_load = 1;
 	c->blocking = RT_BLOCK_HANDOFF;
 	c->blocking_flush = false;
+	c->poller = RT_POLLER_WORKER;
 	c->retake_us = 20;
 	c->detect_us = 2000;
 	c->detect_samples = 2;
@@ -81,6 +84,7 @@ static void preset_tokio(struct rt_config *c)
 	c->wake = RT_PLACE_LIFO;
 	c->global_interval = 61;
 	c->global_adaptive = true;
+	c->poller = RT_POLLER_REACTOR; /* one I/O driver, not one per worker */
 }
 
 /* Go's G/M/P: a new or readied goroutine takes runnext (stealable on the last of four
@@ -97,6 +101,7 @@ static void preset_go(struct rt_config *c)
 	c->search_passes = 4; /* findRunnable's four stealWork passes, runnext on the last */
 	c->blocking = RT_BLOCK_RETAKE;
 	c->retake_us = 20;
+	c->poller = RT_POLLER_REACTOR; /* the netpoller is the scheduler's, not a P's */
 }
 
 /* Kyo's scheduler: spawn and wake to the caller's queue with no wake-up; submissions
@@ -128,6 +133,7 @@ static void preset_kyo(struct rt_config *c)
 	c->detect_us = 2000;
 	c->detect_samples = 2;
 	c->time_slice_ms = 10; /* timeSliceMs: a stalled worker is drained and preempted */
+	c->poller = RT_POLLER_REACTOR; /* kyo-net's selector threads */
 }
 
 /* The studied partial fix: flush the worker's queue before each blocking call. */
@@ -160,6 +166,7 @@ static void preset_loom(struct rt_config *c)
 	c->steal = RT_STEAL_ONE;
 	c->blocking = RT_BLOCK_COMPENSATE;
 	c->workers_max = 256;
+	c->poller = RT_POLLER_REACTOR; /* the JDK's read-poller threads */
 }
 
 /* A plain thread-pool executor: one shared locked queue, no per-worker queues, no
@@ -176,6 +183,7 @@ static void preset_global(struct rt_config *c)
 	c->notify = RT_NOTIFY_ALWAYS;
 	c->idle_steal = false;
 	c->blocking = RT_BLOCK_NONE;
+	c->poller = RT_POLLER_REACTOR;
 }
 
 /* Platform threads: one OS thread per task, created at spawn. */
@@ -184,6 +192,7 @@ static void preset_threads(struct rt_config *c)
 	preset_ce(c);
 	c->executor = RT_EXEC_THREADS;
 	c->blocking = RT_BLOCK_NONE;
+	c->poller = RT_POLLER_REACTOR;
 	c->stack_size = 256 * 1024;
 }
 
@@ -285,6 +294,7 @@ static const char *const overflow_words[] = { "global", "local", NULL };
 static const char *const adapt_words[] = { "fixed", "kyo", NULL };
 static const char *const stack_words[] = { "dedicated", "compact", NULL };
 static const char *const executor_words[] = { "pool", "threads", NULL };
+static const char *const poller_words[] = { "reactor", "worker", NULL };
 
 #define OFF(field) offsetof(struct rt_config, field)
 #define PLACES     "local, lifo, runnext, external, scan"
@@ -359,6 +369,9 @@ static const struct knob knobs[] = {
 	  "none, handoff, retake, detect, compensate, offload", "what a blocking section does" },
 	{ "blocking_flush", K_BOOL, OFF(blocking_flush), 0, 0, NULL, "true, false",
 	  "rt_blocking_begin() first re-places the worker's queue (rt_flush)" },
+	{ "poller", K_ENUM, OFF(poller), 0, 0, poller_words, "reactor, worker",
+	  "who waits on a task's file descriptors: the reactor thread, or each worker's own "
+	  "epoll, waited on when it parks" },
 	{ "retake_us", K_UINT, OFF(retake_us), 1, 10000000, NULL, "1..10000000",
 	  "retake: how long a blocked worker keeps its queue" },
 	{ "detect_us", K_UINT, OFF(detect_us), 10, 10000000, NULL, "10..10000000",
@@ -450,6 +463,15 @@ int rt_config_check(const struct rt_config *c, char *err, size_t errlen)
 	    !c->latency_sample || !c->steal_min_load) {
 		snprintf(err, errlen, "global_interval, lifo_polls, detect_samples, monitor_us, "
 			 "latency_sample and steal_min_load must each be at least 1");
+		return -EINVAL;
+	}
+	if (c->poller == RT_POLLER_WORKER &&
+	    (c->executor != RT_EXEC_POOL || c->adapt != RT_ADAPT_FIXED)) {
+		snprintf(err, errlen, "poller=worker with %s: a task's wait is its worker's to "
+			 "end, and %s; use poller=reactor",
+			 c->executor != RT_EXEC_POOL ? "executor=threads" : "adapt=kyo",
+			 c->executor != RT_EXEC_POOL ? "threads have no worker"
+						     : "the regulator stops workers");
 		return -EINVAL;
 	}
 	if (c->queue == RT_QUEUE_HEAP && c->stack_mode == RT_STACK_COMPACT) {

@@ -143,6 +143,8 @@ struct rt__worker {
 	unsigned global_interval;  /* current; adapts when global_adaptive */
 	uint64_t poll_ewma_ns;     /* global_adaptive: mean task poll time */
 	uint64_t interval_mark_ns; /* global_adaptive: when the global queue was last checked */
+	struct rt__poller *poller; /* poller=worker: its epoll and timers, made at first use */
+	uint32_t poll_waits;       /* poller=worker: tasks waiting on it */
 
 	/* seen by other threads */
 	alignas(RT_CACHELINE) struct rt__thread *thread; /* who drives it now */
@@ -180,6 +182,8 @@ struct rt__worker {
 
 	alignas(RT_CACHELINE) uint32_t futex; /* 0: parked or about to; 1: woken */
 	bool parked;               /* on the sleepers list (under idle_lock) */
+	uint32_t in_poll;          /* poller=worker: parking in epoll, so woken by poll_evfd */
+	int poll_evfd;             /* poller=worker: the eventfd that wakes it there */
 
 	alignas(RT_CACHELINE) struct rt_worker_stats stats;
 	uint64_t *steals_from;     /* per victim; RT_MAX_WORKERS entries */
@@ -583,6 +587,13 @@ void rt__wake(struct rt__waiter *w);
  * the record stays on the thread's stack. Usage:
  *   struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local; */
 void *rt__park_area(size_t size);
+
+/* ---- io.c: poller=worker ---- */
+/* Look at w's poller (on w's thread), waiting with block until a wait ends or its
+ * eventfd is written; add the waits that ended to *wake. The number that ended. */
+unsigned rt__poller_wait(struct rt__worker *w, bool block, struct rt__waiter **wake);
+/* At the worker's end. */
+void rt__poller_free(struct rt__worker *w);
 
 /* ---- park.c: the park/notify protocol ---- */
 /* Park w's thread until notified. false: shutdown. */

@@ -9,7 +9,9 @@
  * EPOLLONESHOT registration of its fd that points at it. Key invariant: only the
  * reactor thread ends a wait, under io->lock, and ending it removes both sources (see
  * io_end()), so each wait ends exactly once and nothing points at it afterwards.
- * Threads do not use the reactor: they sleep and poll(2) directly.
+ * Threads do not use the reactor: they sleep and poll(2) directly. With poller=worker a
+ * task's fd wait goes to its worker's own epoll instead (see "poller=worker" below);
+ * sleeps stay with the reactor.
  */
 #include <errno.h>
 #include <poll.h>
@@ -241,29 +243,34 @@ static void io_end(struct rt__io *io, struct io_wait *iw, int result, struct rt_
 	*wake = &iw->w;
 }
 
-/* The reactor's parking: the wait in epoll until the earliest deadline. */
-static RT_PHASE_FN int (io_epoll_wait)(struct rt__io *io, struct epoll_event *ev, uint64_t until)
+/* A wait in epfd until the deadline `until` (IO_NO_TIMER: none). */
+static int epoll_until(int epfd, struct epoll_event *ev, uint64_t until)
 {
-	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
 	struct timespec ts;
 	uint64_t now;
 	int n;
 
-	if (until == IO_NO_TIMER) {
-		n = epoll_pwait2(io->epfd, ev, IO_BATCH, NULL, NULL);
-		goto out;
-	}
+	if (until == IO_NO_TIMER)
+		return epoll_pwait2(epfd, ev, IO_BATCH, NULL, NULL);
 	now = rt_now_ns();
 	ts = ts_of(until > now ? until - now : 0);
-	n = epoll_pwait2(io->epfd, ev, IO_BATCH, &ts, NULL);
+	n = epoll_pwait2(epfd, ev, IO_BATCH, &ts, NULL);
 	if (n < 0 && errno == ENOSYS) {
 		/* kernels before 5.11: milliseconds, rounded up so that a timer never fires
-		 * early (the loop only ends waits whose deadline has passed anyway) */
+		 * early (the loops only end waits whose deadline has passed anyway) */
 		uint64_t ms = (until > now ? until - now : 0) / 1000000 + 1;
 
-		n = epoll_wait(io->epfd, ev, IO_BATCH, ms > 1000000 ? 1000000 : (int)ms);
+		n = epoll_wait(epfd, ev, IO_BATCH, ms > 1000000 ? 1000000 : (int)ms);
 	}
-out:
+	return n;
+}
+
+/* The reactor's parking: the wait in epoll until the earliest deadline. */
+static RT_PHASE_FN int (io_epoll_wait)(struct rt__io *io, struct epoll_event *ev, uint64_t until)
+{
+	uint64_t phase = rt__phase_push(RT_PHASE_PARK);
+	int n = epoll_until(io->epfd, ev, until);
+
 	rt__phase_pop(phase);
 	return n;
 }
@@ -425,6 +432,116 @@ void rt__io_stop(struct rt_sched *s)
 	free(io);
 }
 
+/* ---- poller=worker: each worker's own epoll ---------------------------------------------
+ * cats-effect 3.6's integrated runtime: a task's fd wait is registered with the epoll
+ * instance of the worker it runs on, which the worker looks at every global_interval
+ * ticks (with the global queue, rt__next_task()) and waits in when it parks (rt__park()),
+ * so that the kernel wakes the parked worker itself, where the reactor's thread would
+ * wake and then wake a worker. Only the thread driving the worker touches its poller:
+ * a wait is registered in its commit, on that thread once the task is switched out, and
+ * ends in rt__poller_wait(), there too, and the timers of its waits are the worker's own
+ * heap. So each wait ends exactly once with no lock: the events of a look end theirs
+ * (taking their timers out) before that look expires timers, and an expired wait's DEL
+ * drops any event the kernel had queued for it. A blocking section's handoff gives the
+ * worker to another thread, and its poller goes with it; a worker whose thread blocks
+ * without a handoff looks at nothing until it returns, as a blocked WorkerThread. */
+struct rt__poller {
+	int epfd;
+	int evfd;          /* w->poll_evfd: wakes the worker parked in epfd */
+	struct heap timers;
+	uint64_t seq;
+};
+
+static struct rt__poller *poller_get(struct rt__worker *w, int *err)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct rt__poller *p = w->poller;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->epfd < 0 || p->evfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev)) {
+		*err = -errno;
+		if (p->epfd >= 0)
+			close(p->epfd);
+		if (p->evfd >= 0)
+			close(p->evfd);
+		free(p);
+		return NULL;
+	}
+	/* before in_poll is ever set, which is what tells a waker to write it */
+	w->poll_evfd = p->evfd;
+	w->poller = p;
+	return p;
+}
+
+/* End wait iw of w's poller; see io_end(). */
+static void poller_end(struct rt__worker *w, struct io_wait *iw, int result,
+		       struct rt__waiter **wake)
+{
+	struct rt__poller *p = w->poller;
+
+	if (iw->timed) {
+		heap_remove(&p->timers, &iw->node);
+		iw->timed = false;
+	}
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, iw->fd, NULL);
+	w->poll_waits--;
+	iw->result = result;
+	iw->w.next = *wake;
+	*wake = &iw->w;
+}
+
+unsigned rt__poller_wait(struct rt__worker *w, bool block, struct rt__waiter **wake)
+{
+	struct rt__poller *p = w->poller;
+	struct epoll_event ev[IO_BATCH];
+	unsigned ended = 0;
+	uint64_t now;
+	int n;
+
+	if (!p)
+		return 0;
+	if (block)
+		n = epoll_until(p->epfd, ev,
+				p->timers.min ? node_wait(p->timers.min)->deadline : IO_NO_TIMER);
+	else
+		n = epoll_wait(p->epfd, ev, IO_BATCH, 0);
+	for (int i = 0; i < n; i++) {
+		if (!ev[i].data.ptr) {
+			uint64_t count;
+			ssize_t r = read(p->evfd, &count, sizeof(count));
+
+			(void)r; /* a woken worker: whoever woke it said so in w->futex */
+			continue;
+		}
+		poller_end(w, ev[i].data.ptr, 0, wake);
+		ended++;
+	}
+	now = rt_now_ns();
+	while (p->timers.min && node_wait(p->timers.min)->deadline <= now) {
+		poller_end(w, node_wait(p->timers.min), -ETIMEDOUT, wake);
+		ended++;
+	}
+	return ended;
+}
+
+void rt__poller_free(struct rt__worker *w)
+{
+	if (!w->poller)
+		return;
+	close(w->poller->epfd);
+	close(w->poller->evfd);
+	free(w->poller);
+	w->poller = NULL;
+}
+
 /* ---- waiting ------------------------------------------------------------------------------ */
 
 /* rt__wait's commit, on the worker once the task is switched out. */
@@ -465,6 +582,34 @@ static void thread_sleep_until(uint64_t deadline)
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
 	}
+}
+
+/* rt__wait's commit with poller=worker, on the worker's thread once the task is
+ * switched out: the wait joins that worker's poller. */
+static bool poller_commit(struct rt__waiter *wt, void *arg)
+{
+	struct io_wait *iw = arg;
+	struct rt__worker *w = rt__thread()->w;
+	struct epoll_event ev = { .events = iw->events | EPOLLONESHOT, .data.ptr = iw };
+	struct rt__poller *p;
+	int err = -ENOMEM;
+
+	p = w ? poller_get(w, &err) : NULL;
+	if (!p) {
+		iw->result = err;
+		return false;
+	}
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, iw->fd, &ev)) {
+		iw->result = errno == EEXIST ? -EBUSY : -errno;
+		return false;
+	}
+	if (iw->timed) {
+		iw->seq = p->seq++;
+		heap_insert(&p->timers, &iw->node);
+	}
+	w->poll_waits++;
+	(void)wt;
+	return true;
 }
 
 _Static_assert(sizeof(struct io_wait) <= RT_PARK_BYTES, "a wait fits a task's park area");
@@ -547,6 +692,10 @@ int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns)
 	iw->timed = timeout_ns > 0;
 	if (iw->timed)
 		iw->deadline = deadline_after((uint64_t)timeout_ns);
+	if (t->sched->cfg.poller == RT_POLLER_WORKER && rt__thread()->w) {
+		rt__wait(&iw->w, poller_commit, iw);
+		return iw->result;
+	}
 	iw->io = io_get(t->sched, &err);
 	if (!iw->io)
 		return err;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
 #include "runtime/usdt.h"
@@ -18,6 +19,22 @@
 
 void rt__unpark(struct rt__worker *w)
 {
+	if (w->sched->cfg.poller == RT_POLLER_WORKER) {
+		/* Dekker against poll_park(): our store of futex, then our load of in_poll,
+		 * against its store of in_poll, then its load of futex. Either it sees the
+		 * word and does not sleep, or we see it in epoll and write its eventfd. A
+		 * stale in_poll costs a spurious wake-up at most: it loops on futex. */
+		__atomic_store_n(&w->futex, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&w->in_poll, __ATOMIC_SEQ_CST)) {
+			uint64_t one = 1;
+			ssize_t r = write(w->poll_evfd, &one, sizeof(one));
+
+			(void)r; /* a full counter (EAGAIN) still wakes it */
+			return;
+		}
+		rt__futex_wake(&w->futex, 1);
+		return;
+	}
 	/* the store pairs with the acquire load in rt__park()'s wait loop */
 	__atomic_store_n(&w->futex, 1, __ATOMIC_RELEASE);
 	rt__futex_wake(&w->futex, 1);
@@ -154,6 +171,32 @@ void rt__leave_searching(struct rt__worker *w)
 		rt__notify_parked(s, w);
 }
 
+/* poller=worker with tasks waiting on w's poller: sleep in its epoll, which an event or
+ * a timer of those waits ends as well as a waker's eventfd write. Waits that end take
+ * the worker off the sleepers list itself, as work placed on it would, unless a waker
+ * already has: then it waits on, in epoll, for that waker's word. Their tasks are woken
+ * once it is off the list, so that they are placed on a worker that runs. */
+static void poll_park(struct rt__worker *w)
+{
+	struct rt_sched *s = w->sched;
+	struct rt__waiter *wake = NULL;
+
+	__atomic_store_n(&w->in_poll, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&w->futex, __ATOMIC_SEQ_CST)) {
+		if (!rt__poller_wait(w, true, &wake))
+			continue;
+		pthread_mutex_lock(&s->idle_lock);
+		if (__atomic_load_n(&w->parked, __ATOMIC_RELAXED)) {
+			sleeper_remove(s, w, false);
+			pthread_mutex_unlock(&s->idle_lock);
+			break;
+		}
+		pthread_mutex_unlock(&s->idle_lock);
+	}
+	__atomic_store_n(&w->in_poll, 0, __ATOMIC_RELAXED);
+	rt__wake_all(wake);
+}
+
 /* Parking, all of it: the sleepers-list protocol as much as the wait. */
 static bool park(struct rt__worker *w)
 {
@@ -213,8 +256,11 @@ static bool park(struct rt__worker *w)
 				break;
 		}
 	}
-	while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
-		rt__futex_wait_timeout(&w->futex, 0, NULL);
+	if (w->poll_waits)
+		poll_park(w);
+	else
+		while (__atomic_load_n(&w->futex, __ATOMIC_ACQUIRE) == 0)
+			rt__futex_wait_timeout(&w->futex, 0, NULL);
 	RT_USDT(unpark, w->index, (int)w->searching);
 	return !__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
 }

@@ -714,6 +714,14 @@ struct rt_task *rt__next_task(struct rt__worker *w)
 		w->tick = w->global_interval;
 		if (s->cfg.global_adaptive)
 			rt__adapt_interval(w);
+		/* poller=worker: the worker's own waits, with the global queue (cats-effect
+		 * polls in the same state); their tasks join this queue */
+		if (w->poll_waits) {
+			struct rt__waiter *wake = NULL;
+
+			if (rt__poller_wait(w, false, &wake))
+				rt__wake_all(wake);
+		}
 		if ((t = rt__inject_take(w, false)))
 			return t;
 	}

@@ -78,6 +78,16 @@ enum rt_blocking {
 			      * (Tokio's spawn_blocking, cats-effect's interruptible) */
 };
 
+/* Who waits on a task's file descriptors (rt_io_wait). */
+enum rt_poller {
+	RT_POLLER_REACTOR, /* one reactor thread per scheduler; it wakes the tasks (Kyo's
+			    * selector thread, Loom's read pollers) */
+	RT_POLLER_WORKER,  /* each worker's own epoll instance, looked at every
+			    * global_interval ticks and waited on when it parks, so that the
+			    * kernel wakes the parked worker itself (cats-effect 3.6's poller
+			    * per WorkerThread) */
+};
+
 enum rt_scan_start {
 	RT_SCAN_RANDOM,      /* a random worker (Kyo) */
 	RT_SCAN_ROUND_ROBIN, /* the one after where the placing thread's last scan started */
@@ -154,6 +164,7 @@ struct rt_config {
 	unsigned steal_min_load;       /* a victim must hold at least this many tasks */
 	enum rt_blocking blocking;
 	bool blocking_flush;           /* rt_blocking_begin() first calls rt_flush() (Kyo's fix) */
+	enum rt_poller poller;         /* who waits on a task's file descriptors */
 	unsigned retake_us;            /* RT_BLOCK_RETAKE: how long a blocked worker keeps its queue */
 	unsigned detect_us;            /* RT_BLOCK_DETECT: the CPU-time sampling interval */
 	unsigned detect_samples;       /* flat samples in a row that flag a worker as blocked */
@@ -491,8 +502,9 @@ void rt_sleep_ns(uint64_t ns);
 /* Wait until fd is ready for events (EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLRDHUP; errors
  * and hang-ups always count as ready) or timeout_ns passes (< 0: no timeout; 0: just
  * look). 0 when ready; -ETIMEDOUT; -EINVAL for bad events; -EBADF; -EPERM for a file
- * epoll cannot watch; -EBUSY when another task of the same scheduler waits on fd now.
- * A task suspends and the reactor thread wakes it; a thread blocks in poll(2). fd must
+ * epoll cannot watch; -EBUSY when another task of the same scheduler (poller=worker: of
+ * the same worker) waits on fd now. A task suspends and the reactor thread, or with
+ * poller=worker the worker it waited on, wakes it; a thread blocks in poll(2). fd must
  * stay open while a task waits on it. */
 int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns);
 

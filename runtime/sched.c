@@ -618,6 +618,7 @@ uint64_t rt_task_id(const struct rt_task *t)
 static void worker_free(struct rt_sched *s, struct rt__worker *w)
 {
 	rt__task_cache_drain(s, w);
+	rt__poller_free(w);
 	pthread_mutex_destroy(&w->inbox_lock);
 	free(w->heap);
 	free(w->dq.slots);

@@ -1,7 +1,8 @@
 /*
  * tcp-callback: the exchanges of tcp-blocking (256 over 64 persistent loopback
  * connections, the server sleeping `delay` before each response) on nonblocking
- * sockets, each task parking on the reactor while its socket is not ready.
+ * sockets, each task parking while its socket is not ready: on the reactor's thread,
+ * or with poller=worker (ce) on its worker's own epoll.
  *
  * The studies' "callback TCP" benchmark: no thread ever blocks, so a scheduler's
  * blocking policy does not matter and every runtime lands near the 4-exchanges-in-a-row
@@ -16,7 +17,7 @@
 #include "runtime/rt.h"
 #include "workloads/internal.h"
 
-/* Wait in the reactor until fd is ready for events or deadline (rt_now_ns()) passes. */
+/* Wait until fd is ready for events or deadline (rt_now_ns()) passes. */
 static int tcp_callback_wait(int fd, uint32_t events, uint64_t deadline)
 {
 	uint64_t now = rt_now_ns();

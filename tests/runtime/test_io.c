@@ -549,9 +549,10 @@ static uint64_t busy_waiter(void *arg)
 	return 0;
 }
 
-Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
+/* Under the reactor, whatever workers the two run on; under poller=worker, on one
+ * worker (each worker's poller holds its own registrations). */
+static void second_waiter_refused(struct rt_sched *s)
 {
-	struct rt_sched *s = rt_test_start("ce", 2);
 	struct rt_task *a, *b;
 	char c = 'b';
 
@@ -569,6 +570,99 @@ Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
 	close(busy_fd[0]);
 	close(busy_fd[1]);
 	rt_sched_free(s);
+}
+
+Test(reactor, second_waiter_on_one_descriptor_is_refused, .timeout = 60)
+{
+	second_waiter_refused(rt_test_start_with("ce", 2, "poller", "reactor", NULL));
+	second_waiter_refused(rt_test_start_with("ce", 1, "poller", "worker", NULL));
+}
+
+/* ---- poller=worker -------------------------------------------------------------------------- */
+
+static uint64_t pipe_waiter(void *arg)
+{
+	const int *fd = arg;
+
+	return (uint64_t)(int64_t)rt_io_wait(fd[0], EPOLLIN, fd[1] < 0 ? -1 : 30000 * (int64_t)MS);
+}
+
+static uint32_t poll_waits(const struct rt_sched *s)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < rt_sched_workers(s); i++)
+		n += __atomic_load_n(&s->workers[i]->poll_waits, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Tasks wait on pipes, untimed and timed, while every worker parks; this thread writes
+ * them. Under poller=worker the parked workers are woken by the kernel in their own
+ * epoll and no reactor thread ever starts; under poller=reactor its thread does the
+ * waiting. Each wait ends once, ready, and the workers' waits are all gone after. */
+static void parked_workers_woken(const char *poller, unsigned workers)
+{
+	struct rt_sched *s = rt_test_start_with("ce", workers, "poller", poller, NULL);
+	bool worker = !strcmp(poller, "worker");
+	int fds[4][2], arg[4][2];
+	struct rt_task *t[4];
+	pthread_t reactor;
+
+	for (int i = 0; i < 4; i++) {
+		make_pipe(fds[i]);
+		arg[i][0] = fds[i][0];
+		arg[i][1] = i % 2 ? 0 : -1; /* odd: with a timeout */
+		cr_assert_not_null(t[i] = rt_submit(s, pipe_waiter, arg[i]));
+	}
+	if (worker) {
+		uint64_t until = rt_now_ns() + 30000 * MS;
+
+		while (poll_waits(s) != 4 && rt_now_ns() < until)
+			usleep(100);
+		cr_assert_eq(poll_waits(s), 4, "%s/%u: the waits on the workers' pollers",
+			     poller, workers);
+	}
+	usleep(20000); /* the workers park (nothing else to run); nothing depends on it */
+	for (int i = 0; i < 4; i++) {
+		char c = 'w';
+
+		cr_assert_eq(write(fds[i][1], &c, 1), 1);
+		cr_expect_eq((int64_t)rt_join(t[i]), 0, "%s/%u: wait %d", poller, workers, i);
+	}
+	cr_expect_eq(rt__io_thread(s, &reactor), !worker, "%s/%u: a reactor thread %s",
+		     poller, workers, worker ? "started" : "never started");
+	cr_expect_eq(poll_waits(s), 0, "%s/%u: waits left on the workers", poller, workers);
+	rt_sched_free(s);
+	for (int i = 0; i < 4; i++) {
+		close(fds[i][0]);
+		close(fds[i][1]);
+	}
+}
+
+Test(poller, parked_workers_are_woken_by_their_own_epoll, .timeout = 120)
+{
+	parked_workers_woken("worker", 1);
+	parked_workers_woken("worker", 2);
+	parked_workers_woken("reactor", 2);
+}
+
+Test(poller, worker_needs_a_fixed_pool)
+{
+	struct rt_config c;
+	char err[256];
+
+	cr_assert_eq(rt_config_preset(&c, "ce"), 0);
+	cr_expect_eq(c.poller, RT_POLLER_WORKER, "cats-effect: a poller per worker");
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rt_config_preset(&c, "kyo"), 0);
+	cr_expect_eq(c.poller, RT_POLLER_REACTOR);
+	cr_assert_eq(rt_config_set(&c, "poller", "worker", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
+	cr_expect_not_null(strstr(err, "poller=worker with adapt=kyo"), "%s", err);
+	cr_assert_eq(rt_config_preset(&c, "threads"), 0);
+	cr_assert_eq(rt_config_set(&c, "poller", "worker", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(rt_config_check(&c, err, sizeof(err)), -EINVAL);
+	cr_expect_not_null(strstr(err, "use poller=reactor"), "%s", err);
 }
 
 struct thread_wait {
