@@ -144,7 +144,7 @@ struct rt__worker {
 	uint64_t poll_ewma_ns;     /* global_adaptive: mean task poll time */
 	uint64_t interval_mark_ns; /* global_adaptive: when the global queue was last checked */
 	struct rt__poller *poller; /* poller=worker: its epoll and timers, made at first use */
-	uint32_t poll_waits;       /* poller=worker: tasks waiting on it */
+	uint32_t poll_waits;       /* poller=worker: tasks waiting on it; rt__poll_waits_add() */
 
 	/* seen by other threads */
 	alignas(RT_CACHELINE) struct rt__thread *thread; /* who drives it now */
@@ -689,6 +689,14 @@ void rt__adapt_tick(struct rt_sched *s, uint64_t now, uint64_t late_ns);
 /* ---- threads.c: one OS thread per task ---- */
 int rt__task_thread_start(struct rt_sched *s, struct rt_task *t);
 void rt__task_thread_ready(struct rt_task *t);
+
+/* poller=worker: the count of tasks waiting on w's poller. Only w's driver writes it
+ * and reads it plainly; the store is atomic (a plain mov on x86-64) because the tests
+ * read it from another thread to know when every wait has joined a poller. */
+static inline void rt__poll_waits_add(struct rt__worker *w, int n)
+{
+	__atomic_store_n(&w->poll_waits, w->poll_waits + (uint32_t)n, __ATOMIC_RELAXED);
+}
 
 /* ---- stats ---- */
 void rt__latency_record(struct rt__worker *w, struct rt_task *t);

@@ -492,7 +492,7 @@ static void poller_end(struct rt__worker *w, struct io_wait *iw, int result,
 		iw->timed = false;
 	}
 	epoll_ctl(p->epfd, EPOLL_CTL_DEL, iw->fd, NULL);
-	w->poll_waits--;
+	rt__poll_waits_add(w, -1);
 	iw->result = result;
 	iw->w.next = *wake;
 	*wake = &iw->w;
@@ -607,7 +607,7 @@ static bool poller_commit(struct rt__waiter *wt, void *arg)
 		iw->seq = p->seq++;
 		heap_insert(&p->timers, &iw->node);
 	}
-	w->poll_waits++;
+	rt__poll_waits_add(w, 1);
 	(void)wt;
 	return true;
 }
