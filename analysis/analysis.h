@@ -636,6 +636,7 @@ struct an_run {
 	const struct an_counters *counters; /* NULL: no counters asked for */
 	const char *counters_status;  /* "attached", or "not attached: <reason>" */
 	const char *counters_summary; /* an_counters_summary() */
+	uint64_t counters_attach_ns;  /* the longest a fork took to open the events; 0: none */
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */

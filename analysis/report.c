@@ -496,7 +496,8 @@ int an_report_json(const struct an_run *r, FILE *out)
 			r->counters_status && !strncmp(r->counters_status, "attached", 8) ? "true"
 											  : "false");
 		json_str(out, r->counters_status);
-		fputs(", \"summary\": ", out);
+		fprintf(out, ", \"attach_ns\": %llu, \"summary\": ",
+			(unsigned long long)r->counters_attach_ns);
 		json_str(out, r->counters_summary);
 		an_counters_json(out, r->counters);
 		fputs("}", out);
@@ -939,10 +940,15 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 			md_probe(out, &r->probes[i]);
 		for (size_t i = 0; i < r->nparts; i++)
 			md_part(out, &r->parts[i]);
-		if (r->counters)
-			fprintf(out, "- **counters**: %s%s%s\n", r->counters_status,
+		if (r->counters) {
+			fprintf(out, "- **counters**: %s", r->counters_status);
+			/* each fork opens the events itself: the longest fork's time */
+			if (r->counters_attach_ns && !strcmp(r->counters_status, "attached"))
+				fprintf(out, " in %.1f ms", r->counters_attach_ns / 1e6);
+			fprintf(out, "%s%s\n",
 				r->counters_summary && *r->counters_summary ? "; " : "",
 				r->counters_summary ? r->counters_summary : "");
+		}
 		if (r->overhead)
 			md_overhead(out, r->overhead, r->unit);
 		fputs("\n", out);

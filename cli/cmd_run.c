@@ -1161,6 +1161,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		run.counters = &parts->counters;
 		run.counters_status = parts->counters_status;
 		run.counters_summary = parts->counters_summary;
+		run.counters_attach_ns = res->counters_attach_ns;
 	}
 	run.error = err ? res->error : prof->error ? note : NULL;
 	run.partial = partial ? res->error : NULL;

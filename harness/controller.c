@@ -6,8 +6,9 @@
  * messages: the fork is this same binary, so the layout is the same on both sides.
  * The fork drives; the controller answers twice, and each answer is a rendezvous:
  *
- *   fork -> HELLO (pid, phase TLS offset, workers), EVENT x counters (whether each is
- *           counted, and if not why), WARMUP x warmup, MEASURE
+ *   fork -> HELLO (pid, phase TLS offset, workers, how long the counters took to open),
+ *           EVENT x counters (whether each is counted, and if not why), WARMUP x warmup,
+ *           MEASURE
  *   ctrl -> GO       (after the probes started on the fork's pid)
  *   fork -> ITER x iterations (each with its runtime counters and the performance
  *           counters read at its two ends), RTSTATS, WORKER x
@@ -57,7 +58,7 @@ struct msg {
 	uint32_t type;
 	uint32_t index;
 	uint64_t ops;
-	uint64_t ns;
+	uint64_t ns;                  /* MSG_HELLO: the counters' open; else the time measured */
 	int64_t pid;
 	int64_t tls_off;
 	uint32_t workers;
@@ -338,6 +339,8 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		switch (m.type) {
 		case MSG_HELLO:
 			res->workers = m.workers;
+			if (m.ns > res->counters_attach_ns)
+				res->counters_attach_ns = m.ns;
 			break;
 		case MSG_EVENT:
 			if (m.index < res->ncounters)
@@ -691,6 +694,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	struct wl_ctx ctx = { .desc = spec->wl };
 	struct probe_counter_value ctr_before[PROBE_COUNTERS_MAX], ctr_after[PROBE_COUNTERS_MAX];
 	struct probe_counters *ctr = NULL;
+	uint64_t ctr_open_ns = 0;
 	char ctr_why[256] = "";
 	struct rt_worker_stats before, after, iter_before;
 	struct worker_marks *marks = NULL;
@@ -702,8 +706,14 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	/* before the runtime and the workload start any thread, so that each inherits the
 	 * counters: a read then sums every thread of this process but none of the
 	 * controller's */
-	if (spec->events[0])
+	if (spec->events[0]) {
+		uint64_t t0 = now_ns();
+
+		/* the counters' attach, timed as the other probes' open-load-attach is */
 		ctr = probe_counters_open(spec->events, ctr_why, sizeof(ctr_why));
+		if (ctr)
+			ctr_open_ns = now_ns() - t0;
+	}
 	ctx.sched = rt_sched_new(&spec->rt);
 	if (!ctx.sched) {
 		fork_error(fd, "cannot start the runtime (preset %s): %s", spec->rt.preset,
@@ -721,6 +731,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	m.pid = getpid();
 	m.tls_off = rt_phase_tls_offset();
 	m.workers = rt_sched_workers(ctx.sched);
+	m.ns = ctr_open_ns;
 	if (msg_send(fd, &m))
 		goto out_teardown;
 	if (spec->events[0] && send_events(fd, spec, ctr, ctr_why))

@@ -113,6 +113,9 @@ struct hx_result {
 	struct hx_counter counters[PROBE_COUNTERS_MAX];
 	double *iter_counters;    /* [sample * PROBE_COUNTERS_MAX + event]: each measured
 				   * iteration's scaled count per op; NAN where not counted */
+	uint64_t counters_attach_ns; /* the longest a fork took to open the events (libpfm4's
+				      * encoding and perf_event_open of every group); 0: none
+				      * opened */
 	char error[512];   /* why the run failed, when hx_run() returns non-zero */
 };
 
