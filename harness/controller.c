@@ -17,6 +17,9 @@
  *   ctrl -> BYE      (after the probes were drained and the fork's maps read)
  *   fork -> ERROR at any point, with a one-line reason, then exits 1
  *
+ * A fork the hooks run without the probes (--overhead's baseline) is started without the
+ * counters' events, and of what it sends only its throughput is kept.
+ *
  * A fork that goes silent for longer than any iteration could take is killed and
  * reported, so a scheduler deadlock fails the run instead of hanging it. SIGINT and
  * SIGTERM reach the controller only inside ppoll() (blocked elsewhere), so an
@@ -286,6 +289,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 	int sv[2] = { -1, -1 }, err, status;
 	bool ended = false, measuring = false;
 	bool counted[PROBE_COUNTERS_MAX] = { false }; /* by this fork */
+	/* a fork without the probes: its figures other than throughput are not the run's */
+	bool probed = !hooks || !hooks->probed || hooks->probed(hooks->ctx, k);
+	struct hx_spec *bare = NULL;
 	struct msg m;
 	pid_t pid;
 
@@ -294,7 +300,18 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		snprintf(res->error, sizeof(res->error), "fork %u: socketpair: %s", k, strerror(errno));
 		return err;
 	}
-	err = hx_fork_argv(spec, sv[1], &argv);
+	if (!probed && spec->events[0]) {
+		/* the same benchmark, counting nothing */
+		bare = malloc(sizeof(*bare));
+		if (!bare) {
+			err = -ENOMEM;
+			snprintf(res->error, sizeof(res->error), "fork %u: out of memory", k);
+			goto out_close;
+		}
+		*bare = *spec;
+		bare->events[0] = '\0';
+	}
+	err = hx_fork_argv(bare ? bare : spec, sv[1], &argv);
 	if (err) {
 		snprintf(res->error, sizeof(res->error), "fork %u: out of memory", k);
 		goto out_close;
@@ -339,7 +356,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		switch (m.type) {
 		case MSG_HELLO:
 			res->workers = m.workers;
-			if (m.ns > res->counters_attach_ns)
+			if (probed && m.ns > res->counters_attach_ns)
 				res->counters_attach_ns = m.ns;
 			break;
 		case MSG_EVENT:
@@ -370,7 +387,8 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			res->iter_rt[res->nsamples] = m.rt;
 			counters_add(res, &m, counted);
 			res->samples[res->nsamples++] = v;
-			res->ops += m.ops;
+			if (probed)
+				res->ops += m.ops;
 			fmt_rate(rate, sizeof(rate), v);
 			if (progress)
 				fprintf(progress, "  fork %u/%u  iteration  %u/%u: %s %s\n", k,
@@ -379,6 +397,8 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			break;
 		}
 		case MSG_RTSTATS:
+			if (!probed)
+				break;
 			stats_add(&res->rt, &m.rt);
 			res->threads_created += m.ops;
 			if (m.workers > res->workers_started)
@@ -391,7 +411,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			metric_add(res, &m, k - 1, spec->opt.forks);
 			break;
 		case MSG_WORKER:
-			if (m.index < RT_MAX_WORKERS) {
+			if (probed && m.index < RT_MAX_WORKERS) {
 				stats_add(&res->per_worker[m.index], &m.rt);
 				for (unsigned v = 0; v < RT_MAX_WORKERS; v++)
 					res->steals[m.index * RT_MAX_WORKERS + v] += m.row[v];
@@ -445,6 +465,7 @@ out_close:
 	if (sv[1] >= 0)
 		close(sv[1]);
 	hx_fork_argv_free(argv);
+	free(bare);
 	return err;
 }
 

@@ -74,6 +74,11 @@ struct hx_hooks {
 	int (*measure_begin)(void *ctx, pid_t pid, int64_t phase_tls_off);
 	/* measurement is over; the fork lives until this returns */
 	int (*measure_end)(void *ctx, pid_t pid);
+	/* Whether fork k (1 for the first) runs with the probes; NULL: every fork does. A
+	 * fork without them opens none of the counters' events and gives the result its
+	 * throughput samples alone (samples, iter_rt), so that the result's runtime
+	 * counters, ops, workers and counters are those of the probed forks. */
+	bool (*probed)(void *ctx, unsigned k);
 };
 
 /* One counter over the measured iterations of every fork. Each fork counts its own
@@ -355,7 +360,9 @@ void hx_probeset_close(struct hx_probeset *s);
 
 /* --overhead: the probes on every other fork only, the first fork without them, so that
  * the forks with and without are measured interleaved and share whatever the machine
- * does meanwhile. Hooks for hx_run() that hand inner the forks with probes. */
+ * does meanwhile. Hooks for hx_run() that hand inner the forks with probes and tell it
+ * which forks those are (hx_hooks.probed), so that a fork without them counts no events
+ * either. */
 struct hx_alternate {
 	struct hx_hooks inner;
 	unsigned fork;           /* forks begun so far */
@@ -363,9 +370,9 @@ struct hx_alternate {
 };
 void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, struct hx_hooks *h);
 /* After such a run of `iterations` per fork: keep in res the iterations of the forks with
- * probes (samples, iter_rt, summary; the counters summed over every fork stay so, with
- * ops over every fork, so per-op figures hold), and summarize those without into *off.
- * 0, or -EINVAL when fewer than two iterations of either kind were measured. */
+ * probes (samples, iter_rt, iter_counters, summary; hx_run() kept the runtime's counters,
+ * ops, workers and counters from those forks alone), and summarize those without into
+ * *off. 0, or -EINVAL when fewer than two iterations of either kind were measured. */
 int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct an_summary *off);
 
 /* "fp", "dwarf" or "auto"; and back (-1: not a mode). */

@@ -225,6 +225,7 @@ void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h)
 	h->ctx = s;
 	h->measure_begin = set_begin;
 	h->measure_end = set_end;
+	h->probed = NULL;
 }
 
 int hx_probeset_reset(struct hx_probeset *s)
@@ -290,11 +291,18 @@ void hx_probeset_close(struct hx_probeset *s)
 	s->n = 0;
 }
 
+/* Forks 2, 4, 6 ... (k counts from 1) have the probes. */
+static bool alt_probed(void *ctx, unsigned k)
+{
+	(void)ctx;
+	return k % 2 == 0;
+}
+
 static int alt_begin(void *ctx, pid_t pid, int64_t tls_off)
 {
 	struct hx_alternate *a = ctx;
 
-	a->probed = a->fork++ % 2 == 1;
+	a->probed = alt_probed(a, ++a->fork);
 	return a->probed && a->inner.measure_begin ? a->inner.measure_begin(a->inner.ctx, pid, tls_off)
 						   : 0;
 }
@@ -314,6 +322,7 @@ void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, st
 	h->ctx = a;
 	h->measure_begin = alt_begin;
 	h->measure_end = alt_end;
+	h->probed = alt_probed;
 }
 
 int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct an_summary *off)
@@ -327,16 +336,20 @@ int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct
 	offs = malloc((n + 1) * sizeof(*offs));
 	if (!offs)
 		return -ENOMEM;
-	/* forks 0, 2, 4 ... ran without the probes; an interrupted fork's iterations count
-	 * for what it was */
+	/* forks 1, 3, 5 ... ran without the probes (alt_probed()); an interrupted fork's
+	 * iterations count for what it was */
 	for (size_t i = 0; i < n; i++) {
-		if ((i / iterations) % 2 == 0) {
+		if (!alt_probed(NULL, (unsigned)(i / iterations) + 1)) {
 			offs[noff++] = res->samples[i];
 			continue;
 		}
 		res->samples[non] = res->samples[i];
 		if (res->iter_rt)
 			res->iter_rt[non] = res->iter_rt[i];
+		if (res->iter_counters)
+			memmove(&res->iter_counters[non * PROBE_COUNTERS_MAX],
+				&res->iter_counters[i * PROBE_COUNTERS_MAX],
+				PROBE_COUNTERS_MAX * sizeof(*res->iter_counters));
 		non++;
 	}
 	res->nsamples = non;

@@ -611,6 +611,7 @@ void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h)
 	h->ctx = p;
 	h->measure_begin = begin;
 	h->measure_end = end;
+	h->probed = NULL;
 }
 
 int hx_profile_reset(struct hx_profile *p)

@@ -98,6 +98,42 @@ Test(counters_cli, a_quick_run_writes_counts_per_op, .timeout = 120)
 	json_object_put(j);
 }
 
+/* --overhead with the counters: the forks without the probes count nothing, so the
+ * ratio holds the counters' cost, and the counts are the probed forks' iterations. */
+Test(counters_cli, overhead_sets_the_counted_forks_against_forks_counting_nothing,
+     .timeout = 120)
+{
+	const char *argv[] = { "run", "workers", "--quick", "--forks", "2", "--time", "0.05",
+			       "--probes", "counters", "--events", "perf::task-clock",
+			       "--overhead", "--out", in_dir("results"), NULL };
+	json_object *j, *ov, *tc, *iters;
+	char path[1024];
+	double ops;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	j = json_object_from_file(path);
+	cr_assert_not_null(j, "%s", path);
+	ov = json_object_object_get(j, "overhead");
+	cr_assert_not_null(ov);
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(ov, "probes")), "counters");
+	cr_expect(json_object_get_boolean(json_object_object_get(ov, "measured")));
+	cr_expect_gt(num(ov, "ratio"), 0);
+	cr_expect_eq(num(json_object_object_get(ov, "without_probes"), "n"), 6);
+	cr_expect_gt(num(json_object_object_get(j, "counters"), "attach_ns"), 0);
+	ops = num(json_object_object_get(j, "runtime"), "ops");
+	tc = event(json_object_object_get(json_object_object_get(j, "counters"), "events"),
+		   "perf::task-clock");
+	cr_expect_float_eq(num(tc, "per_op") * ops, num(tc, "total"), 1e-6 * num(tc, "total"),
+			   "counted over the ops of the probed forks");
+	iters = json_object_object_get(tc, "per_iteration");
+	cr_assert_eq(json_object_array_length(iters), 6, "the probed forks' iterations");
+	for (size_t i = 0; i < json_object_array_length(iters); i++)
+		cr_expect_gt(json_object_get_double(json_object_array_get_idx(iters, i)), 0,
+			     "iteration %zu", i);
+	json_object_put(j);
+}
+
 Test(counters_cli, an_unknown_event_is_refused_with_the_closest_names)
 {
 	const char *argv[] = { "run", "workers", "--quick", "--probes", "oncpu,counters",

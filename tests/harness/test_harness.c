@@ -4,6 +4,7 @@
  * fork alive around its measured iterations.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <limits.h>
@@ -113,7 +114,7 @@ static int on_end(void *ctx, pid_t pid)
 Test(run, forks_measure_and_report_every_iteration, .timeout = 120)
 {
 	struct seen seen = { 0 };
-	struct hx_hooks hooks = { &seen, on_begin, on_end };
+	struct hx_hooks hooks = { &seen, on_begin, on_end, NULL };
 	struct hx_result res;
 	struct hx_spec s;
 	char err[512];
@@ -147,7 +148,7 @@ static int refuse(void *ctx, pid_t pid, int64_t tls_off)
 
 Test(run, a_failing_hook_fails_the_run_and_kills_the_fork, .timeout = 60)
 {
-	struct hx_hooks hooks = { NULL, refuse, NULL };
+	struct hx_hooks hooks = { NULL, refuse, NULL, NULL };
 	struct hx_result res;
 	struct hx_spec s;
 	char err[512];
@@ -229,4 +230,108 @@ Test(run, every_measured_iteration_brings_its_counters, .timeout = 120)
 	 * reaches one */
 	cr_expect_eq(hx_spec_events(&s, "perf::task-clockz", err, sizeof(err)), -ENOENT);
 	cr_expect(!strncmp(err, "--events: ", 10), "%s", err);
+}
+
+/* Forks 2 and 4 have the probes (as --overhead's alternation does); each fork, when it
+ * begins measuring, has its perf_event descriptors counted from /proc. */
+struct alt_seen {
+	int fds[8]; /* by fork, in order */
+	int forks;
+};
+
+static bool even_forks(void *ctx, unsigned k)
+{
+	(void)ctx;
+	return k % 2 == 0;
+}
+
+static int perf_fds(pid_t pid)
+{
+	char dir[64], path[600], target[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		n += !strcmp(target, "anon_inode:[perf_event]");
+	}
+	closedir(d);
+	return n;
+}
+
+static int count_fds(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct alt_seen *s = ctx;
+
+	(void)tls_off;
+	cr_assert_lt(s->forks, 8);
+	s->fds[s->forks++] = perf_fds(pid);
+	return 0;
+}
+
+/* A fork run without the probes counts nothing: it opens no perf event, and of it the
+ * result keeps the throughput alone, so the counters, the runtime's counters and the ops
+ * are the probed forks'. Their counters' open time comes back as the attach time. */
+Test(run, a_fork_without_the_probes_opens_no_counters_and_gives_only_its_throughput,
+     .timeout = 120)
+{
+	struct alt_seen seen = { 0 };
+	struct hx_hooks hooks = { .ctx = &seen, .measure_begin = count_fds, .probed = even_forks };
+	struct an_summary off;
+	uint64_t spawned_on = 0, spawned_off = 0;
+	struct hx_result res;
+	struct hx_spec s;
+	char err[512];
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_spec_param(&s, "n=100", err, sizeof(err));
+	cr_assert_eq(hx_spec_events(&s, "perf::task-clock,perf::context-switches", err,
+				    sizeof(err)),
+		     0, "%s", err);
+	s.opt.forks = 4;
+	s.opt.warmup = 1;
+	s.opt.iterations = 2;
+	s.opt.time_s = 0.05;
+	cr_assert_eq(hx_run(&s, schedlab_binary(), &hooks, &res, NULL), 0, "%s", res.error);
+	cr_assert_eq(seen.forks, 4);
+	cr_expect_eq(seen.fds[0], 0, "fork 1, without the probes, opened %d", seen.fds[0]);
+	cr_expect_eq(seen.fds[2], 0, "fork 3, without the probes, opened %d", seen.fds[2]);
+	cr_expect_eq(seen.fds[1], 2, "fork 2 opened one event each");
+	cr_expect_eq(seen.fds[3], 2, "fork 4 opened one event each");
+	cr_expect_gt(res.counters_attach_ns, 0);
+
+	cr_assert_eq(res.nsamples, 8, "every fork's throughput");
+	for (size_t i = 0; i < res.nsamples; i++) {
+		double tc = res.iter_counters[i * PROBE_COUNTERS_MAX];
+		bool on = (i / 2) % 2 == 1;
+
+		cr_expect(on ? tc > 0 : isnan(tc), "iteration %zu: %g", i, tc);
+		if (on)
+			spawned_on += res.iter_rt[i].spawned;
+		else
+			spawned_off += res.iter_rt[i].spawned;
+	}
+	/* no op runs between iterations: the window's spawns are its iterations' */
+	cr_expect_gt(spawned_off, 0);
+	cr_expect_eq(res.rt.spawned, spawned_on, "the probed forks' spawns alone");
+	cr_expect_eq(res.counters[0].ops, res.ops, "counts and ops of the same forks");
+	cr_expect(res.counters[0].counted, "%s", res.counters[0].note);
+
+	cr_assert_eq(hx_result_split_alternate(&res, 2, &off), 0);
+	cr_assert_eq(res.nsamples, 4);
+	cr_expect_eq(off.n, 4);
+	for (size_t i = 0; i < res.nsamples; i++)
+		cr_expect_gt(res.iter_counters[i * PROBE_COUNTERS_MAX], 0,
+			     "the probed iterations' counts follow their samples: %zu", i);
+	hx_result_free(&res);
 }

@@ -186,15 +186,20 @@ Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
 	struct hx_probe_config cfg = { .forks = 3 };
 	double samples[] = { 1, 2, 3, 10, 11, 12, 4, 5, 6, 13, 14, 15, 7 };
 	struct rt_worker_stats iter[13];
-	struct hx_result res = { .samples = samples, .nsamples = 13, .iter_rt = iter };
+	double counts[13 * PROBE_COUNTERS_MAX];
+	struct hx_result res = { .samples = samples, .nsamples = 13, .iter_rt = iter,
+				 .iter_counters = counts };
 	struct hx_alternate alt;
 	struct hx_probeset s;
 	struct an_summary off;
 	struct hx_hooks inner, h;
 	char err[256];
 
-	for (int i = 0; i < 13; i++)
+	for (int i = 0; i < 13; i++) {
 		iter[i].tasks_run = (uint64_t)samples[i];
+		for (int e = 0; e < PROBE_COUNTERS_MAX; e++)
+			counts[i * PROBE_COUNTERS_MAX + e] = samples[i] * 100 + e;
+	}
 	fake_log[0] = '\0';
 	next_fake = 0;
 	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
@@ -202,6 +207,9 @@ Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
 	hx_probeset_hooks(&s, &inner);
 	hx_alternate_hooks(&alt, &inner, &h);
 	for (int fork = 0; fork < 4; fork++) {
+		/* what the controller asks before it starts the fork, the same answer */
+		cr_assert_not_null(h.probed);
+		cr_assert_eq(h.probed(h.ctx, fork + 1), fork % 2 == 1, "fork %d", fork + 1);
 		cr_assert_eq(h.measure_begin(h.ctx, 100 + fork, 0), 0);
 		cr_assert_eq(h.measure_end(h.ctx, 100 + fork), 0);
 	}
@@ -214,6 +222,9 @@ Test(overhead, every_other_fork_is_probed_and_the_split_keeps_the_probed_ones)
 	for (int i = 0; i < 6; i++) {
 		cr_assert_eq(samples[i], 10 + i, "%d: %g", i, samples[i]);
 		cr_assert_eq(iter[i].tasks_run, (uint64_t)samples[i]);
+		for (int e = 0; e < PROBE_COUNTERS_MAX; e++)
+			cr_assert_eq(counts[i * PROBE_COUNTERS_MAX + e], samples[i] * 100 + e,
+				     "%d, event %d", i, e);
 	}
 	cr_assert_eq(res.summary.n, 6);
 	cr_assert_float_eq(res.summary.mean, 12.5, 1e-12);

@@ -284,6 +284,48 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 	remove_dir(dir);
 }
 
+/* --overhead: forks without the probe interleaved with forks with it. The probe's counts
+ * are set beside the probed forks' counters alone, and its events per op over their ops:
+ * an unprobed fork's spawns counted with them would be hundreds of times more. */
+Test(runtime_probe, under_overhead_the_counts_are_the_probed_forks, .timeout = 120)
+{
+	struct hx_probe_config cfg = { .timeline_events = 10000000 };
+	struct hx_alternate alt;
+	struct hx_hooks inner, hooks;
+	struct hx_probeset set;
+	struct an_summary off;
+	struct hx_result res;
+	struct hx_spec spec;
+	char *dir = temp_dir(), err[512];
+	json_object *o;
+	int64_t spawned;
+
+	need_bpf();
+	small_spec(&spec);
+	spec.opt.forks = 2;
+	cfg.measure_s = spec.opt.iterations * spec.opt.time_s;
+	cfg.forks = spec.opt.forks;
+	cr_assert_eq(hx_probeset_open(&set, NULL, 1u << HX_PROBE_RUNTIME, &cfg, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_not_null(set.probes[0].state, "%s", set.probes[0].status);
+	hx_probeset_hooks(&set, &inner);
+	hx_alternate_hooks(&alt, &inner, &hooks);
+	cr_assert_eq(hx_run(&spec, schedlab_binary(), &hooks, &res, NULL), 0, "%s", res.error);
+	cr_assert_eq(hx_result_split_alternate(&res, spec.opt.iterations, &off), 0);
+	hx_probeset_observe(&set, &res);
+	cr_assert_eq(hx_probeset_finish(&set, dir), 0, "%s", set.probes[0].status);
+	o = part_json(&set.parts[0]);
+	spawned = expect_agreement(o, &res);
+	cr_expect_eq((uint64_t)spawned, res.ops * 1000, "%lld spawns in %llu ops",
+		     (long long)spawned, (unsigned long long)res.ops);
+	cr_expect_eq(num(get(o, "events"), "window"), 2, "one probed fork, one window");
+	cr_expect_gt(off.mean, res.summary.mean, "the fork without traps is the faster");
+	json_object_put(o);
+	hx_probeset_close(&set);
+	hx_result_free(&res);
+	remove_dir(dir);
+}
+
 Test(runtime_probe, a_timeline_cut_at_its_cap_says_how_much_and_the_counts_stay_exact,
      .timeout = 120)
 {
