@@ -3,8 +3,9 @@
 #   make            build build/schedlab
 #   make run        install what is missing, build, profile the default job
 #   make test       install what is missing, build and run the Criterion suite
-#   make bench      measure the runtime against plain pthreads (and Go), and the on-CPU
-#                   probe's stacks and cost against perf's; writes BENCHMARKS.md
+#   make bench      measure the runtime against plain pthreads (and Go), the on-CPU
+#                   probe's stacks and cost against perf's, and each probe's attach time
+#                   and cost; writes BENCHMARKS.md
 #   make golden     regenerate the flame-graph golden files from tests/flamegraphs/data/*.folded,
 #                   and the suite table's (tests/analysis/data/suite.md)
 #   make vmlinux    regenerate vmlinux-headers/<arch>/vmlinux.h from /sys/kernel/btf/vmlinux
@@ -356,7 +357,7 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 
 # Each part is its own script in bench/ and can run alone; the helpers are the children
 # the probes' cost benchmarks measure.
-BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters
+BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters runtime
 bench: $(BIN) $(BENCH_BINS) $(HELPER_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
