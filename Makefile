@@ -153,6 +153,8 @@ HELPER_BINS := $(patsubst %.c,$(BUILD)/tests/helpers/%,$(notdir $(HELPER_SRCS)))
 
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+# The programs of bench/ that tests/bench/ runs, built for `make test` as well.
+TEST_BENCH_BINS := $(if $(filter thread,$(SAN_LIST)),,$(BUILD)/bench/tcppeer)
 
 # libFuzzer targets, one per parser of outside input: fuzz/fuzz_X.c -> $(FUZZ_BUILD)/fuzz/fuzz_X,
 # linked against a library built with the fuzzer's coverage, ASan and UBSan. Each run starts
@@ -297,9 +299,10 @@ $(BUILD)/tests/helpers/$(basename $(notdir $(1))): $(patsubst %.c,$(BUILD)/obj/%
 endef
 $(foreach h,$(HELPER_SRCS),$(eval $(call helper_rule,$(h))))
 
-# Each binary runs in turn; the first failure fails the target. SCHEDLAB_BUILD tells
-# the tests where the schedlab binary and the helpers are, SCHEDLAB_SANITIZE how it was built.
-test: $(BIN) $(TEST_BINS) $(HELPER_BINS)
+# Each binary runs in turn; the first failure fails the target. SCHEDLAB_BUILD tells the
+# tests where the schedlab binary, the helpers and the bench programs are, SCHEDLAB_SANITIZE
+# how it was built.
+test: $(BIN) $(TEST_BINS) $(HELPER_BINS) $(TEST_BENCH_BINS)
 	$(Q)status=0; for t in $(TEST_BINS); do \
 		echo "== $$t"; \
 		SCHEDLAB_BUILD=$(BUILD) SCHEDLAB_SANITIZE=$(SANITIZE) $$t --jobs 1 $(TEST_ARGS) || status=1; \

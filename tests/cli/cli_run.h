@@ -2,7 +2,8 @@
  * Running the schedlab binary as a user does, for the CLI tests: a scratch folder per
  * test (setup/teardown), the command's stdout and stderr captured, and the checks that
  * every command's bad input shares (one line on stderr, starting "schedlab: ").
- * Included by each tests/cli/test_*.c and tests/build/test_*.c; everything is static.
+ * Included by each tests/cli/test_*.c, tests/build/test_*.c and tests/bench/test_*.c;
+ * everything is static.
  */
 #ifndef SCHEDLAB_TESTS_CLI_RUN_H
 #define SCHEDLAB_TESTS_CLI_RUN_H
