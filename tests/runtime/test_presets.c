@@ -112,15 +112,21 @@ Test(presets, kyo_wakes_nobody_on_a_local_push_and_idle_workers_never_steal)
 	rt_sched_free(s);
 }
 
-/* A child with 100 us of work: a fan of them outlasts any scheduling delay of the
- * sibling, which has time to come and steal. */
+/* The workers children have run on, as a mask. A child stays on its worker until a child
+ * has run on the other one too (or 10 s have passed, which fails the test): the spawner's
+ * worker stays busy for as long as the sibling takes to be woken and steal, however long
+ * a loaded machine keeps it off a CPU, so the test waits for a condition, not a time. */
+static uint64_t ran_on;
+
 static uint64_t busy_where(void *arg)
 {
-	uint64_t until = now_ns() + 100000;
+	uint64_t until = now_ns() + 10 * 1000000000ull;
+	unsigned w = rt_worker_index();
 
-	while (now_ns() < until)
+	__atomic_or_fetch(&ran_on, 1ull << w, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&ran_on, __ATOMIC_RELAXED) != 3 && now_ns() < until)
 		;
-	return rt_worker_index();
+	return w;
 }
 
 static uint64_t fan_busy(void *arg)
@@ -128,6 +134,7 @@ static uint64_t fan_busy(void *arg)
 	struct rt_task *t[FAN];
 	uint64_t seen = 0;
 
+	__atomic_store_n(&ran_on, 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < FAN; i++)
 		t[i] = rt_spawn(busy_where, NULL);
 	for (int i = 0; i < FAN; i++)
