@@ -1106,8 +1106,6 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	/* an interrupted fork never sent the counters its events would be checked against */
 	if (!partial)
 		hx_probeset_observe(set, res);
-	if (!err)
-		hx_probeset_observe(set, res);
 	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
 		write_failed = true;
 

@@ -687,7 +687,7 @@ static bool await_text(int fd, char *buf, size_t cap, size_t *len, const char *w
 
 /* Start a run long enough to interrupt (3 forks of 3 one-second iterations, no
  * probes) into out; its stderr comes to *err_fd. */
-static pid_t start_long_run(const char *out, int *err_fd)
+static pid_t start_long_run(const char *out, const char *probes, int *err_fd)
 {
 	char bin[512];
 	int fds[2];
@@ -705,7 +705,7 @@ static pid_t start_long_run(const char *out, int *err_fd)
 			_exit(127);
 		close(fds[0]);
 		execl(bin, bin, "run", "spawn-join", "--forks", "3", "--iterations", "3", "--time",
-		      "1", "--probes", "none", "-o", out, (char *)NULL);
+		      "1", "--probes", probes, "-o", out, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -715,13 +715,13 @@ static pid_t start_long_run(const char *out, int *err_fd)
 
 /* The exit status of a long run that got sig once fork 2 measured; its stderr in
  * err_text. */
-static int run_interrupted(int sig, const char *out)
+static int run_interrupted(int sig, const char *out, const char *probes)
 {
 	char buf[8192] = "";
 	time_t deadline = time(NULL) + 240;
 	size_t len = 0;
 	int fd, status;
-	pid_t pid = start_long_run(out, &fd);
+	pid_t pid = start_long_run(out, probes, &fd);
 
 	cr_assert(await_text(fd, buf, sizeof(buf), &len, "fork 2/3  iteration  1/3", deadline),
 		  "the run ended before fork 2 measured: %s", buf);
@@ -742,7 +742,7 @@ static void expect_partial_run(int sig, const char *signame)
 	uint64_t n;
 	ssize_t len;
 
-	cr_expect_eq(run_interrupted(sig, out), 130, "stderr: %s", err_text);
+	cr_expect_eq(run_interrupted(sig, out, "none"), 130, "stderr: %s", err_text);
 	snprintf(path, sizeof(path), "%s/latest", out);
 	len = readlink(path, target, sizeof(target) - 1);
 	cr_assert_gt(len, 0, "latest is a symlink to the partial run");
@@ -779,6 +779,33 @@ Test(run_cli, sigterm_writes_the_measured_iterations_as_partial, .timeout = 300)
 	expect_partial_run(SIGTERM, "SIGTERM");
 }
 
+/* An interrupted fork never sent the runtime's counters, so the runtime probe's counts of
+ * an interrupted run are set beside none: report.md says so rather than judging every
+ * count against counters that never came. */
+Test(run_cli, an_interrupted_run_sets_the_runtime_probes_counts_beside_no_counters,
+     .timeout = 300)
+{
+	char path[1024], target[512], why[256], *md;
+	const char *out = in_dir("results");
+	ssize_t len;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	cr_expect_eq(run_interrupted(SIGINT, out, "runtime"), 130, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest", out);
+	len = readlink(path, target, sizeof(target) - 1);
+	cr_assert_gt(len, 0, "latest is a symlink to the partial run");
+	target[len] = '\0';
+	snprintf(path, sizeof(path), "%s/%s/report.md", out, target);
+	md = slurp(path, NULL);
+	cr_assert_not_null(md, "%s", path);
+	cr_expect_not_null(strstr(md, "The counts are not set beside the runtime's counters: "
+				      "the run stopped before a fork reported them."),
+			   "%s", md);
+	cr_expect_null(strstr(md, "DISAGREE"), "%s", md);
+	free(md);
+}
+
 /* A second SIGINT while the interrupted run writes its files: the writing stops, no
  * temporary is left and latest stays on the run before; exit 130. The writer is held
  * mid-write: result.json of the run folder is made a FIFO with a 4 KiB pipe that is
@@ -804,7 +831,7 @@ Test(run_cli, a_second_sigint_while_writing_stops_the_writing, .timeout = 300)
 	cr_assert_gt(n, 0);
 	good[n] = '\0';
 
-	pid = start_long_run(out, &fds[0]);
+	pid = start_long_run(out, "none", &fds[0]);
 	cr_assert(await_text(fds[0], buf, sizeof(buf), &len, "fork 2/3  iteration  1/3",
 			     deadline), "the run ended early: %s", buf);
 	/* the run folder is made before the forks start: the one that is not the last */
