@@ -150,6 +150,10 @@ TEST_DIRS := $(sort $(patsubst %/,%,$(dir $(TEST_SRCS))))
 TEST_BINS := $(patsubst tests/%,$(BUILD)/tests/%.test,$(TEST_DIRS))
 HELPER_SRCS := $(if $(filter thread,$(SAN_LIST)),,$(shell find tests -path '*/helpers/*.c' 2>/dev/null | sort))
 HELPER_BINS := $(patsubst %.c,$(BUILD)/tests/helpers/%,$(notdir $(HELPER_SRCS)))
+# BPF objects the tests load (tests/probes/refused.bpf.c: a program the verifier refuses),
+# built as the probes' are, each with its skeleton: tests/X/Y.bpf.c -> $(BUILD)/tests/X/Y.skel.h.
+TEST_BPF_SRCS := $(if $(filter thread,$(SAN_LIST)),,$(wildcard tests/*/*.bpf.c))
+TEST_SKELS := $(patsubst %.bpf.c,$(BUILD)/%.skel.h,$(TEST_BPF_SRCS))
 
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -168,6 +172,7 @@ FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 	    $(patsubst %.c,$(BUILD)/obj/%.d,$(FUZZ_SRCS)) \
 	    $(patsubst %.bpf.o,%.bpf.d,$(BPF_OBJS)) \
+	    $(patsubst %.bpf.c,$(BUILD)/%.bpf.d,$(TEST_BPF_SRCS)) \
 	    $(patsubst %.c,$(BUILD)/obj/%.d,$(TEST_SRCS) $(HELPER_SRCS) $(BENCH_SRCS))
 
 DEPS_OK := $(BUILD)/.deps-ok
@@ -196,15 +201,15 @@ $(DEPS_OK): Makefile
 check-deps: $(DEPS_OK)
 
 # ---------------------------------------------------------------------------
-# BPF: clang -target bpf -> object -> bpftool skeleton
+# BPF: clang -target bpf -> object -> bpftool skeleton (the probes', and the tests')
 
-$(BUILD)/probes/%.bpf.o: probes/%.bpf.c $(VMLINUX_H) | $(DEPS_OK)
+$(BUILD)/%.bpf.o: %.bpf.c $(VMLINUX_H) | $(DEPS_OK)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
-$(BUILD)/probes/%.skel.h: $(BUILD)/probes/%.bpf.o
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
 
@@ -277,6 +282,9 @@ install: $(BIN)
 
 # ---------------------------------------------------------------------------
 # Tests
+
+# A test that includes a skeleton waits for it on a first build; afterwards -MMD tracks it.
+$(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRCS)): | $(TEST_SKELS)
 
 define test_rule
 $(BUILD)/tests/$(1).test: $(patsubst %.c,$(BUILD)/obj/%.o,$(filter tests/$(1)/test_%.c,$(TEST_SRCS))) $(TEST_RUNNER) $(LIB)

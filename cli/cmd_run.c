@@ -1312,7 +1312,7 @@ int cmd_run(int argc, char **argv)
 	struct hx_profile prof;
 	struct hx_probeset set;
 	struct hx_probe_config pc = { 0 };
-	char why[320];
+	char why[HX_WHY_LEN];
 	char self[PATH_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
 	size_t printed = 0, nspecs;

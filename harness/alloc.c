@@ -110,7 +110,7 @@ int hx_alloc_open_sized(void **state, const struct hx_probe_config *cfg,
 			const struct probe_alloc_opts *o, char *why, size_t len)
 {
 	struct hx_alloc *a;
-	char err[256];
+	char err[HX_WHY_LEN];
 	int ret;
 
 	a = calloc(1, sizeof(*a));

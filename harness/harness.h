@@ -168,10 +168,16 @@ double hx_latency_quantile(const struct rt_worker_stats *st, double q);
  * cut at their thread's root and judged: whether they reached it, and where they broke. */
 struct hx__live;
 
+/* The buffers a probe's reason for not attaching is written into, and its status,
+ * "attached" or "not attached: <reason and fix>": room for a refused program's line from
+ * the verifier and the path of its saved log (probes/common/env.c). */
+#define HX_WHY_LEN    448
+#define HX_STATUS_LEN (HX_WHY_LEN + 32)
+
 struct hx_profile {
 	struct probe_oncpu *oncpu;
 	bool attached;
-	char status[320];            /* "attached" or "not attached: <reason>" */
+	char status[HX_STATUS_LEN];  /* "attached" or "not attached: <reason>" */
 	int open_error;              /* why not attached: probe_oncpu_open's -errno (-ERANGE:
 				      * the frequency costs more than the kernel's budget) */
 	enum probe_callgraph callgraph;
@@ -325,7 +331,7 @@ void hx_probes_text(unsigned mask, char *buf, size_t len);
 struct hx_probeset_entry {
 	const struct hx_probe_ops *ops;
 	void *state;             /* NULL: not attached */
-	char status[320];        /* "attached", or "not attached: <reason>" */
+	char status[HX_STATUS_LEN]; /* "attached", or "not attached: <reason>" */
 	uint64_t attach_ns;
 	int error;               /* the first failure of begin or end, -errno */
 };

@@ -129,7 +129,7 @@ int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 {
 	struct hx_probeset_entry *e;
 	struct timespec t0, t1;
-	char why[256] = "";
+	char why[HX_WHY_LEN] = "";
 	int r;
 
 	if (s->n == HX_NPROBES)

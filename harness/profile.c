@@ -450,7 +450,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 {
 	struct probe_oncpu_opts opts = o ? *o : (struct probe_oncpu_opts){ 0 };
 	struct timespec t0, t1;
-	char why[256];
+	char why[HX_WHY_LEN];
 
 	memset(p, 0, sizeof(*p));
 	p->folded = an_folded_new();

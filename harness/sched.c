@@ -436,7 +436,9 @@ static int sched_open(void **state, const struct hx_probe_config *cfg, char *why
 		int err = -errno;
 
 		free(s);
-		return err ? err : -EINVAL;
+		/* -EINVAL would read as bad input and stop the run: a program the verifier
+		 * refused (with EINVAL, for an unknown helper, say) is the machine's answer */
+		return err && err != -EINVAL ? err : -ENOTSUP;
 	}
 	s->entries = probe_sched_thread_entries(s->p);
 	s->cost_ok = !probe_sched_prog_stats(s->p, &s->runs0, &s->ns0);

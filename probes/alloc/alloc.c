@@ -135,11 +135,9 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 		probe__step_error(err, errlen, "alloc", "sizing maps", -ret);
 		goto out_destroy;
 	}
-	ret = alloc_bpf__load(p->skel);
-	if (ret) {
-		probe__step_error(err, errlen, "alloc", "load", -ret);
+	ret = probe__load(p->skel->skeleton, "alloc", err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
 	/* What a call costs in the program is measured, not guessed: the kernel times
 	 * every BPF program while this fd is open. Without it the cost is unknown. */
 	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);

@@ -2,7 +2,9 @@
  * Can this machine load BPF programs, and if not, why — answered by trying what the
  * probes will do (privileges, kernel BTF for CO-RE, creating a map), so the message
  * names the fix. Also keeps libbpf quiet: its messages go to a per-thread buffer that
- * loaders append to their one-line errors.
+ * loaders append to their one-line errors, and a program the kernel's verifier refuses
+ * is named with the log's line that says why, the whole log saved to a file, and what
+ * to do about it.
  */
 #include "probes/probes.h"
 #include "probes/common/env.h"
@@ -18,7 +20,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #ifndef CAP_PERFMON
@@ -28,10 +32,121 @@
 #define CAP_BPF 39
 #endif
 
+/* The oldest kernel the probes load on, and what it brought that they use last:
+ * bpf_loop() (the stack walks, oncpu's code-range search). A verifier that refuses a
+ * program on an older kernel says so; on a newer one the program is at fault. */
+#define MIN_KERNEL_MAJOR 5
+#define MIN_KERNEL_MINOR 17
+#define MIN_KERNEL_NEEDS "bpf_loop"
+
 /* libbpf's print hook is process-wide and takes no context, so the last message lives
  * in thread-local storage: libbpf prints from the thread that called it. */
 static __thread char libbpf_last[256];
 static pthread_once_t libbpf_once = PTHREAD_ONCE_INIT;
+
+/* The last program the verifier refused on this thread since the capture: its name
+ * (prog[0] == 0: none), the line of its log that says why, and the file the whole log
+ * went to ("": not saved, log_errno says why). */
+static __thread struct {
+	char prog[64];
+	char why[100];
+	char log[192];
+	int log_errno;
+} refusal;
+
+/* The line of a verifier's log that says why: the last one, less the statistics the
+ * kernel adds after it ("processed N insns ...", and with more logging the time and
+ * stack depth). One line of printable text, cut with "..." where too long. */
+static void refusal_line(const char *log, size_t n, char *buf, size_t len)
+{
+	const char *end = log + n, *start;
+
+	for (;;) {
+		while (end > log && (end[-1] == '\n' || end[-1] == ' '))
+			end--;
+		for (start = end; start > log && start[-1] != '\n'; start--)
+			;
+		if (start == log || (strncmp(start, "processed ", 10) &&
+				     strncmp(start, "verification time", 17) &&
+				     strncmp(start, "stack depth", 11)))
+			break;
+		end = start;
+	}
+	n = (size_t)(end - start);
+	if (n >= len)
+		snprintf(buf, len, "%.*s...", (int)(len - 4), start);
+	else
+		snprintf(buf, len, "%.*s", (int)n, start);
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < ' ')
+			*c = ' ';
+}
+
+/* Save a refused program's log in $TMPDIR (or /tmp), as schedlab-verifier-PROG-*.log:
+ * the log is what a report of the refusal needs, and too long for a message. */
+static void refusal_save(const char *log, size_t n)
+{
+	const char *dir = getenv("TMPDIR");
+	char name[sizeof(refusal.prog)];
+	int fd, ok;
+
+	snprintf(name, sizeof(name), "%s", refusal.prog);
+	for (char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_'))
+			*c = '_';
+	if (snprintf(refusal.log, sizeof(refusal.log), "%s/schedlab-verifier-%s-XXXXXX.log",
+		     dir && *dir ? dir : "/tmp", name) >= (int)sizeof(refusal.log)) {
+		refusal.log[0] = '\0';
+		refusal.log_errno = ENAMETOOLONG;
+		return;
+	}
+	fd = mkstemps(refusal.log, 4);
+	if (fd < 0) {
+		refusal.log_errno = errno;
+		refusal.log[0] = '\0';
+		return;
+	}
+	ok = write(fd, log, n) == (ssize_t)n;
+	if (!ok || close(fd)) {
+		refusal.log_errno = ok ? errno : EIO;
+		unlink(refusal.log);
+		refusal.log[0] = '\0';
+	}
+}
+
+/* libbpf prints a refused program's whole log as one message: "prog 'NAME': -- BEGIN
+ * PROG LOAD LOG --\nLOG-- END PROG LOAD LOG --\n". Keep the name and the line that says
+ * why, and save the log. */
+static void keep_refusal(const char *fmt, va_list ap)
+{
+	static const char begin[] = "BEGIN PROG LOAD LOG --\n", end_mark[] = "-- END PROG LOAD LOG";
+	const char *name, *quote, *log, *end;
+	va_list again;
+	char *msg;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (msg)
+		vsnprintf(msg, (size_t)n + 1, fmt, again);
+	va_end(again);
+	if (!msg)
+		return;
+	name = strstr(msg, "prog '");
+	quote = name ? strchr(name + 6, '\'') : NULL;
+	log = strstr(msg, begin);
+	end = log ? strstr(log, end_mark) : NULL;
+	if (name && quote && log && end) {
+		log += sizeof(begin) - 1;
+		snprintf(refusal.prog, sizeof(refusal.prog), "%.*s", (int)(quote - name - 6),
+			 name + 6);
+		refusal_line(log, (size_t)(end - log), refusal.why, sizeof(refusal.why));
+		refusal_save(log, (size_t)(end - log));
+	}
+	free(msg);
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -39,6 +154,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
+	if (strstr(fmt, "BEGIN PROG LOAD LOG")) {
+		va_list copy;
+
+		va_copy(copy, ap);
+		keep_refusal(fmt, copy);
+		va_end(copy);
+	}
 	vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
 	n = strlen(libbpf_last);
 	while (n && (libbpf_last[n - 1] == '\n' || libbpf_last[n - 1] == ' '))
@@ -55,6 +177,7 @@ void probe__libbpf_capture(void)
 {
 	pthread_once(&libbpf_once, libbpf_install);
 	libbpf_last[0] = '\0';
+	refusal.prog[0] = '\0';
 }
 
 const char *probe__libbpf_last(void)
@@ -74,6 +197,54 @@ void probe__step_error(char *err, size_t len, const char *probe, const char *ste
 		snprintf(err, len, "%s: %s failed: %s (%s)", probe, step, strerror(e), lb);
 	else
 		snprintf(err, len, "%s: %s failed: %s", probe, step, strerror(e));
+}
+
+/* "PROBE: load failed: the kernel's verifier refused program 'NAME': WHY; " and what to
+ * do: on a kernel older than the probes need, run a newer one; on one new enough, the
+ * program is wrong, and the log is what a report of it needs. */
+static void refusal_error(char *err, size_t len, const char *probe)
+{
+	unsigned major = 0, minor = 0;
+	struct utsname u;
+	char log[sizeof(refusal.log) + 64];
+
+	if (refusal.log[0])
+		snprintf(log, sizeof(log), "the verifier's log, %s", refusal.log);
+	else
+		snprintf(log, sizeof(log), "the verifier's log (not saved: %s)",
+			 strerror(refusal.log_errno));
+	/* a release that cannot be read is taken for new enough: the log says the rest */
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "(release unknown)");
+	if (sscanf(u.release, "%u.%u", &major, &minor) != 2) {
+		major = MIN_KERNEL_MAJOR;
+		minor = MIN_KERNEL_MINOR;
+	}
+	if (major < MIN_KERNEL_MAJOR || (major == MIN_KERNEL_MAJOR && minor < MIN_KERNEL_MINOR))
+		snprintf(err, len, "%s: load failed: the kernel's verifier refused program '%s': "
+			 "%s; Linux %s is older than the %d.%d the probes need (%s): run them on a "
+			 "newer kernel (%s)", probe, refusal.prog, refusal.why, u.release,
+			 MIN_KERNEL_MAJOR, MIN_KERNEL_MINOR, MIN_KERNEL_NEEDS, log);
+	else
+		snprintf(err, len, "%s: load failed: the kernel's verifier refused program '%s': "
+			 "%s; Linux %s is new enough for the probes (%d.%d or later), so it is a "
+			 "schedlab bug: report it with %s", probe, refusal.prog, refusal.why,
+			 u.release, MIN_KERNEL_MAJOR, MIN_KERNEL_MINOR, log);
+}
+
+int probe__load(struct bpf_object_skeleton *s, const char *probe, char *err, size_t len)
+{
+	int ret;
+
+	probe__libbpf_capture();
+	ret = bpf_object__load_skeleton(s);
+	if (!ret)
+		return 0;
+	if (refusal.prog[0])
+		refusal_error(err, len, probe);
+	else
+		probe__step_error(err, len, probe, "load", -ret);
+	return ret;
 }
 
 /* libbpf parses the kernel's BTF (5.5 MB, 127,000 types here) into fresh heap for every

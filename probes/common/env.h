@@ -39,6 +39,15 @@ const char *probe__libbpf_last(void);
  * with the fix instead. e is a positive errno. */
 void probe__step_error(char *err, size_t len, const char *probe, const char *step, int e);
 
+struct bpf_object_skeleton;
+
+/* Load a probe's object (its skeleton's ->skeleton), as every loader does: 0, or the
+ * load's -errno with err filled, "PROBE: load failed: ...". A program the kernel's
+ * verifier refused is named there with the line of the verifier's log that says why
+ * and what to do (on a kernel older than the probes need, run a newer one; else report
+ * it), the whole log saved to a file the message names. One line. */
+int probe__load(struct bpf_object_skeleton *s, const char *probe, char *err, size_t len);
+
 /* Wait until every BPF program run that began before the call has finished, so that a
  * flag cleared before it is seen by all of them and their writes are visible: the
  * programs run in RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is

@@ -151,11 +151,9 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 		step_error(err, errlen, "sizing maps", -ret);
 		goto out_destroy;
 	}
-	ret = offcpu_bpf__load(p->skel);
-	if (ret) {
-		step_error(err, errlen, "load", -ret);
+	ret = probe__load(p->skel->skeleton, "offcpu", err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
 	/* attached once, for the probe's life: until start the programs see enabled = 0 */
 	link = bpf_program__attach(p->skel->progs.offcpu_switch);
 	if (!link) {

@@ -468,11 +468,9 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		step_error(err, errlen, "sizing maps", -ret);
 		goto out_destroy;
 	}
-	ret = oncpu_bpf__load(p->skel);
-	if (ret) {
-		step_error(err, errlen, "load", -ret);
+	ret = probe__load(p->skel->skeleton, "oncpu", err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
 	if (p->callgraph != PROBE_CG_FP) {
 		p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.dwarf_ring), on_record, p,
 					   NULL);

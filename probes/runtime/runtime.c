@@ -171,11 +171,9 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 		step_error(err, errlen, "sizing the ring buffer", -ret);
 		goto out_destroy;
 	}
-	ret = runtime_bpf__load(p->skel);
-	if (ret) {
-		step_error(err, errlen, "load", -ret);
+	ret = probe__load(p->skel->skeleton, "runtime", err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
 	p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_record, p, NULL);
 	if (!p->ring) {
 		ret = -errno;

@@ -128,11 +128,9 @@ struct probe_sched *probe_sched_open(const struct probe_sched_opts *o, char *err
 		probe__step_error(err, errlen, "sched", "sizing maps", -ret);
 		goto out_destroy;
 	}
-	ret = sched_bpf__load(p->skel);
-	if (ret) {
-		probe__step_error(err, errlen, "sched", "load", -ret);
+	ret = probe__load(p->skel->skeleton, "sched", err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
 	ret = sched_bpf__attach(p->skel);
 	if (ret) {
 		probe__step_error(err, errlen, "sched", "attach", -ret);
