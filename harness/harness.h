@@ -258,9 +258,21 @@ struct hx_probe_config {
 	unsigned timeline_events; /* runtime: events per fork kept for timeline.json; 0: the
 				   * default (HX_TIMELINE_EVENTS) */
 	unsigned ring_bytes;     /* runtime: its ring buffer; 0: sized from measure_s */
-	unsigned threads;        /* sched: the workers one fork runs at most (its map holds
-				  * four times as many threads, and a few more); 0: 1 */
+	unsigned threads;        /* the workers one fork runs at most, to size the maps that
+				  * hold a fork's threads (hx_thread_entries()); 0: 1 */
 };
+
+/* The threads a fork's measured iterations can show a probe, for the maps that keep one
+ * entry per thread until the drain (sched's threads, offcpu's start and waker records):
+ * four per worker (spares the blocking hand-off starts, the blocking pool) and
+ * HX_THREADS_EXTRA more (the main thread, monitor, reactor, a workload's own), at least
+ * HX_THREADS_MIN and at most HX_THREADS_MAX (a map of preallocated entries, a few
+ * hundred bytes each). cfg->threads 0 counts as 1. */
+#define HX_THREADS_PER_WORKER 4
+#define HX_THREADS_EXTRA      64
+#define HX_THREADS_MIN	      256
+#define HX_THREADS_MAX	      65536
+unsigned hx_thread_entries(const struct hx_probe_config *cfg);
 
 /* runtime: a timeline event is about 100 bytes of JSON, so 3 forks stay near 30 MB. */
 #define HX_TIMELINE_EVENTS 100000

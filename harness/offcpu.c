@@ -10,11 +10,22 @@
  * thread blocked in accept); the thread's name; the user frames, root first; "-" and the
  * kernel frames "_[k]". Without kernel stacks (--offcpu-stacks user) a preempted
  * interval ends in "-;[preempted]" and a sleep ends at its user frames; without user
- * stacks the thread's name is followed by "-". A part that could not be kept is a "[lost: ...]" frame, so the
- * file's total is every microsecond kept. With wakers, wakers.folded has each line of
- * offcpu.folded followed by "--" and the stack of the task whose wake-up ended the
- * interval, leaf first (the wake-up point beside the wait it ended, as bcc's offwaketime
- * draws it): its kernel frames, its user frames when it is in the target, and its name.
+ * stacks the thread's name is followed by "-". A part that could not be kept is a
+ * "[lost: ...]" frame, and a stack cut at the walk's depth a "[truncated]" one, so the
+ * file's total is every microsecond kept, and result.json gives the time under each
+ * kind of loss frame. With wakers, wakers.folded has each line of offcpu.folded followed
+ * by "--" and the stack of the task whose wake-up ended the interval, leaf first (the
+ * wake-up point beside the wait it ended, as bcc's offwaketime draws it): its kernel
+ * frames, its user frames when it is in the target, and its name; "[lost: waker map
+ * full]" where the wake-up found no room to be kept.
+ *
+ * The maps are sized from what a fork holds: the start and waker records, one per
+ * thread that leaves a CPU (is woken) while measured, for the fork's threads
+ * (hx_thread_entries(), as sched's thread map). The stacks and keys are the program's
+ * wait sites and their combinations with the phase kind, thread name and waker: the
+ * run's threads do not bound them (the workers share one name and their wait sites),
+ * nor does its length (a wait site recurs), so they keep the probe's defaults, and
+ * result.json says so.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +44,31 @@
 enum { CLASS_PARKED, CLASS_BLOCKING, CLASS_OTHER, NCLASSES };
 static const char *const class_names[NCLASSES] = { "parked", "blocking", "other" };
 
+/* The loss frames, by kind: the wakee's in offcpu.folded, the waker's in wakers.folded. */
+enum loss {
+	L_USTACK_FULL,
+	L_KSTACK_FULL,
+	L_USTACK_ERROR,
+	L_KSTACK_ERROR,
+	L_TRUNCATED,
+	L_COUNTS_FULL,
+	L_WAKER_FULL,
+	L_WUSTACK_FULL,
+	L_WKSTACK_FULL,
+	NLOSSES,
+};
+static const char *const loss_names[NLOSSES] = {
+	[L_USTACK_FULL] = "user_stack_map_full",
+	[L_KSTACK_FULL] = "kernel_stack_map_full",
+	[L_USTACK_ERROR] = "user_stack_errors",
+	[L_KSTACK_ERROR] = "kernel_stack_errors",
+	[L_TRUNCATED] = "truncated",
+	[L_COUNTS_FULL] = "counts_map_full",
+	[L_WAKER_FULL] = "waker_map_full",
+	[L_WUSTACK_FULL] = "waker_user_stack_map_full",
+	[L_WKSTACK_FULL] = "waker_kernel_stack_map_full",
+};
+
 struct offcpu_state {
 	struct probe_offcpu *p;
 	struct an_symcache *symcache;
@@ -46,6 +82,11 @@ struct offcpu_state {
 					   * whose walk reached the thread's root */
 	uint64_t runs0, ns0, runs, ns;    /* the sched_switch program's run-time statistics */
 	bool prog_stats;
+	/* what the folded files draw under each kind of loss frame: intervals, and their
+	 * microseconds as folded */
+	uint64_t lost_intervals[NLOSSES], lost_us[NLOSSES];
+	unsigned sized_threads;           /* the fork's workers the maps were sized for; 0:
+					   * sizes given (hx_offcpu_open) */
 	/* folding scratch */
 	struct an_usyms *usyms;
 	char names[MAX_FRAMES][HX_FRAME_LEN];
@@ -59,9 +100,10 @@ static unsigned phase_class(unsigned kind)
 									 : CLASS_OTHER;
 }
 
-/* The wakee's frames, root first, into s->frames from *n; names used from *used. */
+/* The wakee's frames, root first, into s->frames from *n; names used from *used; the
+ * loss frames drawn added to *drawn (1 << enum loss). */
 static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_interval *iv,
-			 size_t *n, size_t *used)
+			 size_t *n, size_t *used, unsigned *drawn)
 {
 	bool rooted = false, garbage, past;
 	unsigned nu = 0, nk = iv->nkernel < PROBE_MAX_DEPTH ? iv->nkernel : PROBE_MAX_DEPTH;
@@ -72,16 +114,20 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 	/* no key, so no class, thread or stacks: the time alone, under its own root */
 	if (iv->lost & PROBE_LOST_COUNTS_FULL) {
 		s->frames[(*n)++] = "[lost: counts map full]";
+		*drawn |= 1u << L_COUNTS_FULL;
 		return;
 	}
 	snprintf(s->names[(*used)], HX_FRAME_LEN, "[%s]", class_names[phase_class(iv->kind)]);
 	s->frames[(*n)++] = s->names[(*used)++];
 	hx_comm_frame(iv->comm, s->names[*used], HX_FRAME_LEN);
 	s->frames[(*n)++] = s->names[(*used)++];
-	if (iv->lost & PROBE_LOST_USTACK_FULL)
+	if (iv->lost & PROBE_LOST_USTACK_FULL) {
 		marker = "[lost: user stack storage full]";
-	else if (iv->lost & PROBE_LOST_USTACK_ERROR)
+		*drawn |= 1u << L_USTACK_FULL;
+	} else if (iv->lost & PROBE_LOST_USTACK_ERROR) {
 		marker = "[lost: user stack error]";
+		*drawn |= 1u << L_USTACK_ERROR;
+	}
 	ubase = *used;
 	if (!marker && s->usyms)
 		nu = hx_user_frames(s->usyms, iv->ustack, iv->nuser, &s->names[ubase],
@@ -93,8 +139,11 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 	}
 	if (marker)
 		s->frames[(*n)++] = marker;
-	if (nu && (iv->lost & PROBE_TRUNCATED_USTACK) && !rooted)
+	/* a walk at the depth limit that ended at its thread's root lost nothing */
+	if (nu && (iv->lost & PROBE_TRUNCATED_USTACK) && !rooted) {
 		s->frames[(*n)++] = "[truncated]";
+		*drawn |= 1u << L_TRUNCATED;
+	}
 	for (size_t i = nu; i-- > 0;)
 		s->frames[(*n)++] = s->names[ubase + i];
 	if (!(stacks & PROBE_OFFCPU_KERNEL)) {
@@ -105,12 +154,17 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 		return;
 	}
 	s->frames[(*n)++] = "-";
-	if (iv->lost & PROBE_LOST_KSTACK_FULL)
+	if (iv->lost & PROBE_LOST_KSTACK_FULL) {
 		s->frames[(*n)++] = "[lost: kernel stack storage full]";
-	else if (iv->lost & PROBE_LOST_KSTACK_ERROR)
+		*drawn |= 1u << L_KSTACK_FULL;
+	} else if (iv->lost & PROBE_LOST_KSTACK_ERROR) {
 		s->frames[(*n)++] = "[lost: kernel stack error]";
-	if (iv->lost & PROBE_TRUNCATED_KSTACK)
+		*drawn |= 1u << L_KSTACK_ERROR;
+	}
+	if (iv->lost & PROBE_TRUNCATED_KSTACK) {
 		s->frames[(*n)++] = "[truncated]";
+		*drawn |= 1u << L_TRUNCATED;
+	}
 	kbase = *used;
 	for (unsigned i = 0; i < nk; i++)
 		hx_kernel_frame(s->ksyms, i ? iv->kstack[i] - 1 : iv->kstack[i],
@@ -120,30 +174,40 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 		s->frames[(*n)++] = s->names[kbase + i];
 }
 
-/* The waker's frames after "--", leaf first: kernel, user (a waker in the target), name. */
+/* The waker's frames after "--", leaf first: kernel, user (a waker in the target), name;
+ * the loss frames drawn added to *drawn. */
 static void waker_frames(struct offcpu_state *s, const struct probe_offcpu_interval *iv,
-			 size_t *n, size_t *used)
+			 size_t *n, size_t *used, unsigned *drawn)
 {
 	bool rooted, garbage, past;
 	unsigned nu = 0, nk = iv->nwkernel < PROBE_MAX_DEPTH ? iv->nwkernel : PROBE_MAX_DEPTH;
 
 	s->frames[(*n)++] = "--";
+	if (iv->lost & PROBE_LOST_WAKER_FULL) {
+		/* its wake-up found no room to be kept (waker_map_full) */
+		s->frames[(*n)++] = "[lost: waker map full]";
+		*drawn |= 1u << L_WAKER_FULL;
+		return;
+	}
 	if (!iv->woken) {
-		/* preempted (runnable, no wake-up), woken before the window, or its wake-up
-		 * found no room (counted in waker_full) */
+		/* preempted (runnable, no wake-up), or woken before the window */
 		s->frames[(*n)++] = "[no wake-up seen]";
 		return;
 	}
-	if (iv->lost & PROBE_LOST_WKSTACK_FULL)
+	if (iv->lost & PROBE_LOST_WKSTACK_FULL) {
 		s->frames[(*n)++] = "[lost: kernel stack storage full]";
+		*drawn |= 1u << L_WKSTACK_FULL;
+	}
 	for (unsigned i = 0; i < nk; i++) {
 		hx_kernel_frame(s->ksyms, i ? iv->wkstack[i] - 1 : iv->wkstack[i],
 				s->names[*used], HX_FRAME_LEN);
 		s->frames[(*n)++] = s->names[(*used)++];
 	}
 	s->frames[(*n)++] = "-";
-	if (iv->lost & PROBE_LOST_WUSTACK_FULL)
+	if (iv->lost & PROBE_LOST_WUSTACK_FULL) {
 		s->frames[(*n)++] = "[lost: user stack storage full]";
+		*drawn |= 1u << L_WUSTACK_FULL;
+	}
 	if (iv->waker_in_target && s->usyms)
 		nu = hx_user_frames(s->usyms, iv->wustack, iv->nwuser, &s->names[*used],
 				    PROBE_MAX_DEPTH, &rooted, &garbage, &past);
@@ -172,12 +236,24 @@ static unsigned own_frames(const struct an_ksyms *k, const uint64_t *ips, unsign
 	return i;
 }
 
+/* What was drawn under the loss frames of one aggregate. */
+static void count_drawn(struct offcpu_state *s, unsigned drawn, uint64_t intervals,
+			uint64_t us)
+{
+	for (int k = 0; k < NLOSSES; k++)
+		if (drawn & (1u << k)) {
+			s->lost_intervals[k] += intervals;
+			s->lost_us[k] += us;
+		}
+}
+
 static int fold(const struct probe_offcpu_interval *iv, void *arg)
 {
 	struct offcpu_state *s = arg;
 	/* microseconds, rounded: every key holds at least min_block_us (>= 1) of time */
 	uint64_t us = (iv->ns + 500) / 1000;
 	size_t n = 0, used = 0;
+	unsigned drawn = 0;
 	int err;
 
 	struct probe_offcpu_interval v = *iv;
@@ -196,12 +272,15 @@ static int fold(const struct probe_offcpu_interval *iv, void *arg)
 		s->class_ns[phase_class(iv->kind)] += iv->ns;
 		s->preempted_ns += iv->preempted ? iv->ns : 0;
 	}
-	wakee_frames(s, iv, &n, &used);
+	wakee_frames(s, iv, &n, &used, &drawn);
 	err = an_folded_add(s->folded, s->frames, n, us);
-	if (err || !s->wakers)
-		return err;
-	waker_frames(s, iv, &n, &used);
-	return an_folded_add(s->wakers, s->frames, n, us);
+	if (!err && s->wakers) {
+		waker_frames(s, iv, &n, &used, &drawn);
+		err = an_folded_add(s->wakers, s->frames, n, us);
+	}
+	if (!err)
+		count_drawn(s, drawn, iv->intervals, us);
+	return err;
 }
 
 int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len)
@@ -240,11 +319,18 @@ int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, s
 
 static int op_open(void **state, const struct hx_probe_config *cfg, char *why, size_t len)
 {
+	/* the start and waker records, one per thread of the fork; the stacks and keys at
+	 * the probe's defaults (the file's opening comment says why) */
 	struct probe_offcpu_opts o = { .min_block_us = cfg->min_block_us,
 				       .wakers = cfg->wakers,
-				       .stacks = cfg->offcpu_stacks };
+				       .stacks = cfg->offcpu_stacks,
+				       .thread_entries = hx_thread_entries(cfg),
+				       .waker_entries = hx_thread_entries(cfg) };
+	int err = hx_offcpu_open(state, &o, why, len);
 
-	return hx_offcpu_open(state, &o, why, len);
+	if (!err)
+		((struct offcpu_state *)*state)->sized_threads = cfg->threads ? cfg->threads : 1;
+	return err;
 }
 
 static int op_begin(void *state, pid_t pid, int64_t tls_off)
@@ -297,6 +383,8 @@ static int op_reset(void *state)
 	s->wakers = w;
 	memset(&s->stats, 0, sizeof(s->stats));
 	memset(s->class_ns, 0, sizeof(s->class_ns));
+	memset(s->lost_intervals, 0, sizeof(s->lost_intervals));
+	memset(s->lost_us, 0, sizeof(s->lost_us));
 	s->preempted_ns = 0;
 	s->with_user_ns = s->rooted_ns = s->runs = s->ns = 0;
 	return 0;
@@ -311,9 +399,9 @@ static void write_json(FILE *out, const void *data)
 {
 	const struct offcpu_state *s = data;
 	const struct probe_offcpu_stats *st = &s->stats;
-	unsigned stacks, counts, threads;
+	unsigned stacks, counts, threads, wakers;
 
-	probe_offcpu_sizes(s->p, &stacks, &counts, &threads);
+	probe_offcpu_sizes(s->p, &stacks, &counts, &threads, &wakers);
 	fprintf(out, ", \"min_block_us\": %u, \"wakers\": %s, \"stacks\": \"%s\"",
 		probe_offcpu_min_block_us(s->p), probe_offcpu_wakers(s->p) ? "true" : "false",
 		hx_offcpu_stacks_name(probe_offcpu_stacks(s->p)));
@@ -332,18 +420,33 @@ static void write_json(FILE *out, const void *data)
 	an_json_num(out, us_of(st->under_min_ns));
 	fprintf(out, ", \"unfinished\": %" PRIu64 ", \"restarted\": %" PRIu64 "}", st->unfinished,
 		st->restarts);
+	/* the kernel's counts of intervals (wake-ups for waker_map_full), and truncated:
+	 * the intervals drawn with a stack cut at the walk's depth */
 	fprintf(out, ", \"lost\": {\"user_stack_map_full\": %" PRIu64
 		     ", \"kernel_stack_map_full\": %" PRIu64 ", \"user_stack_errors\": %" PRIu64
 		     ", \"kernel_stack_errors\": %" PRIu64 ", \"truncated\": %" PRIu64
 		     ", \"counts_map_full\": %" PRIu64 ", \"counts_map_full_us\": ",
 		st->ustack_full, st->kstack_full, st->ustack_errors, st->kstack_errors,
-		st->truncated, st->counts_full);
+		s->lost_intervals[L_TRUNCATED], st->counts_full);
 	an_json_num(out, us_of(st->counts_full_ns));
 	fprintf(out, ", \"start_map_full\": %" PRIu64 ", \"waker_map_full\": %" PRIu64
-		     ", \"program_misses\": %" PRIu64 "}",
-		st->start_full, st->waker_full, probe_offcpu_misses(s->p));
-	fprintf(out, ", \"maps\": {\"stacks\": %u, \"counts\": %u, \"threads\": %u}", stacks,
-		counts, threads);
+		     ", \"waker_map_full_intervals\": %" PRIu64 ", \"program_misses\": %" PRIu64
+		     "}", st->start_full, st->waker_full, st->waker_lost, probe_offcpu_misses(s->p));
+	/* what the folded files draw under each kind of loss frame */
+	fputs(", \"lost_frames\": {", out);
+	for (int k = 0; k < NLOSSES; k++)
+		fprintf(out, "%s\"%s\": {\"intervals\": %" PRIu64 ", \"us\": %" PRIu64 "}",
+			k ? ", " : "", loss_names[k], s->lost_intervals[k], s->lost_us[k]);
+	fprintf(out, "}, \"maps\": {\"stacks\": %u, \"counts\": %u, \"threads\": %u, "
+		     "\"wakers\": %u, \"sized_for_workers\": ", stacks, counts, threads, wakers);
+	if (s->sized_threads)
+		fprintf(out, "%u, \"threads_rule\": \"%d per worker + %d, %d to %d\"",
+			s->sized_threads, HX_THREADS_PER_WORKER, HX_THREADS_EXTRA, HX_THREADS_MIN,
+			HX_THREADS_MAX);
+	else
+		fputs("null, \"threads_rule\": \"given\"", out);
+	fputs(", \"stacks_rule\": \"the probe's default: distinct wait sites, and their keys, "
+	      "are bounded by neither the run's threads nor its length\"}", out);
 	fprintf(out, ", \"user_stacks\": {\"with_user_us\": ");
 	an_json_num(out, us_of(s->with_user_ns));
 	fprintf(out, ", \"rooted_us\": ");
@@ -392,11 +495,11 @@ static void write_md(FILE *out, const void *data)
 	const struct an_folded_line *lines;
 	const struct an_folded_line *top[TOP_STACKS] = { 0 };
 	const struct an_folded_line **all;
-	unsigned stacks, counts, threads;
+	unsigned stacks, counts, threads, wakers;
 	char nbuf[64], cell[512];
 	size_t n, ntop;
 
-	probe_offcpu_sizes(s->p, &stacks, &counts, &threads);
+	probe_offcpu_sizes(s->p, &stacks, &counts, &threads, &wakers);
 	fprintf(out, "### Off-CPU\n\n");
 	an_format_number(us_of(total) / 1000.0, 1, nbuf, sizeof(nbuf));
 	fprintf(out, "%s ms off CPU in %" PRIu64 " intervals of at least %u µs (offcpu.folded, "
@@ -444,12 +547,21 @@ static void write_md(FILE *out, const void *data)
 		     " + %" PRIu64
 		     " intervals whose user + kernel stack found the stacks map (%u) full, %" PRIu64
 		     " whose key found the counts map (%u) full (their time kept, stacks unknown), %"
-		     PRIu64 " switch-outs with no room in the start map (%u threads: not timed)",
+		     PRIu64 " switch-outs with no room in the start map (%u threads: not timed), %"
+		     PRIu64 " intervals with a stack cut at the walk's %d frames ([truncated])",
 		st->under_min, probe_offcpu_min_block_us(s->p), us_of(st->under_min_ns) / 1000.0,
-		st->unfinished, st->restarts, st->ustack_full, st->kstack_full, stacks, st->counts_full, counts,
-		st->start_full, threads);
+		st->unfinished, st->restarts, st->ustack_full, st->kstack_full, stacks,
+		st->counts_full, counts, st->start_full, threads, s->lost_intervals[L_TRUNCATED],
+		PROBE_MAX_DEPTH);
 	if (s->wakers)
-		fprintf(out, ", %" PRIu64 " wake-ups with no room to be kept", st->waker_full);
+		fprintf(out, ", %" PRIu64 " wake-ups with no room in the wakers map (%u threads), "
+			     "which left %" PRIu64 " intervals without their waker ([lost: waker map "
+			     "full] in wakers.folded)", st->waker_full, wakers, st->waker_lost);
+	if (s->sized_threads)
+		fprintf(out, ". The thread maps are sized for the fork's threads (%d per worker "
+			     "of %u, and %d), the stacks and keys at the probe's defaults: the wait "
+			     "sites are bounded by neither the run's threads nor its length",
+			HX_THREADS_PER_WORKER, s->sized_threads, HX_THREADS_EXTRA);
 	if (probe_offcpu_stacks(s->p) & PROBE_OFFCPU_USER)
 		fprintf(out, ". User stacks are walked by frame pointers: of the %.1f ms with one, "
 			     "%.1f ms reached the thread's root (a wait inside glibc, built without "
@@ -507,8 +619,11 @@ static int op_finish(void *state, const char *dir, struct an_probe_part *part)
 		 us_of(s->class_ns[CLASS_PARKED]) / 1000.0,
 		 us_of(s->class_ns[CLASS_BLOCKING]) / 1000.0,
 		 us_of(s->class_ns[CLASS_OTHER]) / 1000.0,
-		 st->ustack_full + st->kstack_full + st->counts_full + st->start_full +
-				 st->waker_full ? "losses counted in result.json" : "nothing lost");
+		 st->ustack_full + st->kstack_full + st->ustack_errors + st->kstack_errors +
+				 st->counts_full + st->start_full + st->waker_full +
+				 s->lost_intervals[L_TRUNCATED]
+			 ? "losses counted in result.json"
+			 : "nothing lost");
 	part->summary = s->summary;
 	part->json = write_json;
 	part->md = write_md;

@@ -124,6 +124,14 @@ void hx_probes_text(unsigned mask, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
+unsigned hx_thread_entries(const struct hx_probe_config *cfg)
+{
+	uint64_t n = (uint64_t)HX_THREADS_PER_WORKER * (cfg->threads ? cfg->threads : 1) +
+		     HX_THREADS_EXTRA;
+
+	return n < HX_THREADS_MIN ? HX_THREADS_MIN : n > HX_THREADS_MAX ? HX_THREADS_MAX : n;
+}
+
 int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 		    const struct hx_probe_config *cfg, char *err, size_t errlen)
 {

@@ -20,11 +20,6 @@
 #include "harness/harness.h"
 #include "probes/probes.h"
 
-/* Threads of a fork the thread map is sized for, beyond its workers: the main thread,
- * monitor, reactor and a blocking pool. */
-#define EXTRA_THREADS 64
-#define MIN_ENTRIES   256
-
 enum group_kind { G_WORKER, G_SPARE, G_BLOCKING, G_MONITOR, G_IO, G_MAIN, G_OTHER };
 
 static const char *const kind_names[] = {
@@ -369,8 +364,8 @@ static void sched_md(FILE *out, const void *data)
 	}
 	for (int k = 0; k < PROBE_SCHED_NEVENTS; k++)
 		seen += s->st.seen[k];
-	fprintf(out, "\nThread map: %u entries per fork (4 × %u threads + %d). ", s->entries,
-		s->hint, EXTRA_THREADS);
+	fprintf(out, "\nThread map: %u entries per fork (%d × %u threads + %d, at least %d). ",
+		s->entries, HX_THREADS_PER_WORKER, s->hint, HX_THREADS_EXTRA, HX_THREADS_MIN);
 	if (!lost) {
 		fprintf(out, "%s: all %llu events of the benchmark's threads kept.",
 			s->st.unseen_ins ? "No thread missing" : "Nothing lost",
@@ -428,9 +423,7 @@ static int sched_open(void **state, const struct hx_probe_config *cfg, char *why
 		return -ENOMEM;
 	}
 	s->hint = cfg->threads ? cfg->threads : 1;
-	o.thread_entries = 4 * s->hint + EXTRA_THREADS;
-	if (o.thread_entries < MIN_ENTRIES)
-		o.thread_entries = MIN_ENTRIES;
+	o.thread_entries = hx_thread_entries(cfg);
 	s->p = probe_sched_open(&o, why, len);
 	if (!s->p) {
 		int err = -errno;

@@ -409,19 +409,36 @@ int probe_sched_prog_stats(const struct probe_sched *p, uint64_t *runs, uint64_t
 #define PROBE_OFFCPU_USER   1u
 #define PROBE_OFFCPU_KERNEL 2u
 
+/* offcpu's map sizes where the caller names none; each map is preallocated. Off-CPU
+ * stacks are the few places the threads wait: 11 to 57 folded lines, each a user and a
+ * kernel stack, in a quick run of workers, spawn-join, tcp-blocking or bind-chain here,
+ * so 4,096 stacks (4 MiB of kernel memory) leave room many times over; making the map is
+ * most of the probe's attach time, four times that at 16,384. A run that fills one
+ * anyway has the losses counted and drawn. */
+#define PROBE_OFFCPU_STACK_ENTRIES  4096
+#define PROBE_OFFCPU_COUNT_ENTRIES  16384
+#define PROBE_OFFCPU_THREAD_ENTRIES 4096
+
 struct probe_offcpu_opts {
 	unsigned min_block_us;   /* the shortest interval kept; 0: 1 */
 	bool wakers;             /* keep the waker's stacks too (attaches sched_waking and
 				  * sched_wakeup_new) */
 	unsigned stacks;         /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL; 0: both */
-	unsigned stack_entries;  /* distinct stacks kept per drain; 0: 4096 (1 KiB each) */
-	unsigned count_entries;  /* aggregated keys; 0: 16384 */
-	unsigned thread_entries; /* threads off CPU (and woken) at once; 0: 4096 */
+	unsigned stack_entries;  /* distinct stacks kept per drain (1 KiB each); 0:
+				  * PROBE_OFFCPU_STACK_ENTRIES */
+	unsigned count_entries;  /* aggregated keys per drain; 0: PROBE_OFFCPU_COUNT_ENTRIES */
+	unsigned thread_entries; /* threads that leave a CPU between a start and the drain:
+				  * each keeps its start record until then; 0:
+				  * PROBE_OFFCPU_THREAD_ENTRIES */
+	unsigned waker_entries;  /* wakers: threads woken between a start and the drain, each
+				  * keeping its last waker until then; 0: thread_entries */
 };
 
-/* Loss bits of the waker's part (beside PROBE_LOST_* of the wakee's). */
+/* Loss bits of the waker's part (beside PROBE_LOST_* of the wakee's), and of a wake-up
+ * that found the wakers map full: the interval it ended has no waker (woken false). */
 #define PROBE_LOST_WUSTACK_FULL (1u << 8)
 #define PROBE_LOST_WKSTACK_FULL (1u << 9)
+#define PROBE_LOST_WAKER_FULL   (1u << 10)
 
 struct probe_offcpu_interval {
 	char comm[16];           /* the thread's name */
@@ -459,6 +476,8 @@ struct probe_offcpu_stats {
 	uint64_t truncated;      /* kept stacks at the depth limit */
 	uint64_t wakeups;        /* wake-ups of target threads (wakers) */
 	uint64_t waker_full;     /* of them, with no room to be kept: the interval has none */
+	uint64_t waker_lost;     /* kept intervals so left without their waker: each is
+				  * marked PROBE_LOST_WAKER_FULL */
 	uint64_t fired;          /* sched_switch events of any task while started */
 	uint64_t restarts;       /* switch-outs of a thread whose last one saw no switch-in:
 				  * that earlier interval is not timed */
@@ -473,9 +492,9 @@ void probe_offcpu_free(struct probe_offcpu *p);
 unsigned probe_offcpu_min_block_us(const struct probe_offcpu *p);
 bool probe_offcpu_wakers(const struct probe_offcpu *p);
 unsigned probe_offcpu_stacks(const struct probe_offcpu *p); /* PROBE_OFFCPU_* as opened */
-/* The maps' sizes, as opened. */
+/* The maps' sizes, as opened (wakers: 0 without them). */
 void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned *counts,
-			unsigned *threads);
+			unsigned *threads, unsigned *wakers);
 /* How often the sched_switch program has run and for how long in all (the kernel's
  * BPF run-time statistics). 0, or -ENOTSUP where the kernel would not turn them on. */
 int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64_t *ns);

@@ -267,6 +267,8 @@ static __always_inline void switch_in(__u32 tid, struct offcpu_counters *c)
 		c->ustack_errors++;
 	if (key.lost & OFFCPU_LOST_KSTACK_ERROR)
 		c->kstack_errors++;
+	if (key.waker.lost & OFFCPU_LOST_WAKER_FULL)
+		c->waker_lost++;
 }
 
 SEC("raw_tp/sched_switch")
@@ -330,10 +332,17 @@ static __always_inline int on_wakeup(void *ctx, struct task_struct *p)
 	/* a comm is never empty, so w.comm[0] says the record holds a wake-up */
 	if (!w.comm[0])
 		w.comm[0] = '?';
-	if (put_record(&woken, tid, &w, (void **)&old))
+	if (put_record(&woken, tid, &w, (void **)&old)) {
+		struct offcpu_start *st = bpf_map_lookup_elem(&starts, &tid);
+
 		c->waker_full++;
-	else if (old)
+		/* the interval this wake-up ends has no waker to show: its key says it was
+		 * lost (a later wake-up that finds room replaces the mark at the switch-in) */
+		if (st && st->ts)
+			st->key.waker.lost = OFFCPU_LOST_WAKER_FULL;
+	} else if (old) {
 		__builtin_memcpy(old, &w, sizeof(w));
+	}
 	return 0;
 }
 

@@ -26,23 +26,15 @@ _Static_assert(sizeof(struct offcpu_stack) == 1024, "offcpu_stack ABI");
 _Static_assert(sizeof(struct offcpu_waker) == 40, "offcpu_waker ABI");
 _Static_assert(sizeof(struct offcpu_key) == 88, "offcpu_key ABI");
 _Static_assert(sizeof(struct offcpu_start) == 96, "offcpu_start ABI");
-_Static_assert(sizeof(struct offcpu_counters) == 136, "offcpu_counters ABI");
+_Static_assert(sizeof(struct offcpu_counters) == 144, "offcpu_counters ABI");
 _Static_assert(OFFCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       OFFCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
 	       OFFCPU_LOST_USTACK_ERROR == PROBE_LOST_USTACK_ERROR &&
 	       OFFCPU_LOST_KSTACK_ERROR == PROBE_LOST_KSTACK_ERROR &&
 	       OFFCPU_LOST_WUSTACK_FULL == PROBE_LOST_WUSTACK_FULL &&
-	       OFFCPU_LOST_WKSTACK_FULL == PROBE_LOST_WKSTACK_FULL, "loss bits");
+	       OFFCPU_LOST_WKSTACK_FULL == PROBE_LOST_WKSTACK_FULL &&
+	       OFFCPU_LOST_WAKER_FULL == PROBE_LOST_WAKER_FULL, "loss bits");
 _Static_assert(OFFCPU_MAX_DEPTH == PROBE_MAX_DEPTH, "sizes");
-
-/* Off-CPU stacks are the few places the threads wait: 11 to 57 folded lines, each a
- * user and a kernel stack, in a quick run of workers, spawn-join, tcp-blocking or
- * bind-chain here, so 4,096 (4 MiB of kernel memory, preallocated) leaves room many
- * times over; making the map is most of the probe's attach time, four times that at
- * 16,384. A run that fills it anyway has the losses counted and drawn. */
-#define DEFAULT_STACK_ENTRIES  4096
-#define DEFAULT_COUNT_ENTRIES  16384
-#define DEFAULT_THREAD_ENTRIES 4096
 
 struct probe_offcpu {
 	struct offcpu_bpf *skel;
@@ -52,6 +44,7 @@ struct probe_offcpu {
 	unsigned stacks;           /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL */
 	bool started;
 	unsigned stack_entries, count_entries, thread_entries;
+	unsigned waker_entries;    /* 0 without wakers */
 	uint64_t window_start_ns, window_ns;
 	int ncpus;
 	struct offcpu_counters *pcpu;
@@ -102,11 +95,15 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 	p->min_block_us = o->min_block_us ? o->min_block_us : 1;
 	p->wakers = o->wakers;
 	p->stacks = o->stacks ? o->stacks : PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL;
-	p->stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;
-	p->count_entries = o->count_entries ? o->count_entries : DEFAULT_COUNT_ENTRIES;
-	p->thread_entries = o->thread_entries ? o->thread_entries : DEFAULT_THREAD_ENTRIES;
+	p->stack_entries = o->stack_entries ? o->stack_entries : PROBE_OFFCPU_STACK_ENTRIES;
+	p->count_entries = o->count_entries ? o->count_entries : PROBE_OFFCPU_COUNT_ENTRIES;
+	p->thread_entries = o->thread_entries ? o->thread_entries : PROBE_OFFCPU_THREAD_ENTRIES;
+	if (p->wakers)
+		p->waker_entries = o->waker_entries ? o->waker_entries : p->thread_entries;
 	p->ncpus = h.ncpus;
 	ids = p->stack_entries > p->thread_entries ? p->stack_entries : p->thread_entries;
+	if (p->waker_entries > ids)
+		ids = p->waker_entries;
 	p->pcpu = calloc(p->ncpus, sizeof(*p->pcpu));
 	p->keys = calloc(p->count_entries, sizeof(*p->keys));
 	p->ids = calloc(ids, sizeof(*p->ids));
@@ -142,7 +139,7 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 		ret = bpf_map__set_max_entries(p->skel->maps.starts, p->thread_entries);
 	if (!ret)
 		ret = bpf_map__set_max_entries(p->skel->maps.woken,
-					       p->wakers ? p->thread_entries : 1);
+					       p->wakers ? p->waker_entries : 1);
 	if (!ret && !p->wakers)
 		ret = bpf_program__set_autoload(p->skel->progs.offcpu_wakeup, false);
 	if (!ret && !p->wakers)
@@ -219,11 +216,12 @@ unsigned probe_offcpu_stacks(const struct probe_offcpu *p)
 }
 
 void probe_offcpu_sizes(const struct probe_offcpu *p, unsigned *stacks, unsigned *counts,
-			unsigned *threads)
+			unsigned *threads, unsigned *wakers)
 {
 	*stacks = p->stack_entries;
 	*counts = p->count_entries;
 	*threads = p->thread_entries;
+	*wakers = p->waker_entries;
 }
 
 int probe_offcpu_prog_stats(const struct probe_offcpu *p, uint64_t *runs, uint64_t *ns)
@@ -398,8 +396,10 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 			iv.lost |= PROBE_TRUNCATED_KSTACK;
 			truncated += v.intervals;
 		}
-		/* a waker always has a name (a comm is never empty); all zero is none */
-		iv.woken = k->waker.kstack || k->waker.lost || k->waker.comm[0];
+		/* a wake-up kept always has a name (a comm is never empty); one that found
+		 * no room is only a loss bit */
+		iv.woken = k->waker.kstack || k->waker.comm[0];
+		iv.lost |= k->waker.lost;
 		if (iv.woken) {
 			iv.waker_tgid = k->waker.tgid;
 			/* the target's kernel tgid, learnt by the programs in this window (a key
@@ -408,7 +408,6 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 					     k->waker.tgid == p->skel->bss->target_ktgid;
 			memcpy(iv.waker_comm, k->waker.comm, sizeof(iv.waker_comm));
 			iv.waker_comm[sizeof(iv.waker_comm) - 1] = '\0';
-			iv.lost |= k->waker.lost;
 			nwu = read_stack(p, k->waker.ustack, p->wubuf);
 			nwk = read_stack(p, k->waker.kstack, p->wkbuf);
 			iv.nwuser = nwu > 0 ? nwu : 0;
@@ -426,7 +425,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 	if (!err)
 		err = clear_starts(p, &unfinished);
 	if (!err && p->wakers)
-		err = clear_map(p, p->skel->maps.woken, p->thread_entries, NULL);
+		err = clear_map(p, p->skel->maps.woken, p->waker_entries, NULL);
 	if (!err)
 		err = take_counters(p, &c);
 	if (err)
@@ -463,6 +462,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 		stats->truncated += truncated;
 		stats->wakeups += c.wakeups;
 		stats->waker_full += c.waker_full;
+		stats->waker_lost += c.waker_lost;
 		stats->fired += c.fired;
 		stats->restarts += c.restarts;
 		stats->window_ns += p->window_ns;

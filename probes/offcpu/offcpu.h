@@ -25,7 +25,8 @@
 #define OFFCPU_LOST_KSTACK_FULL	 (1u << 1)
 #define OFFCPU_LOST_USTACK_ERROR (1u << 2)
 #define OFFCPU_LOST_KSTACK_ERROR (1u << 3)
-/* The same for the waker's stacks, and a wake-up that found no room to be kept. */
+/* The same for the waker's stacks, and (in the waker's lost) a wake-up that found no
+ * room to be kept, set in the sleeping thread's start record by the wake-up. */
 #define OFFCPU_LOST_WUSTACK_FULL (1u << 8)
 #define OFFCPU_LOST_WKSTACK_FULL (1u << 9)
 #define OFFCPU_LOST_WAKER_FULL	 (1u << 10)
@@ -94,6 +95,8 @@ struct offcpu_counters {
 	__u64 restarts;		/* switch-outs that found their thread's start record still
 				 * there: no switch-in was seen since the last (the earlier
 				 * interval is not timed) */
+	__u64 waker_lost;	/* kept intervals whose wake-up found no room in the wakers
+				 * map (OFFCPU_LOST_WAKER_FULL in the key's waker) */
 };
 
 #endif /* SCHEDLAB_PROBES_OFFCPU_H */

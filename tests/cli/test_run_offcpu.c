@@ -46,6 +46,21 @@ static uint64_t folded_total(const char *path, const char *root, uint64_t *under
 	return total;
 }
 
+/* Run `schedlab ARGV...` (its run folder under in_dir("results")): its result.json, to
+ * be freed, with *off at the offcpu probe's part. */
+static char *run_offcpu(const char *const *argv, char **off)
+{
+	char path[1024], *json;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	*off = strstr(json, "\"name\": \"offcpu\"");
+	cr_assert_not_null(*off, "%s", json);
+	return json;
+}
+
 Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout = 180)
 {
 	const char *argv[] = { "run", "tcp-blocking", "--preset", "kyo", "--quick", "--probes",
@@ -54,12 +69,7 @@ Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout
 	uint64_t total, blocking;
 	double folded_us;
 
-	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
-	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
-	json = slurp(path, NULL);
-	cr_assert_not_null(json, "%s", path);
-	off = strstr(json, "\"name\": \"offcpu\"");
-	cr_assert_not_null(off, "%s", json);
+	json = run_offcpu(argv, &off);
 	cr_assert_not_null(strstr(off, "\"attached\": true"), "root with BTF: %s", off);
 	cr_expect_gt(json_num(off, "\"by_class_us\"", "blocking"), 0, "%s", off);
 	cr_expect_gt(json_num(off, "\"by_class_us\"", "parked"), 0, "%s", off);
@@ -79,6 +89,41 @@ Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout
 	cr_expect_not_null(strstr(md, "### Off-CPU"), "%s", md);
 	free(md);
 	free(json);
+}
+
+/* offcpu's thread maps hold a record per thread of a fork until the drain: sized for the
+ * run's workers as sched's thread map is (4 each and 64 more, at least 256), the wakers
+ * map only with --wakers; the stacks and keys, the program's wait sites, which neither
+ * the threads nor the run's length bound, keep the probe's defaults. result.json says
+ * which and why. */
+static void expect_offcpu_maps(const char *workers, bool wakers, unsigned threads)
+{
+	char knob[32], *json, *off;
+	const char *argv[] = { "run", "workers", "-c", knob, "--forks", "1", "--warmup", "0",
+			       "--iterations", "1", "--time", "0.1", "--probes", "offcpu",
+			       "--out", in_dir("results"), wakers ? "--wakers" : NULL, NULL };
+
+	snprintf(knob, sizeof(knob), "workers=%s", workers);
+	json = run_offcpu(argv, &off);
+	cr_expect_eq(json_num(off, "\"maps\"", "threads"), threads, "%s", strstr(off, "\"maps\""));
+	cr_expect_eq(json_num(off, "\"maps\"", "wakers"), wakers ? threads : 0, "%s",
+		     strstr(off, "\"maps\""));
+	cr_expect_eq(json_num(off, "\"maps\"", "sized_for_workers"), atoi(workers));
+	cr_expect_eq(json_num(off, "\"maps\"", "stacks"), PROBE_OFFCPU_STACK_ENTRIES);
+	cr_expect_eq(json_num(off, "\"maps\"", "counts"), PROBE_OFFCPU_COUNT_ENTRIES);
+	cr_expect_not_null(strstr(off, "\"stacks_rule\": \"the probe's default: "), "%s", off);
+	free(json);
+}
+
+Test(run_offcpu, its_maps_are_sized_for_the_run, .timeout = 120)
+{
+	char why[256];
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("offcpu cannot attach here: %s", why);
+	expect_offcpu_maps("2", false, 256);
+	expect_offcpu_maps("2", true, 256);
+	expect_offcpu_maps("64", true, 4 * 64 + 64);
 }
 
 Test(run_offcpu, its_options_are_checked)

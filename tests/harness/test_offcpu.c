@@ -112,7 +112,7 @@ Test(harness_offcpu, folded_names_the_nap_under_its_class_in_microseconds)
 	const char *own[] = { "bpf_prog_", NULL };
 	struct an_folded *f;
 	uint64_t measured, us;
-	char json[8192], md[16384];
+	char json[16384], md[16384];
 	FILE *m;
 	void *st;
 
@@ -185,26 +185,62 @@ Test(harness_offcpu, wakers_folded_puts_the_waker_after_the_wait)
 	hx_offcpu_ops.close(st);
 }
 
+/* The number after `key` in json, past the first `within` (NULL: from the start). */
+static uint64_t json_u64(const char *json, const char *within, const char *key)
+{
+	const char *p = within ? strstr(json, within) : json;
+
+	cr_assert_not_null(p, "no %s in %s", within, json);
+	p = strstr(p, key);
+	cr_assert_not_null(p, "no %s after %s in %s", key, within ? within : "", json);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* A loss of kind `counter` (result.json's name) as the part's JSON gives it and as
+ * `folded` draws it under the `frame`: there, the intervals the JSON counts under "lost"
+ * (`lost_key`; NULL: the kind's own name) are the intervals drawn, and the time drawn is
+ * the weight under the frame. */
+static void expect_drawn(const char *json, const struct an_folded *folded, const char *frame,
+			 const char *counter, const char *lost_key)
+{
+	const char *parts[] = { frame, NULL };
+	char key[96], in[96];
+	uint64_t counted, drawn, us;
+
+	snprintf(key, sizeof(key), "\"%s\": ", lost_key ? lost_key : counter);
+	counted = json_u64(json, "\"lost\": {", key);
+	snprintf(in, sizeof(in), "\"lost_frames\": {");
+	snprintf(key, sizeof(key), "\"%s\": {\"intervals\": ", counter);
+	drawn = json_u64(json, in, key);
+	snprintf(key, sizeof(key), "\"%s\": {\"intervals\": %llu, \"us\": ", counter,
+		 (unsigned long long)drawn);
+	us = json_u64(json, in, key);
+	cr_expect_gt(counted, 0, "%s not counted: %s", counter, json);
+	cr_expect_eq(drawn, counted, "%s: %llu intervals counted, %llu drawn as %s: %s", counter,
+		     (unsigned long long)counted, (unsigned long long)drawn, frame, json);
+	cr_expect_gt(us, 0, "%s", json);
+	cr_expect_eq(weight_of(folded, parts), us, "%s: %llu us under %s, result.json says %llu",
+		     counter, (unsigned long long)weight_of(folded, parts), frame,
+		     (unsigned long long)us);
+}
+
 /* Run the many-stacks sleeper with o: the folded weight under lost, which must be
  * there, and the folded total in the part's JSON. */
 static void expect_lost_frame(const struct probe_offcpu_opts *o, const char *lost,
 			      const char *counter)
 {
-	const char *parts[] = { lost, NULL };
 	struct an_probe_part part;
 	struct an_folded *f;
 	uint64_t measured;
-	char json[8192], want[96];
+	char json[16384], want[96];
 	void *st;
 
 	st = measure(o, "48", "1", "many", &measured, &part);
 	f = read_folded("offcpu.folded");
-	cr_expect_gt(weight_of(f, parts), 0, "%s: no %s frame", counter, lost);
 	part_json(&part, json, sizeof(json));
 	snprintf(want, sizeof(want), "\"folded_us\": %llu", (unsigned long long)an_folded_total(f));
 	cr_expect_not_null(strstr(json, want), "%s", json);
-	snprintf(want, sizeof(want), "\"%s\": 0,", counter);
-	cr_expect_null(strstr(json, want), "%s counted: %s", counter, json);
+	expect_drawn(json, f, lost, counter, NULL);
 	/* the naps are all there, lost parts included. Each 1 ms nap's own measure also holds
 	 * its time on a CPU around the sleep, which no interval covers: with both CPUs busy
 	 * 47 intervals came to 1.117 ms each against naps of 1.189 ms, hence 0.90 */
@@ -230,6 +266,58 @@ Test(harness_offcpu, a_full_counts_map_is_a_lost_root)
 	expect_lost_frame(&o, "[lost: counts map full]", "counts_map_full");
 }
 
+/* Naps 200 frames down, deeper than the walk's 127: each nap's user stack ends in a
+ * [truncated] frame (the kernel's stack is whole), counted in result.json with the time
+ * drawn under it, and the file's total still every microsecond kept. */
+Test(harness_offcpu, a_stack_deeper_than_the_walk_is_a_truncated_frame)
+{
+	struct probe_offcpu_opts o = { 0 };
+	const char *truncated[] = { "[blocking];offcpu-nap;[truncated];sleeper_deep;", NULL };
+	struct an_probe_part part;
+	struct an_folded *f;
+	uint64_t measured;
+	char json[16384], want[64];
+	void *st;
+
+	st = measure(&o, "20", "1", "deep", &measured, &part);
+	f = read_folded("offcpu.folded");
+	part_json(&part, json, sizeof(json));
+	expect_drawn(json, f, "[truncated]", "truncated", NULL);
+	/* the naps: cut below their 200 frames of sleeper_deep, their leaf sleeper_nap */
+	cr_expect_gt(weight_of(f, truncated), 0, "no nap under [truncated]");
+	snprintf(want, sizeof(want), "\"folded_us\": %llu", (unsigned long long)an_folded_total(f));
+	cr_expect_not_null(strstr(json, want), "%s", json);
+	an_folded_free(f);
+	hx_offcpu_ops.close(st);
+}
+
+/* With room for one thread's waker, the other thread's wake-ups find the wakers map
+ * full: counted, and each interval they ended drawn as [lost: waker map full] in
+ * wakers.folded, whose total stays offcpu.folded's. */
+Test(harness_offcpu, a_full_wakers_map_is_a_lost_frame_in_wakers_folded)
+{
+	struct probe_offcpu_opts o = { .wakers = true, .waker_entries = 1 };
+	struct an_probe_part part;
+	struct an_folded *f, *w;
+	uint64_t measured;
+	char json[16384];
+	void *st;
+
+	st = measure(&o, "20", "2", "pipe", &measured, &part);
+	f = read_folded("offcpu.folded");
+	w = read_folded("wakers.folded");
+	part_json(&part, json, sizeof(json));
+	cr_expect_gt(json_u64(json, "\"lost\": {", "\"waker_map_full\": "), 0,
+		     "no wake-up found the map full: %s", json);
+	expect_drawn(json, w, "[lost: waker map full]", "waker_map_full",
+		     "waker_map_full_intervals");
+	cr_expect_eq(an_folded_total(w), an_folded_total(f));
+	cr_expect_not_null(strstr(json, "\"wakers\": 1,"), "the map's size: %s", json);
+	an_folded_free(f);
+	an_folded_free(w);
+	hx_offcpu_ops.close(st);
+}
+
 /* --offcpu-stacks user: the naps end at their user frames, no kernel frame anywhere,
  * and the report and result.json say which stacks were taken. */
 Test(harness_offcpu, user_stacks_only_fold_no_kernel_frames)
@@ -240,7 +328,7 @@ Test(harness_offcpu, user_stacks_only_fold_no_kernel_frames)
 	const struct an_folded_line *l;
 	struct an_folded *f;
 	uint64_t measured, naps = 0;
-	char json[8192], md[16384];
+	char json[16384], md[16384];
 	size_t n;
 	FILE *m;
 	void *st;

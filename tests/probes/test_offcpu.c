@@ -20,6 +20,9 @@ struct seen {
 				  * spinners, not its main thread), counted apart */
 	uint64_t comm_intervals, comm_preempted, comm_kernel;
 	uint64_t lost_ustack_full, lost_counts_full, counts_full_ns, counts_full_records;
+	uint64_t truncated_stacks, truncated_naps; /* stacks at the depth limit; naps so cut */
+	uint64_t lost_waker, lost_waker_woken;     /* intervals marked waker-full; of them,
+						    * any with a waker all the same */
 	unsigned records;
 	/* sleeper's "many" mode: bit n set for a walk of sleeper_nap, n frames of
 	 * sleeper_deep, then main; walks of sleeper_nap that are not that shape */
@@ -63,6 +66,12 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 	v->all_intervals += iv->intervals;
 	if (iv->lost & PROBE_LOST_USTACK_FULL)
 		v->lost_ustack_full += iv->intervals;
+	if (iv->lost & PROBE_LOST_WAKER_FULL) {
+		v->lost_waker += iv->intervals;
+		v->lost_waker_woken += iv->woken ? iv->intervals : 0;
+	}
+	v->truncated_stacks += iv->lost & PROBE_TRUNCATED_USTACK ? iv->intervals : 0;
+	v->truncated_stacks += iv->lost & PROBE_TRUNCATED_KSTACK ? iv->intervals : 0;
 	if (iv->lost & PROBE_LOST_COUNTS_FULL) {
 		v->lost_counts_full += iv->intervals;
 		v->counts_full_ns += iv->ns;
@@ -76,7 +85,10 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 		v->comm_kernel += iv->nkernel ? iv->intervals : 0;
 	}
 	leaf_name(v->usyms, iv->ustack, iv->nuser, name, sizeof(name));
-	if (!strcmp(name, "sleeper_nap"))
+	if (!strcmp(name, "sleeper_nap") && (iv->lost & PROBE_TRUNCATED_USTACK) &&
+	    iv->nuser == PROBE_MAX_DEPTH)
+		v->truncated_naps += iv->intervals;
+	else if (!strcmp(name, "sleeper_nap"))
 		check_deep(v, iv);
 	if (!v->leaf || strcmp(name, v->leaf))
 		return 0;
@@ -292,6 +304,49 @@ Test(offcpu, a_full_counts_map_keeps_the_time_in_one_record)
 	cr_expect_eq(v.counts_full_ns, st.counts_full_ns);
 	/* the naps' time is all there, most of it in the record */
 	cr_expect_geq((double)st.counts_full_ns, 0.8 * (double)measured);
+	probe_offcpu_free(p);
+}
+
+/* Naps 200 frames down: the walk keeps 127 of them and says the stack was cut. */
+Test(offcpu, a_stack_deeper_than_the_walk_is_flagged_truncated)
+{
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+
+	p = run_with(NULL, "20", "1", "deep", &v, &st, &measured);
+	/* a nap whose switch-in went unseen (a restart, counted) has no interval */
+	cr_expect_geq(v.truncated_naps + st.restarts, 20, "%llu of 20 naps truncated, %llu restarts",
+		      (unsigned long long)v.truncated_naps, (unsigned long long)st.restarts);
+	cr_expect_eq(st.truncated, v.truncated_stacks, "counted as flagged");
+	cr_expect_eq(v.deep_bad, 0, "%llu naps not cut at the depth limit",
+		     (unsigned long long)v.deep_bad);
+	probe_offcpu_free(p);
+}
+
+/* Room for one thread's waker: the main thread's wake-ups (from the test, then the
+ * waker's writes) take it, and the waker thread's own (its timer) find none. Each is
+ * counted, and each interval such a wake-up ended comes back marked, with no waker. */
+Test(offcpu, a_full_wakers_map_is_counted_and_marked)
+{
+	struct probe_offcpu_opts o = { .wakers = true, .waker_entries = 1 };
+	struct probe_offcpu_stats st = {};
+	struct seen v = {};
+	struct probe_offcpu *p;
+	uint64_t measured;
+	unsigned stacks, counts, threads, wakers;
+
+	p = run_with(&o, "20", "2", "pipe", &v, &st, &measured);
+	probe_offcpu_sizes(p, &stacks, &counts, &threads, &wakers);
+	cr_expect_eq(wakers, 1);
+	cr_expect_eq(threads, PROBE_OFFCPU_THREAD_ENTRIES, "the start map keeps its own size");
+	cr_expect_gt(st.waker_full, 0);
+	cr_expect_gt(st.waker_lost, 0, "%llu wake-ups found no room, no interval kept marked",
+		     (unsigned long long)st.waker_full);
+	cr_expect_leq(st.waker_lost, st.waker_full, "each marked interval had its refused wake-up");
+	cr_expect_eq(v.lost_waker, st.waker_lost, "counted as marked");
+	cr_expect_eq(v.lost_waker_woken, 0, "a marked interval has no waker");
 	probe_offcpu_free(p);
 }
 

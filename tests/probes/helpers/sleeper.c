@@ -15,6 +15,8 @@
  *         napping function itself)
  *   many  each nap from a recursion of a different depth (1 + i % 48) through
  *         sleeper_deep: as many distinct user stacks as naps, up to 48
+ *   deep  each nap SLEEPER_DEEP frames of sleeper_deep down: deeper than a stack walk
+ *         keeps (PROBE_MAX_DEPTH, 127)
  *   pipe  the main thread blocks in sleeper_wait on a pipe that a second thread,
  *         named sleeper-waker, writes in sleeper_wake after each nap of its own; the
  *         total printed is the main thread's measured time off CPU in sleeper_wait
@@ -39,6 +41,8 @@
 #endif
 
 __thread volatile uint64_t rt_phase_word;
+
+#define SLEEPER_DEEP 200
 
 static long count, ms;
 static int fds[2];
@@ -138,8 +142,9 @@ int main(int argc, char **argv)
 	pthread_t waker;
 
 	if (argc < 3 || (count = atol(argv[1])) <= 0 || (ms = atol(argv[2])) < 0 ||
-	    (strcmp(mode, "nap") && strcmp(mode, "many") && strcmp(mode, "pipe"))) {
-		fprintf(stderr, "usage: sleeper COUNT MS [nap|many|pipe]\n");
+	    (strcmp(mode, "nap") && strcmp(mode, "many") && strcmp(mode, "deep") &&
+	     strcmp(mode, "pipe"))) {
+		fprintf(stderr, "usage: sleeper COUNT MS [nap|many|deep|pipe]\n");
 		return 2;
 	}
 	prctl(PR_SET_NAME, "offcpu-nap");
@@ -156,8 +161,9 @@ int main(int argc, char **argv)
 		pthread_join(waker, NULL);
 	} else {
 		for (long i = 0; i < count; i++)
-			total += !strcmp(mode, "many") ? sleeper_deep((int)(1 + i % 48), ms)
-						       : sleeper_nap(ms);
+			total += !strcmp(mode, "many")	 ? sleeper_deep((int)(1 + i % 48), ms)
+				 : !strcmp(mode, "deep") ? sleeper_deep(SLEEPER_DEEP, ms)
+							 : sleeper_nap(ms);
 	}
 	printf("%llu\n", (unsigned long long)total);
 	fflush(stdout);
