@@ -5,7 +5,8 @@
  * alloc.folded, weighted in bytes: "[alloc]", the thread's name, the user frames root
  * first, the allocator function last (the walk starts there). Nothing is dropped: a
  * sample whose stack or key could not be kept keeps its bytes under a "[lost: ...]"
- * frame, so the folded total equals the sampled bytes.
+ * frame, and one whose stack was cut at the walk's depth under "[truncated]" above the
+ * frames kept, so the folded total equals the sampled bytes.
  *
  * The runtime counts its own allocations (rt_alloc, rt_calloc: bytes per op, exact);
  * those go through malloc and calloc too, so what the probe counts over the same
@@ -39,6 +40,7 @@ struct hx_alloc {
 	char names[MAX_FRAMES][HX_FRAME_LEN];
 	const char *frames[MAX_FRAMES];
 	struct an_usyms *usyms;       /* the fork being drained */
+	uint64_t truncated, truncated_bytes; /* samples drawn under [truncated], their bytes */
 	unsigned sized_threads;       /* what the maps were sized for */
 	double sized_s;
 	char libc[PATH_MAX];
@@ -82,8 +84,12 @@ static int fold(const struct probe_alloc_stack *s, void *arg)
 	if (s->nuser && a->usyms)
 		nuser = hx_user_frames(a->usyms, s->ustack, s->nuser, &a->names[1],
 				      MAX_FRAMES - 5, &rooted, &garbage, &past);
-	if (nuser && (s->lost & PROBE_ALLOC_TRUNCATED) && !rooted)
+	/* a walk at the depth limit that ended at its thread's root lost nothing */
+	if (nuser && (s->lost & PROBE_ALLOC_TRUNCATED) && !rooted) {
 		a->frames[n++] = "[truncated]";
+		a->truncated += s->samples;
+		a->truncated_bytes += s->bytes;
+	}
 	for (unsigned i = nuser; i-- > 0;)
 		a->frames[n++] = a->names[1 + i];
 	/* a stack that was lost still says which function was called */
@@ -206,6 +212,7 @@ static int alloc_reset(void *state)
 	an_folded_free(a->folded);
 	a->folded = fresh;
 	memset(&a->stats, 0, sizeof(a->stats));
+	a->truncated = a->truncated_bytes = 0;
 	a->start_error[0] = a->libc[0] = '\0';
 	a->have_result = false;
 	a->ops = a->rt_calls = a->rt_bytes = 0;
@@ -309,12 +316,14 @@ static void alloc_json(FILE *out, const void *data)
 		an_json_num(out, (double)st->prog_ns / (double)st->prog_runs);
 	else
 		fputs("null", out);
+	/* truncated: the samples drawn under [truncated], and their bytes */
 	fprintf(out, ", \"lost\": {\"samples\": %" PRIu64 ", \"stack_map_full\": %" PRIu64
 		", \"counts_map_full\": %" PRIu64 ", \"counts_map_full_bytes\": %" PRIu64
 		", \"user_stack_errors\": %" PRIu64 ", \"no_thread_state\": %" PRIu64
-		", \"truncated\": %" PRIu64 "}, \"start_error\": ",
+		", \"truncated\": %" PRIu64 ", \"truncated_bytes\": %" PRIu64 "}, "
+		"\"start_error\": ",
 		lost_samples(st), st->stack_full, st->counts_full, st->counts_full_bytes,
-		st->stack_errors, st->no_thread, st->truncated);
+		st->stack_errors, st->no_thread, a->truncated, a->truncated_bytes);
 	an_json_str(out, a->start_error[0] ? a->start_error : NULL);
 }
 
@@ -369,11 +378,13 @@ static void alloc_md(FILE *out, const void *data)
 	an_format_number((double)lost_samples(st), 0, n3, sizeof(n3));
 	fprintf(out, "%s samples, %s sampled bytes; lost: %s samples (stack map full %" PRIu64
 		", counts map full %" PRIu64 " holding %" PRIu64 " bytes, user stack errors %" PRIu64
-		", no thread state %" PRIu64 "), %" PRIu64 " stacks truncated; every lost sample's "
-		"bytes are in alloc.folded under a [lost: ...] frame. Maps: %u stacks, %u keys, "
+		", no thread state %" PRIu64 "), %" PRIu64 " stacks cut at the walk's %d frames "
+		"(%" PRIu64 " bytes); every lost sample's bytes are in alloc.folded under a "
+		"[lost: ...] frame, a cut stack's under [truncated]. Maps: %u stacks, %u keys, "
 		"sized for %g s × %u threads × %llu bytes/s ÷ the period.", n1, n2, n3,
 		st->stack_full, st->counts_full, st->counts_full_bytes, st->stack_errors,
-		st->no_thread, st->truncated, probe_alloc_stack_entries(a->p),
+		st->no_thread, a->truncated, PROBE_MAX_DEPTH, a->truncated_bytes,
+		probe_alloc_stack_entries(a->p),
 		probe_alloc_count_entries(a->p), a->sized_s, a->sized_threads, SIZING_RATE);
 	if (st->starts)
 		fprintf(out, " Attaching to a fork's libc took %.1f ms.",
@@ -410,7 +421,8 @@ static int alloc_finish(void *state, const char *dir, struct an_probe_part *part
 	an_format_number((double)total_calls(st), 0, n2, sizeof(n2));
 	snprintf(a->summary, sizeof(a->summary), "%s bytes in %s calls; %" PRIu64 " samples of %"
 		 PRIu64 " bytes; %s", n1, n2, st->samples, probe_alloc_sample_bytes(a->p),
-		 lost_samples(st) ? "some stacks lost (see lost)" : "nothing lost");
+		 lost_samples(st) || a->truncated ? "some stacks lost or truncated (see lost)"
+						  : "nothing lost");
 	part->summary = a->summary;
 	part->files[0] = "alloc.folded";
 	part->files[1] = "alloc.svg";

@@ -43,7 +43,8 @@ static void read_line(int fd, const char *want)
 	cr_assert_eq(memcmp(buf, want, n), 0, "allocs said '%.*s', not '%s'", (int)n, buf, want);
 }
 
-static struct child spawn_allocs(void)
+/* Start `allocs [MODE]` (mode NULL: none). */
+static struct child spawn_allocs(const char *mode)
 {
 	const char *build = getenv("SCHEDLAB_BUILD");
 	char path[PATH_MAX];
@@ -59,7 +60,7 @@ static struct child spawn_allocs(void)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], STDIN_FILENO);
 		dup2(out[1], STDOUT_FILENO);
-		execl(path, "allocs", (char *)NULL);
+		execl(path, "allocs", mode, (char *)NULL);
 		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
 		_exit(127);
 	}
@@ -145,7 +146,7 @@ static void probe_child(const struct probe_alloc_opts *o, struct an_symcache *ca
 
 	p = probe_alloc_open(o, err, sizeof(err));
 	cr_assert_not_null(p, "%s", err);
-	c = spawn_allocs();
+	c = spawn_allocs(NULL);
 	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(probe_alloc_attached(p), (1u << PROBE_ALLOC_NFN) - 1,
 		     "functions attached: %#x in %s", probe_alloc_attached(p), probe_alloc_libc(p));
@@ -262,7 +263,7 @@ Test(alloc, nothing_is_counted_outside_a_window)
 	need_bpf();
 	p = probe_alloc_open(NULL, err, sizeof(err));
 	cr_assert_not_null(p, "%s", err);
-	c = spawn_allocs();
+	c = spawn_allocs(NULL);
 	/* attached and stopped before the calls: the uprobes are gone */
 	cr_assert_eq(probe_alloc_start(p, c.pid, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(probe_alloc_stop(p), 0);
@@ -306,8 +307,8 @@ static uint64_t folded_bytes(const struct an_folded *f, const char *needle)
 	return sum;
 }
 
-static void run_harness(const struct probe_alloc_opts *o, char *dir, struct an_folded **out,
-			char *json, size_t jsonlen)
+static void run_harness(const struct probe_alloc_opts *o, const char *mode, char *dir,
+			struct an_folded **out, char *json, size_t jsonlen)
 {
 	struct hx_probe_config cfg = { .measure_s = 1, .forks = 1 };
 	struct an_probe_part part = { 0 };
@@ -317,7 +318,7 @@ static void run_harness(const struct probe_alloc_opts *o, char *dir, struct an_f
 	FILE *f;
 
 	cr_assert_eq(hx_alloc_open_sized(&state, &cfg, o, why, sizeof(why)), 0, "%s", why);
-	c = spawn_allocs();
+	c = spawn_allocs(mode);
 	cr_assert_eq(hx_alloc_ops.begin(state, c.pid, 0), 0);
 	run_allocs(&c);
 	cr_assert_eq(hx_alloc_ops.end(state, c.pid), 0);
@@ -349,7 +350,7 @@ Test(alloc, folded_in_bytes_names_the_allocating_function)
 	uint64_t many;
 
 	need_bpf();
-	run_harness(&o, dir, &f, json, sizeof(json));
+	run_harness(&o, NULL, dir, &f, json, sizeof(json));
 	/* the JSON's sampled bytes are the folded total */
 	snprintf(want, sizeof(want), "\"sampled_bytes\": %llu,",
 		 (unsigned long long)an_folded_total(f));
@@ -372,12 +373,41 @@ Test(alloc, folded_draws_the_losses_of_tiny_maps)
 	struct an_folded *f;
 
 	need_bpf();
-	run_harness(&o, dir, &f, json, sizeof(json));
+	run_harness(&o, NULL, dir, &f, json, sizeof(json));
 	snprintf(want, sizeof(want), "\"sampled_bytes\": %llu,",
 		 (unsigned long long)an_folded_total(f));
 	cr_expect(strstr(json, want), "%s not in %s", want, json);
 	cr_expect_gt(folded_bytes(f, "[alloc];allocs;[lost: stack map full];"), 0);
 	cr_expect_gt(folded_bytes(f, "[alloc];[lost: counts map full]"), 0);
 	cr_expect(!strstr(json, "\"lost\": {\"samples\": 0,"), "%s", json);
+	an_folded_free(f);
+}
+
+/* Calls 200 frames down, deeper than the walk's 127: every sample's stack is cut, drawn
+ * under a [truncated] frame above the frames kept, and result.json counts the samples
+ * and their bytes, the bytes those drawn there. */
+Test(alloc, folded_draws_a_stack_deeper_than_the_walk_as_truncated)
+{
+	struct probe_alloc_opts o = { .sample_bytes = PERIOD };
+	char dir[] = "/tmp/schedlab-alloc-XXXXXX", json[8192], want[64];
+	const char *part;
+	struct an_folded *f;
+	uint64_t bytes;
+
+	need_bpf();
+	run_harness(&o, "deep", dir, &f, json, sizeof(json));
+	bytes = folded_bytes(f, ";[truncated];alloc_deep;");
+	cr_expect_gt(bytes, 0, "no stack under [truncated]");
+	cr_expect_eq(folded_bytes(f, "[truncated]"), bytes, "only the deep calls were made");
+	/* at least the 64 MiB of alloc_known_big, less a period */
+	cr_expect_gt(bytes, (uint64_t)ALLOCS_BIG_N * ALLOCS_BIG_SIZE - PERIOD);
+	snprintf(want, sizeof(want), "\"sampled_bytes\": %llu,",
+		 (unsigned long long)an_folded_total(f));
+	cr_expect(strstr(json, want), "%s not in %s", want, json);
+	part = strstr(json, "\"lost\": {");
+	cr_assert_not_null(part, "%s", json);
+	snprintf(want, sizeof(want), "\"truncated_bytes\": %llu", (unsigned long long)bytes);
+	cr_expect(strstr(part, want), "%s not in %s", want, part);
+	cr_expect(!strstr(part, "\"truncated\": 0,"), "truncated samples counted: %s", part);
 	an_folded_free(f);
 }

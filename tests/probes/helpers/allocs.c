@@ -1,14 +1,17 @@
 /*
  * allocs: a child that asks the C allocator for known sizes, for the alloc probe tests.
  *
- *   allocs
+ *   allocs [deep]
  *
  * Prints "ready" once its own start-up allocations are done (stdio's buffers among
  * them), waits for a byte on stdin, then, in noinline functions named alloc_known_*,
  * makes exactly the calls ALLOCS_* below describe, writes "done" and waits for stdin to
  * close. Between the byte and "done" it calls nothing else that allocates: it talks
- * with read() and write() only.
+ * with read() and write() only. With "deep", it makes only the calls of
+ * alloc_known_malloc and alloc_known_big, ALLOCS_DEEP frames of alloc_deep down: deeper
+ * than a stack walk keeps.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +100,20 @@ NOINLINE void alloc_known_many(void)
 	}
 }
 
-int main(void)
+NOINLINE void alloc_deep(int depth)
 {
+	if (depth <= 0) {
+		alloc_known_malloc();
+		alloc_known_big();
+		return;
+	}
+	alloc_deep(depth - 1);
+	__asm__ volatile("" ::: "memory"); /* no tail call: each level keeps its frame */
+}
+
+int main(int argc, char **argv)
+{
+	bool deep = argc > 1 && !strcmp(argv[1], "deep");
 	char c;
 
 	prctl(PR_SET_NAME, "allocs");
@@ -106,12 +121,16 @@ int main(void)
 	fflush(stdout);
 	if (read(0, &c, 1) != 1)
 		return 1;
-	alloc_known_malloc();
-	alloc_known_calloc();
-	alloc_known_realloc();
-	alloc_known_aligned();
-	alloc_known_big();
-	alloc_known_many();
+	if (deep) {
+		alloc_deep(ALLOCS_DEEP);
+	} else {
+		alloc_known_malloc();
+		alloc_known_calloc();
+		alloc_known_realloc();
+		alloc_known_aligned();
+		alloc_known_big();
+		alloc_known_many();
+	}
 	if (write(1, "done\n", 5) != 5)
 		return 1;
 	while (read(0, &c, 1) > 0)

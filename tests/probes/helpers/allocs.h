@@ -22,6 +22,7 @@
 #define ALLOCS_BIG_SIZE		 (1 << 20)
 #define ALLOCS_MANY_N		 200000 /* alloc_known_many: malloc(256), freed at once */
 #define ALLOCS_MANY_SIZE	 256
+#define ALLOCS_DEEP		 200  /* allocs deep: frames of alloc_deep above the calls */
 
 #define ALLOCS_MALLOC_CALLS                                                          \
 	(ALLOCS_MALLOC_N + ALLOCS_REALLOC_N + ALLOCS_REALLOC_NULL_N + ALLOCS_BIG_N + \
