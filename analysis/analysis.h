@@ -483,6 +483,8 @@ struct an_probe_summary {
 	unsigned stack_copy;    /* DWARF: user stack bytes copied per sample */
 	unsigned ring_bytes;
 	unsigned stack_entries, count_entries; /* the maps' sizes: what one fork's drain holds */
+	const char *maps_sized; /* how those sizes were chosen ("given: --oncpu-maps", or the
+				 * rule for the run); NULL: not said */
 	uint64_t stack_bytes;   /* user stack bytes the DWARF samples copied */
 	uint64_t unwind_ns;     /* user-space time unwinding the DWARF samples */
 	const char *unwind_error; /* why some fork's DWARF samples could not be unwound; NULL

@@ -292,8 +292,13 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		p->ring_bytes, (unsigned long long)p->stack_bytes,
 		(unsigned long long)p->unwind_ns);
 	json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
-	fprintf(out, "}, \"maps\": {\"stack_entries\": %u, \"count_entries\": %u}",
+	fprintf(out, "}, \"maps\": {\"stack_entries\": %u, \"count_entries\": %u",
 		p->stack_entries, p->count_entries);
+	if (p->maps_sized) {
+		fputs(", \"sized\": ", out);
+		json_str(out, p->maps_sized);
+	}
+	fputs("}", out);
 	fprintf(out, ", \"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
 		(unsigned long long)p->prog_runs, (unsigned long long)p->prog_ns);
 	for (unsigned i = 0; i < ncats(p); i++)
@@ -764,8 +769,9 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 			(unsigned long long)p->kstack_errors, (unsigned long long)p->counts_full,
 			(unsigned long long)p->ring_full, (unsigned long long)p->truncated);
 	if ((p->ustack_full || p->kstack_full || p->counts_full) && p->stack_entries)
-		fprintf(out, "; the maps hold %u distinct stacks and %u counts a fork",
-			p->stack_entries, p->count_entries);
+		fprintf(out, "; the maps hold %u distinct stacks and %u counts a fork "
+			"(--oncpu-maps STACKS,COUNTS sets them)", p->stack_entries,
+			p->count_entries);
 	else if (why == AN_SHORT_NONE)
 		fputs("; nothing lost", out);
 	fputs("\n", out);

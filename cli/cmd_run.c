@@ -104,6 +104,7 @@ enum {
 	OPT_OFFCPU_STACKS,
 	OPT_ALLOC_SAMPLE,
 	OPT_EVENTS,
+	OPT_ONCPU_MAPS,
 };
 
 static const struct argp_option options[] = {
@@ -142,6 +143,12 @@ static const struct argp_option options[] = {
 	{ "stack-copy", OPT_STACK_COPY, "BYTES", 0,
 	  "user stack a DWARF sample copies, from its stack pointer up (default 16384; 64 to "
 	  "65536, a multiple of 8)",
+	  2 },
+	{ "oncpu-maps", OPT_ONCPU_MAPS, "STACKS,COUNTS", 0,
+	  "the on-CPU probe's maps: distinct stacks and aggregated counts a fork keeps (1 to "
+	  "262144 and 1 to 1048576; about 1 KiB of kernel memory a stack). By default they are "
+	  "sized for the samples a fork's measured iterations can take; a fork that fills them "
+	  "has its losses counted and drawn, and report.md names the sizes",
 	  2 },
 	{ "group", OPT_GROUP, "BY", 0,
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
@@ -208,12 +215,17 @@ struct run_args {
 	bool wakers;                    /* offcpu: --wakers */
 	unsigned offcpu_stacks;         /* offcpu: PROBE_OFFCPU_*; 0: not given (both) */
 	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
+	long oncpu_stacks, oncpu_counts; /* --oncpu-maps; 0: sized for the run */
+	char oncpu_maps_sized[160];     /* how they were sized, for result.json */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
 	int bad;
 };
 
 #define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
+/* --oncpu-maps at most: 256 MiB of kernel memory in stacks, and four counts a stack */
+#define ONCPU_MAPS_STACKS_MAX 262144
+#define ONCPU_MAPS_COUNTS_MAX 1048576
 
 /* The kernel's sampling ceiling, which it also lowers by itself when samples take too
  * long (perf_cpu_time_max_percent): a --freq above it is throttled, not delivered.
@@ -383,6 +395,20 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_EVENTS:
 		a->events = arg;
 		return 0;
+	case OPT_ONCPU_MAPS: {
+		char num[32], *comma = strchr(arg, ',');
+
+		if (!comma || (size_t)(comma - arg) >= sizeof(num) ||
+		    (snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg),
+		     !cli_parse_long(num, 1, ONCPU_MAPS_STACKS_MAX, &a->oncpu_stacks)) ||
+		    !cli_parse_long(comma + 1, 1, ONCPU_MAPS_COUNTS_MAX, &a->oncpu_counts)) {
+			a->bad = cli_usage_error("--oncpu-maps '%s': expected STACKS,COUNTS, from 1 "
+						 "to %d and 1 to %d, e.g. --oncpu-maps 16384,40960",
+						 arg, ONCPU_MAPS_STACKS_MAX, ONCPU_MAPS_COUNTS_MAX);
+			return EINVAL;
+		}
+		return 0;
+	}
 	case OPT_ALLOC_SAMPLE:
 		if (!parse_bytes(arg, &a->alloc_sample)) {
 			a->bad = cli_usage_error("--alloc-sample '%s': expected bytes from 1 to 1G, a "
@@ -755,6 +781,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 	if (a->oncpu && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --group %s",
 					a->group_task ? "task" : "thread");
+	if (a->oncpu && a->oncpu_stacks && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --oncpu-maps %ld,%ld",
+					a->oncpu_stacks, a->oncpu_counts);
 	if (a->overhead && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --overhead");
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->min_block_us && off < len)
@@ -1058,6 +1087,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
 		probe.stack_entries = probe_oncpu_stack_entries(prof->oncpu);
 		probe.count_entries = probe_oncpu_count_entries(prof->oncpu);
+		probe.maps_sized = a->oncpu_maps_sized;
 		probe.stack_bytes = prof->stats.stack_bytes;
 		probe.unwind_ns = prof->unwind_ns;
 		probe.unwind_error = prof->unwind_error;
@@ -1321,6 +1351,8 @@ int cmd_run(int argc, char **argv)
 
 	if (cli_argp_parse(&argp, "run", argc, argv, &a))
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
+	if (a.oncpu_stacks && !a.oncpu)
+		return cli_usage_error("--oncpu-maps is an oncpu option: add oncpu to --probes");
 	if ((a.min_block_us || a.wakers || a.offcpu_stacks) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
 		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
 				       a.wakers	       ? "--wakers"
@@ -1362,8 +1394,18 @@ int cmd_run(int argc, char **argv)
 			pc.threads = w;
 	}
 	po.freq = (unsigned)a.freq;
-	po.stack_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_STACK_ENTRIES);
-	po.count_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_COUNT_ENTRIES);
+	if (a.oncpu_stacks) {
+		po.stack_entries = (unsigned)a.oncpu_stacks;
+		po.count_entries = (unsigned)a.oncpu_counts;
+		snprintf(a.oncpu_maps_sized, sizeof(a.oncpu_maps_sized), "given: --oncpu-maps");
+	} else {
+		po.stack_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_STACK_ENTRIES);
+		po.count_entries = oncpu_entries(a.freq, pc.measure_s, PROBE_ONCPU_COUNT_ENTRIES);
+		snprintf(a.oncpu_maps_sized, sizeof(a.oncpu_maps_sized),
+			 "for the run: 1.25 x %ld Hz x %ld CPUs x %g s measured, from 1024 to %d "
+			 "and %d", a.freq, sysconf(_SC_NPROCESSORS_ONLN), pc.measure_s,
+			 PROBE_ONCPU_STACK_ENTRIES, PROBE_ONCPU_COUNT_ENTRIES);
+	}
 	po.callgraph = (enum probe_callgraph)a.callgraph;
 	po.stack_copy = (unsigned)a.stack_copy;
 	po.group_task = a.group_task;

@@ -107,6 +107,8 @@ Test(run_cli, malformed_numbers_are_bad_input)
 		{ "--iterations", "" }, { "--time", "1s" },     { "--time", "nan" },
 		{ "--freq", "0" },      { "--freq", "99999999" },
 		{ "--timeline-events", "0" }, { "--timeline-events", "many" },
+		{ "--oncpu-maps", "4" },      { "--oncpu-maps", "0,8" },
+		{ "--oncpu-maps", "4,9999999" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -256,21 +258,44 @@ static uint64_t json_u64(const char *json, const char *after, const char *key)
 	return strtoull(p + strlen(pat), NULL, 10);
 }
 
-static uint64_t folded_total(const char *path)
+/* Run `schedlab ARGV...`, whose run folders go under in_dir("results"), and read its
+ * result.json (to be freed). */
+static char *run_result(const char *const *argv)
+{
+	char path[1024], *json;
+
+	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
+	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	return json;
+}
+
+/* The counts of the folded file's lines that hold frame as a whole frame (NULL: all). */
+static uint64_t folded_weight(const char *path, const char *frame)
 {
 	FILE *f = fopen(path, "r");
-	char line[8192];
+	char line[8192], want[128];
 	uint64_t total = 0;
 
 	cr_assert_not_null(f, "%s", path);
+	snprintf(want, sizeof(want), ";%s;", frame ? frame : "");
 	while (fgets(line, sizeof(line), f)) {
-		char *sp = strrchr(line, ' ');
+		char *sp = strrchr(line, ' '), framed[sizeof(line) + 2];
 
 		cr_assert_not_null(sp, "a folded line without a count: %s", line);
-		total += strtoull(sp + 1, NULL, 10);
+		/* each frame between semicolons, the first and the last included */
+		snprintf(framed, sizeof(framed), ";%.*s;", (int)(sp - line), line);
+		if (!frame || strstr(framed, want))
+			total += strtoull(sp + 1, NULL, 10);
 	}
 	fclose(f);
 	return total;
+}
+
+static uint64_t folded_total(const char *path)
+{
+	return folded_weight(path, NULL);
 }
 
 Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
@@ -328,12 +353,8 @@ static void expect_oncpu_maps(const char *iterations, const char *time_s, unsign
 	const char *argv[] = { "run", "workers", "--forks", "1", "--warmup", "0",
 			       "--iterations", iterations, "--time", time_s, "--probes",
 			       "oncpu", "--out", in_dir("results"), NULL };
-	char path[1024], *json;
+	char *json = run_result(argv);
 
-	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
-	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
-	json = slurp(path, NULL);
-	cr_assert_not_null(json, "%s", path);
 	cr_expect_eq(json_u64(json, "\"maps\"", "stack_entries"), stacks,
 		     "%s x %s s: %s", iterations, time_s, strstr(json, "\"maps\""));
 	cr_expect_eq(json_u64(json, "\"maps\"", "count_entries"), counts,
@@ -355,6 +376,55 @@ Test(run_cli, oncpu_maps_are_sized_for_the_run, .timeout = 120)
 			  want < 1024 ? 1024 : want > 40960 ? 40960 : want);
 }
 
+/* Maps of 4 stacks and 8 counts, far fewer than a run's stacks: most samples find a map
+ * full, and each is still counted in result.json and drawn under its [lost: ...] frame
+ * in oncpu.folded, so that the count of each kind is the weight of its frame and the
+ * folded total the samples taken. Frame pointers alone, so that every sample goes
+ * through the maps. */
+Test(run_cli, oncpu_losses_of_full_maps_are_counted_and_drawn, .timeout = 120)
+{
+	const char *argv[] = { "run", "workers", "--forks", "1", "--warmup", "0",
+			       "--iterations", "1", "--time", "0.3", "--probes", "oncpu",
+			       "--call-graph", "fp", "--oncpu-maps", "4,8", "--out",
+			       in_dir("results"), NULL };
+	static const char *const kinds[][2] = {
+		{ "user_stack_storage_full", "[lost: user stack storage full]" },
+		{ "kernel_stack_storage_full", "[lost: kernel stack storage full]" },
+		{ "user_stack_errors", "[lost: user stack error]" },
+		{ "kernel_stack_errors", "[lost: kernel stack error]" },
+		{ "counts_map_full", "[lost: counts map full]" },
+	};
+	char path[1024], folded[1024], why[256], *json, *md;
+	uint64_t samples;
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("oncpu cannot attach here: %s", why);
+	json = run_result(argv);
+	snprintf(folded, sizeof(folded), "%s/latest/oncpu.folded", in_dir("results"));
+	cr_expect_eq(json_u64(json, "\"maps\"", "stack_entries"), 4);
+	cr_expect_eq(json_u64(json, "\"maps\"", "count_entries"), 8);
+	cr_expect_not_null(strstr(json, "\"sized\": \"given: --oncpu-maps\""), "%s", json);
+	cr_expect_not_null(strstr(json, " --oncpu-maps 4,8"), "the command: %s", json);
+	samples = json_u64(json, "\"probes\"", "samples");
+	cr_expect_gt(samples, 0);
+	cr_expect_eq(folded_total(folded), samples, "folded total = samples taken");
+	cr_expect_gt(json_u64(json, "\"lost\"", kinds[0][0]), 0, "%s", strstr(json, "\"lost\""));
+	cr_expect_gt(json_u64(json, "\"lost\"", "counts_map_full"), 0, "%s",
+		     strstr(json, "\"lost\""));
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		cr_expect_eq(folded_weight(folded, kinds[i][1]),
+			     json_u64(json, "\"lost\"", kinds[i][0]), "%s: %s", kinds[i][0],
+			     strstr(json, "\"lost\""));
+	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
+	md = slurp(path, NULL);
+	cr_assert_not_null(md, "%s", path);
+	cr_expect_not_null(strstr(md, "the maps hold 4 distinct stacks and 8 counts a fork "
+				      "(--oncpu-maps STACKS,COUNTS sets them)"),
+			   "%s", md);
+	free(md);
+	free(json);
+}
+
 /* tcp-blocking's forks sleep in recv most of the time, so the CPUs idle and their
  * timers lapse: wall time × CPUs × freq owed it 2,000 samples and called the 49%
  * that never came throttling. Its own CPU time owes it a few dozen; what of those does
@@ -368,10 +438,7 @@ Test(run_cli, an_idle_heavy_run_is_not_reported_throttled, .timeout = 120)
 
 	if (!probe_bpf_available(why, sizeof(why)))
 		cr_skip_test("BPF cannot load here: %s", why);
-	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
-	snprintf(path, sizeof(path), "%s/latest/result.json", in_dir("results"));
-	json = slurp(path, NULL);
-	cr_assert_not_null(json, "%s", path);
+	json = run_result(argv);
 	expected = json_u64(json, "\"sampling\"", "expected");
 	taken = json_u64(json, "\"sampling\"", "taken");
 	cpu_ns = json_u64(json, "\"sampling\"", "cpu_ns");
