@@ -1072,7 +1072,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		probe.ustack_errors = prof->stats.ustack_errors;
 		probe.kstack_errors = prof->stats.kstack_errors;
 		probe.counts_full = prof->stats.counts_full;
-		probe.truncated = prof->stats.truncated;
+		probe.truncated = prof->truncated; /* as drawn, DWARF's unwinds included */
 		probe.ring_full = prof->stats.ring_full;
 		/* a fork whose CPU time is unknown makes the figure a guess: none */
 		probe.expected = prof->stats.unclocked ? 0 : prof->stats.expected;

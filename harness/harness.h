@@ -193,6 +193,8 @@ struct hx_profile {
 	struct an_stack_quality quality;
 	struct an_agreement agreement;
 	struct an_attribution attribution; /* which method gave each sample its category */
+	uint64_t truncated;          /* stacks cut at the walk's depth, user and kernel apart:
+				      * the [truncated] frames of folded, by their counts */
 	uint64_t unwind_ns;          /* time spent unwinding DWARF samples */
 	uint64_t prog_runs, prog_ns; /* the sampling program's cost in the kernel */
 	char unwind_error[160];      /* why a fork had no DWARF unwinder; "" if none */

@@ -346,8 +346,12 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 		f->frames[nroot++] = marker;
 	if (!marker && (s->lost & PROBE_LOST_RING))
 		f->frames[nroot++] = "[lost: ring buffer full]"; /* the frame-pointer walk's */
-	if (ucount && (s->lost & PROBE_TRUNCATED_USTACK) && !rooted)
+	/* a walk at the depth limit that ended at its thread's root lost nothing; the
+	 * stacks cut are counted as drawn, DWARF's unwinds (which the probe never sees) too */
+	if (ucount && (s->lost & PROBE_TRUNCATED_USTACK) && !rooted) {
 		f->frames[nroot++] = "[truncated]";
+		p->truncated += s->count;
+	}
 	for (size_t i = ucount; i-- > 0;)
 		f->frames[nroot++] = f->names[ubase + i];
 	if (s->nkernel || (s->lost & (PROBE_LOST_KSTACK_FULL | PROBE_LOST_KSTACK_ERROR))) {
@@ -356,8 +360,10 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 			f->frames[nroot++] = "[lost: kernel stack storage full]";
 		else if (s->lost & PROBE_LOST_KSTACK_ERROR)
 			f->frames[nroot++] = "[lost: kernel stack error]";
-		if (s->lost & PROBE_TRUNCATED_KSTACK)
+		if (s->lost & PROBE_TRUNCATED_KSTACK) {
 			f->frames[nroot++] = "[truncated]";
+			p->truncated += s->count;
+		}
 		for (size_t i = s->nkernel < PROBE_MAX_DEPTH ? s->nkernel : PROBE_MAX_DEPTH;
 		     i-- > 0;)
 			f->frames[nroot++] = f->names[kbase + i];
@@ -627,7 +633,7 @@ int hx_profile_reset(struct hx_profile *p)
 	memset(&p->quality, 0, sizeof(p->quality));
 	memset(&p->agreement, 0, sizeof(p->agreement));
 	memset(&p->attribution, 0, sizeof(p->attribution));
-	p->unwind_ns = p->prog_runs = p->prog_ns = 0;
+	p->unwind_ns = p->prog_runs = p->prog_ns = p->truncated = 0;
 	p->unwind_error[0] = '\0';
 	p->nall_breaks = 0;
 	p->breaks_overflow = 0;

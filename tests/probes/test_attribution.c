@@ -9,22 +9,26 @@
 #include <criterion/criterion.h>
 
 #include "analysis/analysis.h"
-#include "harness/harness.h"
-#include "tests/probes/busy.h"
+#include "tests/probes/windows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 TestSuite(attribution, .fini = reap_kids, .timeout = 120);
 
-static double seconds(void)
+/* Both kinds of sample plentiful. */
+static bool enough_of_both(const struct hx_profile *p)
 {
-	struct timespec ts;
+	return p->attribution.by_category[AN_CAT_ALLOC] >= 100 &&
+	       p->attribution.by_category[AN_CAT_OTHER] >= 100;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+static void both_seen(const struct hx_profile *p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu allocation and %llu other samples",
+		 (unsigned long long)p->attribution.by_category[AN_CAT_ALLOC],
+		 (unsigned long long)p->attribution.by_category[AN_CAT_OTHER]);
 }
 
 /* The category the rules give one folded line's own frames, read leaf first: kernel
@@ -57,34 +61,15 @@ Test(attribution, a_thread_without_a_phase_word_gets_the_rules_categories)
 {
 	struct probe_oncpu_opts o = { .freq = 999, .callgraph = PROBE_CG_AUTO };
 	struct hx_profile p;
-	struct hx_hooks h;
 	const struct an_attribution *a = &p.attribution;
 	const struct an_folded_line *lines;
 	struct an_rules *rules;
 	char err[256], root[64], want[64];
 	uint64_t sum = 0, alloc_lines = 0;
-	int64_t tls;
-	double deadline;
 	size_t n;
-	pid_t pid;
 
-	need_bpf();
-	pid = spawn_busy("100", "1", "alloc", "busy-alloc", &tls);
-	cr_assert_eq(hx_profile_open(&p, true, &o), 0);
-	cr_assert(p.attached, "oncpu: %s", p.status);
-	hx_profile_hooks(&p, &h);
-	/* windows until both kinds of sample are plentiful: the CPUs may be busy with
-	 * other work, which only makes this take longer */
-	deadline = seconds() + 60;
-	while (a->by_category[AN_CAT_ALLOC] < 100 || a->by_category[AN_CAT_OTHER] < 100) {
-		cr_assert_lt(seconds(), deadline,
-			     "after 60 s: %llu allocation and %llu other samples",
-			     (unsigned long long)a->by_category[AN_CAT_ALLOC],
-			     (unsigned long long)a->by_category[AN_CAT_OTHER]);
-		cr_assert_eq(h.measure_begin(h.ctx, pid, tls), 0);
-		sleep_ms(250);
-		cr_assert_eq(h.measure_end(h.ctx, pid), 0);
-	}
+	/* windows until both kinds of sample are plentiful */
+	profile_busy(&p, &o, "alloc", "busy-alloc", 250, enough_of_both, both_seen);
 
 	cr_log_info("allocation %llu, other %llu, kernel %llu of %llu samples",
 		    (unsigned long long)a->by_category[AN_CAT_ALLOC],
