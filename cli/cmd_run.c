@@ -402,9 +402,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		    (snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg),
 		     !cli_parse_long(num, 1, ONCPU_MAPS_STACKS_MAX, &a->oncpu_stacks)) ||
 		    !cli_parse_long(comma + 1, 1, ONCPU_MAPS_COUNTS_MAX, &a->oncpu_counts)) {
-			a->bad = cli_usage_error("--oncpu-maps '%s': expected STACKS,COUNTS, from 1 "
-						 "to %d and 1 to %d, e.g. --oncpu-maps 16384,40960",
-						 arg, ONCPU_MAPS_STACKS_MAX, ONCPU_MAPS_COUNTS_MAX);
+			a->bad = cli_usage_error(
+				"--oncpu-maps '%s': expected STACKS,COUNTS, from 1 to %d and 1 to "
+				"%d, e.g. --oncpu-maps 16384,40960",
+				arg, ONCPU_MAPS_STACKS_MAX, ONCPU_MAPS_COUNTS_MAX);
 			return EINVAL;
 		}
 		return 0;

@@ -431,7 +431,8 @@ static void write_json(FILE *out, const void *data)
 	an_json_num(out, us_of(st->counts_full_ns));
 	fprintf(out, ", \"start_map_full\": %" PRIu64 ", \"waker_map_full\": %" PRIu64
 		     ", \"waker_map_full_intervals\": %" PRIu64 ", \"program_misses\": %" PRIu64
-		     "}", st->start_full, st->waker_full, st->waker_lost, probe_offcpu_misses(s->p));
+		     "}",
+		st->start_full, st->waker_full, st->waker_lost, probe_offcpu_misses(s->p));
 	/* what the folded files draw under each kind of loss frame */
 	fputs(", \"lost_frames\": {", out);
 	for (int k = 0; k < NLOSSES; k++)
@@ -554,13 +555,15 @@ static void write_md(FILE *out, const void *data)
 		st->counts_full, counts, st->start_full, threads, s->lost_intervals[L_TRUNCATED],
 		PROBE_MAX_DEPTH);
 	if (s->wakers)
-		fprintf(out, ", %" PRIu64 " wake-ups with no room in the wakers map (%u threads), "
-			     "which left %" PRIu64 " intervals without their waker ([lost: waker map "
-			     "full] in wakers.folded)", st->waker_full, wakers, st->waker_lost);
+		fprintf(out, ", %" PRIu64 " wake-ups with no room in the wakers map (%u "
+			     "threads), which left %" PRIu64 " intervals without their waker "
+			     "([lost: waker map full] in wakers.folded)",
+			st->waker_full, wakers, st->waker_lost);
 	if (s->sized_threads)
-		fprintf(out, ". The thread maps are sized for the fork's threads (%d per worker "
-			     "of %u, and %d), the stacks and keys at the probe's defaults: the wait "
-			     "sites are bounded by neither the run's threads nor its length",
+		fprintf(out, ". The thread maps are sized for the fork's threads (%d per "
+			     "worker of %u, and %d), the stacks and keys at the probe's defaults: "
+			     "the wait sites are bounded by neither the run's threads nor its "
+			     "length",
 			HX_THREADS_PER_WORKER, s->sized_threads, HX_THREADS_EXTRA);
 	if (probe_offcpu_stacks(s->p) & PROBE_OFFCPU_USER)
 		fprintf(out, ". User stacks are walked by frame pointers: of the %.1f ms with one, "

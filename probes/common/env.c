@@ -18,9 +18,9 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -88,7 +88,8 @@ static void refusal_save(const char *log, size_t n)
 {
 	const char *dir = getenv("TMPDIR");
 	char name[sizeof(refusal.prog)];
-	int fd, ok;
+	ssize_t wrote;
+	int fd, err;
 
 	snprintf(name, sizeof(name), "%s", refusal.prog);
 	for (char *c = name; *c; c++)
@@ -107,9 +108,12 @@ static void refusal_save(const char *log, size_t n)
 		refusal.log[0] = '\0';
 		return;
 	}
-	ok = write(fd, log, n) == (ssize_t)n;
-	if (!ok || close(fd)) {
-		refusal.log_errno = ok ? errno : EIO;
+	wrote = write(fd, log, n);
+	err = wrote == (ssize_t)n ? 0 : wrote < 0 ? errno : EIO;
+	if (close(fd) && !err)
+		err = errno;
+	if (err) {
+		refusal.log_errno = err;
 		unlink(refusal.log);
 		refusal.log[0] = '\0';
 	}
@@ -120,7 +124,8 @@ static void refusal_save(const char *log, size_t n)
  * why, and save the log. */
 static void keep_refusal(const char *fmt, va_list ap)
 {
-	static const char begin[] = "BEGIN PROG LOAD LOG --\n", end_mark[] = "-- END PROG LOAD LOG";
+	static const char begin[] = "BEGIN PROG LOAD LOG --\n";
+	static const char end_mark[] = "-- END PROG LOAD LOG";
 	const char *name, *quote, *log, *end;
 	va_list again;
 	char *msg;

@@ -56,7 +56,8 @@ Test(env, a_refused_program_is_named_with_the_verifiers_reason_and_the_fix)
 	ret = load_refused(err, sizeof(err));
 	cr_assert_lt(ret, 0, "the verifier took a read through a random number");
 	cr_expect_neq(ret, -EPERM, "root may load it: a refusal, not a missing privilege");
-	cr_expect(!strncmp(err, "refused: load failed: " REFUSED_PREFIX, 22 + strlen(REFUSED_PREFIX)),
+	cr_expect(!strncmp(err, "refused: load failed: " REFUSED_PREFIX,
+			   22 + strlen(REFUSED_PREFIX)),
 		  "%s", err);
 	/* the verifier's own words for it: "R0 invalid mem access 'scalar'" ('inv' before
 	 * 5.18) */

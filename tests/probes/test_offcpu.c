@@ -317,7 +317,8 @@ Test(offcpu, a_stack_deeper_than_the_walk_is_flagged_truncated)
 
 	p = run_with(NULL, "20", "1", "deep", &v, &st, &measured);
 	/* a nap whose switch-in went unseen (a restart, counted) has no interval */
-	cr_expect_geq(v.truncated_naps + st.restarts, 20, "%llu of 20 naps truncated, %llu restarts",
+	cr_expect_geq(v.truncated_naps + st.restarts, 20,
+		      "%llu of 20 naps truncated, %llu restarts",
 		      (unsigned long long)v.truncated_naps, (unsigned long long)st.restarts);
 	cr_expect_eq(st.truncated, v.truncated_stacks, "counted as flagged");
 	cr_expect_eq(v.deep_bad, 0, "%llu naps not cut at the depth limit",
