@@ -19,6 +19,10 @@
 
 /* ---- statistics ------------------------------------------------------------------ */
 
+/* The 99.95th percentile of the standard normal: a two-sided 99.9% interval for a share
+ * of many samples (a binomial proportion, by the normal approximation). */
+#define AN_Z_999 3.2905267314919
+
 /* The p-quantile of Student's t with df degrees of freedom: P(T <= t) = p.
  * NAN when df == 0 or p is outside (0, 1). an_t_quantile(0.9995, 8) = 5.041. */
 double an_t_quantile(double p, unsigned df);
@@ -228,6 +232,9 @@ const char *an_result_str(const struct an_result *r, const char *path);
 size_t an_result_len(const struct an_result *r, const char *path);
 /* The i-th member name of the object at path, in the file's order; NULL past the end. */
 const char *an_result_key(const struct an_result *r, const char *path, size_t i);
+/* The index in "probes" of the probe called name ("oncpu", "sched") that attached; -1
+ * when there is none. */
+ssize_t an_result_probe(const struct an_result *r, const char *name);
 /* Tables ({"columns": [...], "rows": [[...], ...]}: per_iteration, per_worker): the
  * index of a column (-1: none), and one cell by row and column name (NAN: none). */
 ssize_t an_result_column(const struct an_result *r, const char *table, const char *column);

@@ -21,10 +21,6 @@
 
 #include "analysis/analysis.h"
 
-/* The 99.95th percentile of the standard normal: a two-sided 99.9% interval for a share
- * of many samples (a binomial proportion, by the normal approximation). */
-#define Z_999 3.2905267314919
-
 /* The functions listed in the report, at most. */
 #define TOP_FUNCTIONS 12
 
@@ -374,7 +370,7 @@ static double share_half(double pa, uint64_t na, double pb, uint64_t nb)
 		v += pa * (1 - pa) / (double)na;
 	if (nb)
 		v += pb * (1 - pb) / (double)nb;
-	return 100 * Z_999 * sqrt(v);
+	return 100 * AN_Z_999 * sqrt(v);
 }
 
 /* A category's share of each run's categorized samples (0 where the run has none). */

@@ -758,24 +758,6 @@ static void probe_distortion(struct ctx *c)
 
 /* ---- the scheduler probe ---------------------------------------------------------------- */
 
-/* The entry of "probes" that is the probe called name, attached; -1 when there is none. */
-static ssize_t part_index(const struct ctx *c, const char *name)
-{
-	size_t n = an_result_len(c->r, "probes");
-	char path[64];
-
-	for (size_t i = 0; i < n; i++) {
-		const char *s;
-
-		snprintf(path, sizeof(path), "probes.%zu.name", i);
-		s = an_result_str(c->r, path);
-		snprintf(path, sizeof(path), "probes.%zu.attached", i);
-		if (s && !strcmp(s, name) && an_result_num(c->r, path) > 0)
-			return (ssize_t)i;
-	}
-	return -1;
-}
-
 /* The number at probes.I.NAME, or 0 when there is none. */
 static double part_num(const struct ctx *c, ssize_t i, const char *name)
 {
@@ -787,7 +769,7 @@ static double part_num(const struct ctx *c, ssize_t i, const char *name)
 
 static void runq_latency(struct ctx *c)
 {
-	ssize_t i = part_index(c, "sched");
+	ssize_t i = an_result_probe(c->r, "sched");
 	double p99, p50, waits, runq_ms, vol, invol;
 	char a[64], b[64];
 	struct an_finding *f;
@@ -823,7 +805,7 @@ static void runq_latency(struct ctx *c)
 
 static void migrations(struct ctx *c)
 {
-	ssize_t i = part_index(c, "sched");
+	ssize_t i = an_result_probe(c->r, "sched");
 	double rate, worker, total, secs;
 	struct an_finding *f;
 
@@ -850,9 +832,7 @@ static void migrations(struct ctx *c)
 
 bool an_result_probe_attached(const struct an_result *r, const char *name)
 {
-	struct ctx c = { .r = r };
-
-	return r && part_index(&c, name) >= 0;
+	return r && an_result_probe(r, name) >= 0;
 }
 
 void an_findings_not_examined(bool sched, bool offcpu, char *buf, size_t len)

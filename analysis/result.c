@@ -285,6 +285,23 @@ const char *an_result_key(const struct an_result *r, const char *path, size_t i)
 	return NULL;
 }
 
+ssize_t an_result_probe(const struct an_result *r, const char *name)
+{
+	size_t n = an_result_len(r, "probes");
+	char path[64];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s;
+
+		snprintf(path, sizeof(path), "probes.%zu.name", i);
+		s = an_result_str(r, path);
+		snprintf(path, sizeof(path), "probes.%zu.attached", i);
+		if (s && !strcmp(s, name) && an_result_num(r, path) > 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
 ssize_t an_result_column(const struct an_result *r, const char *table, const char *column)
 {
 	char path[256];
