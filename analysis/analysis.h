@@ -682,6 +682,7 @@ enum an_suite_metric {
 	AN_SUITE_NS_PER_OP,    /* 1e9 / throughput, its error propagated to first order */
 	AN_SUITE_BYTES_PER_OP, /* the runtime allocator's bytes over the ops */
 	AN_SUITE_WL_METRIC,    /* a figure the workload reports (workload_metrics.NAME) */
+	AN_SUITE_CATEGORY_SHARE, /* the on-CPU probe's samples in category NAME, in % of all */
 };
 
 /* One cell: a `schedlab run` of workload under preset with params, and the study's figure
@@ -693,7 +694,8 @@ struct an_suite_cell {
 	const char *preset;
 	const char *params;     /* -P assignments separated by spaces; "" for none */
 	enum an_suite_metric metric;
-	const char *metric_name; /* AN_SUITE_WL_METRIC: the workload's figure */
+	const char *metric_name; /* AN_SUITE_WL_METRIC: the workload's figure;
+				  * AN_SUITE_CATEGORY_SHARE: the category ("stack-capture") */
 	double published, published_err; /* NAN: the study gave none */
 	double study_ratio;     /* the study's ratio to the reference row where it gave only
 				 * that; NAN: published / the reference's published */
@@ -709,6 +711,18 @@ struct an_suite_cell {
 	 * cell's in the study (kyo-flush between Kyo default and cats-effect): the shape
 	 * holds when ours lies between the same two, whatever the ratio. NULL: the band. */
 	const char *between;
+	/* The row of this column that is farther from the base row than this cell, either
+	 * way (the exceptions without a trace nearer the hand-written either than the
+	 * exceptions that fill a trace): the shape holds when ours is nearer the base than
+	 * that row's, whatever the ratio. NULL: none. */
+	const char *nearer;
+	/* The row of this column this cell's ratio is to instead of the reference, where
+	 * the study's order is a chain (converted buckets against the actors, the actors
+	 * between them and the buckets). NULL: the reference. */
+	const char *against;
+	/* The shape holds when ours is at least this many times its base row's (a share
+	 * several times another's), whatever the study's ratio. 0: the band. */
+	double at_least;
 };
 
 struct an_suite_table {
@@ -718,8 +732,32 @@ struct an_suite_table {
 	double band;            /* the shape holds when our ratio is within band× of the study's */
 	const char *band_why;
 	const char *run_opts;   /* run options every cell gets, before the user's; "" none */
+	/* Run options every cell gets after the user's: what its figure cannot do without
+	 * ("--probes oncpu" for a category's share); "" none. */
+	const char *run_opts_after;
 	const struct an_suite_cell *cells;
 	size_t ncells;
+};
+
+/* A cell of a suite: its table (the index in the suite), column and row. */
+struct an_suite_ref {
+	size_t table;
+	const char *column, *row;
+};
+
+enum an_suite_claim_kind {
+	AN_CLAIM_AHEAD,   /* a ahead of b: more per second, or less per op */
+	AN_CLAIM_SHRINKS, /* the gap a ÷ b - 1 smaller in to_column than in a's and b's */
+};
+
+/* A finding of the study that no one cell carries, judged across columns or tables from
+ * the cells it names: the run loop ahead of the pool at small tf; the exceptions' gap
+ * shrinking as tf grows. The study's side comes from the cells' published figures. */
+struct an_suite_claim {
+	const char *text; /* the finding, as the table shows it */
+	enum an_suite_claim_kind kind;
+	struct an_suite_ref a, b;
+	const char *to_column; /* AN_CLAIM_SHRINKS: the column where the gap is smaller */
 };
 
 struct an_suite {
@@ -729,6 +767,8 @@ struct an_suite {
 	bool refuse_missing;
 	const struct an_suite_table *tables;
 	size_t ntables;
+	const struct an_suite_claim *claims; /* NULL: none */
+	size_t nclaims;
 };
 
 /* Every suite, NULL-terminated, in the order `all` runs them; one by name or NULL. */
@@ -757,10 +797,29 @@ struct an_suite_result {
 struct an_suite_shape {
 	double ratio, study_ratio; /* NAN: not computable */
 	int holds;                 /* 1, 0, or -1 when it cannot be judged */
-	char text[160];            /* "holds", "reference", "does not hold: ...", "n/a: ..." */
+	char text[256];            /* "holds", "reference", "does not hold: ...", "n/a: ..." */
 };
 void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result *res, size_t i,
 		    struct an_suite_shape *out);
+
+/* Claim k of suite s judged from res (the suite's cells in table order): ours and the
+ * study's a ÷ b (AN_CLAIM_SHRINKS: [0] in a's column, [1] in to_column; NAN none), and
+ * whether it holds, as a cell's shape. 0; -ENOENT when a cell it names is not in the
+ * suite or left out by --presets: the claim is not shown. */
+struct an_suite_verdict {
+	double ours[2], study[2];
+	int holds;
+	char text[256];
+};
+int an_suite_claim(const struct an_suite *s, const struct an_suite_result *res, size_t k,
+		   struct an_suite_verdict *out);
+
+/* A category's share of an on-CPU profile, read from a run's result.json: the attached
+ * oncpu probe's samples in category (its "categories"), in % of all its categorized
+ * samples, ± the 99.9% interval of a share (normal approximation), n the samples.
+ * 0; -ENOENT when no oncpu probe attached; -ENODATA when it took no sample. */
+int an_suite_category_share(const struct an_result *r, const char *category,
+			    struct an_suite_result *out);
 
 /* What suite.md and suite.json show: the suites run, each with its results (res[k] for
  * suites[k]), and those not run with the reason. */
@@ -778,6 +837,9 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out);
 /* One table, plain text for a terminal. */
 void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_result *res,
 			  FILE *out);
+/* Suite s's claims, plain text for a terminal; nothing when it has none. */
+void an_suite_print_claims(const struct an_suite *s, const struct an_suite_result *res,
+			   FILE *out);
 
 /* ---- DWARF unwinding ---------------------------------------------------------------- */
 

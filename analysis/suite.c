@@ -58,7 +58,7 @@ static const struct an_suite_table five_tables[] = {
 	{ "Five runtimes", "studies.md §1, five runtimes (JDK 25, JMH), ops/s", "ops/s", 3,
 	  "our ratio to cats-effect within 3× of the study's, the same winner: another "
 	  "language and machine, so the gap's order and its winner are what carry over",
-	  "", five_cells, sizeof(five_cells) / sizeof(five_cells[0]) },
+	  "", "", five_cells, sizeof(five_cells) / sizeof(five_cells[0]) },
 };
 
 /* studies.md §1, "Blocking TCP on Kyo" (concurrency 64, batches/s). */
@@ -93,7 +93,7 @@ static const struct an_suite_table kyo_tables[] = {
 	  "spreads the queued exchanges over the workers Kyo has started, one per CPU at first "
 	  "and more as its regulator adds them, so its figure grows with the CPUs and the "
 	  "run's length, which this machine and the study's do not share",
-	  "", kyo_cells, sizeof(kyo_cells) / sizeof(kyo_cells[0]) },
+	  "", "", kyo_cells, sizeof(kyo_cells) / sizeof(kyo_cells[0]) },
 };
 
 /* studies.md §1, "Kyo vs cats-effect micro-benchmarks": the study gives the ratio of mean
@@ -136,7 +136,7 @@ static const struct an_suite_table micro_tables[] = {
 	  "ops/s", 3,
 	  "our Kyo ÷ cats-effect within 3× of the study's (10× for the bind chain, whose "
 	  "quadratic gap depends on what one copy costs), the same winner",
-	  "", micro_cells, sizeof(micro_cells) / sizeof(micro_cells[0]) },
+	  "", "", micro_cells, sizeof(micro_cells) / sizeof(micro_cells[0]) },
 };
 
 /* ---- study 1: memory --------------------------------------------------------------------- */
@@ -201,38 +201,46 @@ static const struct an_suite_table mem_tables[] = {
 	  "our Loom ÷ cats-effect within 2× of the study's, the same winner: a fiber and its "
 	  "stack here against a JVM object on a collected heap, so only the relation between "
 	  "the two runtimes carries over",
-	  "--forks 3 --warmup 0 --iterations 1", mem_wait_cells,
+	  "--forks 3 --warmup 0 --iterations 1", "", mem_wait_cells,
 	  sizeof(mem_wait_cells) / sizeof(mem_wait_cells[0]) },
 	{ "Active blocking TCP at 64 connections, the client's footprint",
 	  "studies.md §1, memory (MiB, medians of three fresh processes)", "MiB", 2,
-	  "as for the waiting tasks", "--forks 3 --warmup 0 --iterations 1", mem_tcp_cells,
+	  "as for the waiting tasks", "--forks 3 --warmup 0 --iterations 1", "", mem_tcp_cells,
 	  sizeof(mem_tcp_cells) / sizeof(mem_tcp_cells[0]) },
 	{ "Bytes allocated per op (runtime allocator)",
 	  "studies.md §1, the bind chain's allocation (bytes per chain)", "B/op", 10,
 	  "naive ÷ stack within 10× of the study's: the quadratic growth is the shape, the "
 	  "size of one continuation is the runtime's own",
-	  "", mem_bytes_cells, sizeof(mem_bytes_cells) / sizeof(mem_bytes_cells[0]) },
+	  "", "", mem_bytes_cells, sizeof(mem_bytes_cells) / sizeof(mem_bytes_cells[0]) },
 };
 
 /* ---- study 2: per-key serialization ------------------------------------------------------ */
 
-/* studies.md §2 (JDK 21, JMH: 5 × 10 s warm-up, 5 × 10 s measured), ops/s. */
+#define SEQ_CONVERTED "buckets, each operation converted to a future"
+#define SEQ_ACTORS    "one actor per key"
+
+/* studies.md §2 (JDK 21, JMH: 5 × 10 s warm-up, 5 × 10 s measured), ops/s. The study's
+ * order is a chain, buckets ≥ actors ≥ converted: the actors are judged by their place
+ * between the other two, the converted buckets against the actors. */
 static const struct an_suite_cell seq_cells[] = {
 	CELL("ops/s", "semaphore buckets (CPUs × 5)", "sequentially", "ce", "impl=buckets",
 	     2058.68, 112.77, true),
-	CELL("ops/s", "one actor per key", "sequentially", "ce", "impl=actors", 1434.05, 528.46,
-	     false),
-	CELL("ops/s", "buckets, each operation converted to a future", "sequentially", "ce",
-	     "impl=converted", 1213.68, 322.90, false),
+	{ .column = "ops/s", .row = SEQ_ACTORS, .workload = "sequentially", .preset = "ce",
+	  .params = "impl=actors", .metric = AN_SUITE_SCORE, .published = 1434.05,
+	  .published_err = 528.46, .study_ratio = NAN, .between = SEQ_CONVERTED },
+	{ .column = "ops/s", .row = SEQ_CONVERTED, .workload = "sequentially", .preset = "ce",
+	  .params = "impl=converted", .metric = AN_SUITE_SCORE, .published = 1213.68,
+	  .published_err = 322.90, .study_ratio = NAN, .against = SEQ_ACTORS },
 };
 
 /* The study's own intervals are ± 27-37% for the two slower rows: 2× is the band. */
 static const struct an_suite_table seq_tables[] = {
 	{ "Per-key serialization: semaphore buckets vs actors",
 	  "studies.md §2, per-key serialization (JDK 21, JMH), ops/s", "ops/s", 2,
-	  "our ratio to the buckets within 2× of the study's, the same winner: the study's own "
-	  "intervals on the slower rows are ± 27-37%",
-	  "", seq_cells, sizeof(seq_cells) / sizeof(seq_cells[0]) },
+	  "buckets ≥ actors ≥ converted, as in the study: the actors between the other two, "
+	  "the converted buckets' ratio to the actors within 2× of the study's with the same "
+	  "winner (the study's own intervals on the slower rows are ± 27-37%)",
+	  "", "", seq_cells, sizeof(seq_cells) / sizeof(seq_cells[0]) },
 };
 
 /* ---- study 3: error handling ------------------------------------------------------------- */
@@ -246,13 +254,19 @@ static const struct an_suite_table seq_tables[] = {
 	  .study_ratio = NAN, .reference = ref }
 
 /* studies.md §3, ns/op: transformer = combinator, hand-written either = value,
- * exceptions = raise; raise-notrace is an extra row. */
+ * exceptions = raise; raise-notrace is an extra row, judged by where it lies: it differs
+ * from the exceptions only by the trace they fill, and from the hand-written either by
+ * how a failure travels (a jump past the steps after it, against a check at each), so it
+ * lies nearer the hand-written either than the exceptions do, on whichever side. */
 #define ERR_TF(exec, tf, tr, either, exc)                                                   \
 	ERR("tf=" tf, "transformer", "combinator", exec, tf, tr, false),                      \
 	ERR("tf=" tf, "hand-written either", "value", exec, tf, either, true),                \
 	ERR("tf=" tf, "exceptions", "raise", exec, tf, exc, false),                           \
-	ERR("tf=" tf, "exceptions without a trace (extra row)", "raise-notrace", exec, tf, N,  \
-	    false)
+	{ .column = "tf=" tf, .row = "exceptions without a trace (extra row)",                \
+	  .workload = "error-pipeline", .preset = "ce",                                        \
+	  .params = "style=raise-notrace exec=" exec " tf=" tf " n=" ERR_N,                   \
+	  .metric = AN_SUITE_NS_PER_OP, .per_op = 1000, .published = N, .published_err = N,  \
+	  .study_ratio = NAN, .nearer = "exceptions" }
 
 static const struct an_suite_cell err_pool_cells[] = {
 	ERR_TF("pool", "2", 9681, 6443, 8482),
@@ -288,25 +302,86 @@ static const struct an_suite_cell err_ratio_cells[] = {
 	ERR_RATIO("45% failures, 50% invalid", "0.45", "50"),
 };
 
+/* Stack capture's share of the on-CPU samples (studies.md §3: "with the IO run loop,
+ * stack-trace filling was 25% of samples"), under the run loop and the pool, tf=2. */
+#define ERR_SHARE(col, rowname, style, exec, pub, ref, least)                               \
+	{ .column = col, .row = rowname, .workload = "error-pipeline", .preset = "ce",         \
+	  .params = "style=" style " exec=" exec " tf=2 n=" ERR_N,                             \
+	  .metric = AN_SUITE_CATEGORY_SHARE, .metric_name = "stack-capture", .published = pub, \
+	  .published_err = N, .study_ratio = NAN, .reference = ref, .at_least = least }
+
+static const struct an_suite_cell err_share_cells[] = {
+	ERR_SHARE("exec=loop, tf=2", "exceptions", "raise", "loop", 25, false, 3),
+	ERR_SHARE("exec=loop, tf=2", "exceptions without a trace", "raise-notrace", "loop", N,
+		  true, 0),
+	ERR_SHARE("exec=pool, tf=2", "exceptions", "raise", "pool", N, false, 3),
+	ERR_SHARE("exec=pool, tf=2", "exceptions without a trace", "raise-notrace", "pool", N,
+		  true, 0),
+};
+
 /* The study's gaps are 1.5× at most: a band of 2× still tells a 1.5× gap from parity
- * only through the winner, which is why the winner must match. */
+ * only through the winner, which is why the winner must match. The share of stack
+ * capture depends on what one capture costs against the work, which a JVM and C do not
+ * share: what carries over is that a raise which fills a trace spends several times the
+ * share of one that does not (which should spend next to none there); 3× is "several". */
 static const struct an_suite_table err_tables[] = {
 	{ "Error handling, a future per step (exec=pool)",
 	  "studies.md §3, error handling with futures, ns/op (lower is better)", "ns/op", 2,
 	  "our ratio to the hand-written either within 2× of the study's, the same winner: "
-	  "the study's gaps are 1.5× at most",
-	  "", err_pool_cells, sizeof(err_pool_cells) / sizeof(err_pool_cells[0]) },
+	  "the study's gaps are 1.5× at most; the exceptions without a trace nearer the "
+	  "hand-written either than the exceptions, which alone fill a stack trace",
+	  "", "", err_pool_cells, sizeof(err_pool_cells) / sizeof(err_pool_cells[0]) },
 	{ "Error handling, an IO run loop (exec=loop)",
 	  "studies.md §3, error handling with an IO run loop, ns/op (lower is better)", "ns/op",
-	  2, "as with futures", "", err_loop_cells,
+	  2, "as with futures", "", "", err_loop_cells,
 	  sizeof(err_loop_cells) / sizeof(err_loop_cells[0]) },
 	{ "Error handling, the error-ratio sweep (exec=pool, tf=2)",
 	  "studies.md §3, the error-ratio sweep's columns (the study gives no figures)",
-	  "ns/op", 2, "no study figures: the ratios are ours alone", "", err_ratio_cells,
+	  "ns/op", 2, "no study figures: the ratios are ours alone", "", "", err_ratio_cells,
 	  sizeof(err_ratio_cells) / sizeof(err_ratio_cells[0]) },
+	{ "Error handling, stack capture under the on-CPU probe (tf=2)",
+	  "studies.md §3, \"with the IO run loop, stack-trace filling was 25% of samples\"; "
+	  "ours: the on-CPU probe's samples in stack-capture, % of all its samples ± the 99.9% "
+	  "interval of a share, (n) the samples", "% of samples", 3,
+	  "the exceptions' share at least 3× that of the exceptions without a trace: what one "
+	  "capture costs against the work is the runtime's own, so the share itself does not "
+	  "carry over, only that filling a trace is where the exceptions' time goes",
+	  "", "--probes oncpu", err_share_cells,
+	  sizeof(err_share_cells) / sizeof(err_share_cells[0]) },
 };
 
-#define SUITE(nm, sum, refuse, t) { nm, sum, refuse, t, sizeof(t) / sizeof(t[0]) }
+/* The tables above, by their index in err_tables. */
+enum { ERR_POOL, ERR_LOOP };
+
+#define ERR_AT(tb, tf, rowname) { .table = tb, .column = "tf=" tf, .row = rowname }
+#define ERR_AHEAD(tf, rowname)                                                              \
+	{ .text = "exec=loop ahead of exec=pool at tf=" tf ", " rowname " (loop ÷ pool)",      \
+	  .kind = AN_CLAIM_AHEAD, .a = ERR_AT(ERR_LOOP, tf, rowname),                          \
+	  .b = ERR_AT(ERR_POOL, tf, rowname) }
+#define ERR_SHRINKS(rowname)                                                                \
+	{ .text = "the gap " rowname " ÷ hand-written either smaller at tf=200 than at tf=2 "  \
+		  "(exec=pool)",                                                               \
+	  .kind = AN_CLAIM_SHRINKS, .a = ERR_AT(ERR_POOL, "2", rowname),                       \
+	  .b = ERR_AT(ERR_POOL, "2", "hand-written either"), .to_column = "tf=200" }
+
+/* The study's findings across the columns and the two tables: the gap shrinks as tf
+ * grows (work dominates), and with short steps the run loop is ahead of a future per
+ * step (the pool's cost is submitting each step). The loop's own gaps are within 10%,
+ * a tie by the rule above, so only the pool's shrinking is judged. */
+static const struct an_suite_claim err_claims[] = {
+	ERR_SHRINKS("exceptions"),
+	ERR_SHRINKS("transformer"),
+	ERR_AHEAD("2", "hand-written either"),
+	ERR_AHEAD("2", "transformer"),
+	ERR_AHEAD("2", "exceptions"),
+	ERR_AHEAD("2", "exceptions without a trace (extra row)"),
+	ERR_AHEAD("5", "hand-written either"),
+	ERR_AHEAD("5", "transformer"),
+	ERR_AHEAD("5", "exceptions"),
+	ERR_AHEAD("5", "exceptions without a trace (extra row)"),
+};
+
+#define SUITE(nm, sum, refuse, t) { nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), NULL, 0 }
 
 static const struct an_suite suites[] = {
 	SUITE("five-runtimes", "study 1: workers, spawn/join, blocking and callback TCP under "
@@ -319,8 +394,10 @@ static const struct an_suite suites[] = {
 	      "footprint; bytes per op of every workload", false, mem_tables),
 	SUITE("sequentially", "study 2: per-key serialization, semaphore buckets vs actors",
 	      true, seq_tables),
-	SUITE("errors", "study 3: error style × execution style × tf, then the error-ratio "
-	      "sweep", true, err_tables),
+	{ "errors", "study 3: error style × execution style × tf, then the error-ratio sweep "
+	  "and stack capture's share of the on-CPU samples", true, err_tables,
+	  sizeof(err_tables) / sizeof(err_tables[0]), err_claims,
+	  sizeof(err_claims) / sizeof(err_claims[0]) },
 };
 
 static const struct an_suite *const suite_list[] = {
@@ -381,8 +458,8 @@ static size_t row_of(const struct an_suite_table *t, const char *column, const c
 	return t->ncells;
 }
 
-/* c's shape by its place: between the figures of its `between` row and of the
- * reference (res[ref]), as the study has it. */
+/* c's shape by its place: between the figures of its `between` row and of its base row
+ * (res[ref]), as the study has it. */
 static void shape_between(const struct an_suite_table *t, const struct an_suite_result *res,
 			  size_t i, size_t ref, struct an_suite_shape *out)
 {
@@ -410,15 +487,92 @@ static void shape_between(const struct an_suite_table *t, const struct an_suite_
 	}
 }
 
-static const struct an_suite_cell *reference_of(const struct an_suite_table *t, size_t i,
-						size_t *ref)
+/* c's shape by its distance from its base row (res[ref]): nearer it than its `nearer`
+ * row, on either side. The bound is that row's distance on either side: its own figure,
+ * or its mirror through the base (whose interval takes the base's twice); where ours
+ * overlaps either, the run cannot tell. */
+static void shape_nearer(const struct an_suite_table *t, const struct an_suite_result *res,
+			 size_t i, size_t ref, struct an_suite_shape *out)
 {
+	const struct an_suite_cell *c = &t->cells[i];
+	size_t b = row_of(t, c->column, c->nearer);
+	struct an_suite_result mirror;
+
+	if (b == t->ncells || res[b].state != AN_CELL_OK) {
+		snprintf(out->text, sizeof(out->text), "n/a: no figure for %s", c->nearer);
+		return;
+	}
+	mirror = res[b];
+	mirror.value = 2 * res[ref].value - res[b].value;
+	mirror.error = res[b].error + 2 * res[ref].error;
+	if (overlap(&res[i], &res[b]) || overlap(&res[i], &mirror)) {
+		snprintf(out->text, sizeof(out->text),
+			 "cannot tell: its interval reaches %s's distance from %s", c->nearer,
+			 t->cells[ref].row);
+	} else if (fabs(res[i].value - res[ref].value) < fabs(res[b].value - res[ref].value)) {
+		out->holds = 1;
+		snprintf(out->text, sizeof(out->text), "holds (nearer %s than %s is)",
+			 t->cells[ref].row, c->nearer);
+	} else {
+		out->holds = 0;
+		snprintf(out->text, sizeof(out->text),
+			 "does not hold: as far from %s as %s, or farther", t->cells[ref].row,
+			 c->nearer);
+	}
+}
+
+/* c's shape by a floor: at least at_least times its base row's figure (res[ref]). Both
+ * intervals are scaled alike; where ours overlaps the scaled one the run cannot tell,
+ * and a figure of 0 is under any floor. */
+static void shape_at_least(const struct an_suite_table *t, const struct an_suite_result *res,
+			   size_t i, size_t ref, struct an_suite_shape *out)
+{
+	const struct an_suite_cell *c = &t->cells[i];
+	struct an_suite_result least = res[ref];
+
+	if (res[ref].value > 0)
+		out->ratio = res[i].value / res[ref].value;
+	else if (res[i].value > 0)
+		out->ratio = INFINITY;
+	least.value *= c->at_least;
+	least.error *= c->at_least;
+	if (res[i].value <= 0 || (res[i].value < least.value && !overlap(&res[i], &least))) {
+		out->holds = 0;
+		snprintf(out->text, sizeof(out->text), "does not hold: under %g× %s's",
+			 c->at_least, t->cells[ref].row);
+	} else if (overlap(&res[i], &least)) {
+		snprintf(out->text, sizeof(out->text), "cannot tell: its interval overlaps %g× %s's",
+			 c->at_least, t->cells[ref].row);
+	} else {
+		out->holds = 1;
+		snprintf(out->text, sizeof(out->text), "holds (at least %g× %s's)", c->at_least,
+			 t->cells[ref].row);
+	}
+}
+
+/* The row cell i's ratio is to: its `against` row, else its column's reference. */
+static const struct an_suite_cell *base_of(const struct an_suite_table *t, size_t i, size_t *ref)
+{
+	const struct an_suite_cell *c = &t->cells[i];
+
 	for (size_t k = 0; k < t->ncells; k++)
-		if (t->cells[k].reference && !strcmp(t->cells[k].column, t->cells[i].column)) {
+		if (!strcmp(t->cells[k].column, c->column) &&
+		    (c->against ? !strcmp(t->cells[k].row, c->against) : t->cells[k].reference)) {
 			*ref = k;
 			return &t->cells[k];
 		}
 	return NULL;
+}
+
+/* Appended to a verdict: what it is against, when not the reference; a noisy interval. */
+static void shape_notes(const struct an_suite_cell *c, bool noisy, char *text, size_t len)
+{
+	size_t off = strlen(text);
+
+	if (c->against)
+		off += (size_t)snprintf(text + off, len - off, " (against %s)", c->against);
+	if (noisy && off < len)
+		snprintf(text + off, len - off, " (noisy: an interval wider than half its mean)");
 }
 
 void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result *res, size_t i,
@@ -426,36 +580,56 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 {
 	const struct an_suite_cell *c = &t->cells[i], *r;
 	double band = c->band > 0 ? c->band : t->band, q;
-	bool noisy, tied;
+	bool tied;
 	size_t ref;
 
 	out->ratio = out->study_ratio = NAN;
 	out->holds = -1;
-	r = reference_of(t, i, &ref);
-	if (c->reference || !r) {
-		snprintf(out->text, sizeof(out->text), c->reference ? "reference" : "n/a: no "
-			 "reference row");
+	out->text[0] = '\0';
+	r = base_of(t, i, &ref);
+	if (c->reference) {
+		snprintf(out->text, sizeof(out->text), "reference");
+		return;
+	}
+	if (!r) {
+		if (c->against)
+			snprintf(out->text, sizeof(out->text), "n/a: no row %s", c->against);
+		else
+			snprintf(out->text, sizeof(out->text), "n/a: no reference row");
 		return;
 	}
 	out->study_ratio = isfinite(c->study_ratio) ? c->study_ratio : c->published / r->published;
 	if (res[i].state == AN_CELL_OK && res[ref].state == AN_CELL_OK && res[ref].value > 0)
 		out->ratio = res[i].value / res[ref].value;
-	if (!isfinite(out->study_ratio)) {
+	/* a place, a distance or a floor is judged without the study's ratio */
+	if (!isfinite(out->study_ratio) && !c->between && !c->nearer && !(c->at_least > 0)) {
 		snprintf(out->text, sizeof(out->text), "n/a: no study figure");
 		return;
 	}
-	if (!isfinite(out->ratio)) {
-		snprintf(out->text, sizeof(out->text), "n/a: %s",
-			 res[ref].state == AN_CELL_LEFT_OUT ? "reference row left out" :
-			 res[ref].state != AN_CELL_OK	   ? "no reference figure" :
-							     "no figure");
+	if (res[ref].state == AN_CELL_LEFT_OUT) {
+		snprintf(out->text, sizeof(out->text), "n/a: %s left out",
+			 c->against ? c->against : "reference row");
 		return;
 	}
-	noisy = wide(&res[i]) || wide(&res[ref]);
+	if (res[ref].state != AN_CELL_OK) {
+		if (c->against)
+			snprintf(out->text, sizeof(out->text), "n/a: no figure for %s", c->against);
+		else
+			snprintf(out->text, sizeof(out->text), "n/a: no reference figure");
+		return;
+	}
+	if (res[i].state != AN_CELL_OK || (!isfinite(out->ratio) && !(c->at_least > 0))) {
+		snprintf(out->text, sizeof(out->text), "n/a: no figure");
+		return;
+	}
 	q = out->ratio / out->study_ratio;
 	tied = overlap(&res[i], &res[ref]); /* our intervals name no winner */
-	if (c->between) {
+	if (c->at_least > 0) {
+		shape_at_least(t, res, i, ref, out);
+	} else if (c->between) {
 		shape_between(t, res, i, ref, out);
+	} else if (c->nearer) {
+		shape_nearer(t, res, i, ref, out);
 	} else if (fabs(log(out->study_ratio)) < log(AN_TIE)) {
 		bool within = fabs(log(out->ratio)) <= log(AN_TIE_BAND);
 
@@ -485,9 +659,144 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 		out->holds = 1;
 		snprintf(out->text, sizeof(out->text), "holds");
 	}
+	/* a floor's base may be near 0, where any interval is wide: ours alone counts */
+	shape_notes(c, wide(&res[i]) || (!(c->at_least > 0) && wide(&res[ref])), out->text,
+		    sizeof(out->text));
+}
+
+/* ---- claims across columns and tables ---------------------------------------------------- */
+
+/* The index among suite s's cells (in table order) of the cell at ref, in column (NULL:
+ * ref's own); SIZE_MAX when there is none. */
+static size_t cell_index(const struct an_suite *s, const struct an_suite_ref *ref,
+			 const char *column)
+{
+	size_t off = 0, k;
+
+	if (ref->table >= s->ntables)
+		return SIZE_MAX;
+	for (size_t t = 0; t < ref->table; t++)
+		off += s->tables[t].ncells;
+	k = row_of(&s->tables[ref->table], column ? column : ref->column, ref->row);
+	return k == s->tables[ref->table].ncells ? SIZE_MAX : off + k;
+}
+
+static const struct an_suite_cell *cell_of(const struct an_suite *s, size_t k)
+{
+	size_t t = 0;
+
+	while (k >= s->tables[t].ncells)
+		k -= s->tables[t++].ncells;
+	return &s->tables[t].cells[k];
+}
+
+/* a ÷ b with its interval to first order: the two relative half-widths added (an upper
+ * bound whatever the two share); no interval when either has none. */
+static struct an_suite_result ratio_of(const struct an_suite_result *a,
+				       const struct an_suite_result *b)
+{
+	struct an_suite_result q = { .state = AN_CELL_OK, .value = a->value / b->value };
+
+	q.error = fabs(q.value) * (a->error / fabs(a->value) + b->error / fabs(b->value));
+	return q;
+}
+
+int an_suite_claim(const struct an_suite *s, const struct an_suite_result *res, size_t k,
+		   struct an_suite_verdict *out)
+{
+	const struct an_suite_claim *cl = &s->claims[k];
+	size_t n = cl->kind == AN_CLAIM_SHRINKS ? 2 : 1, ia[2], ib[2];
+	struct an_suite_result q[2], gap[2];
+	const char *verdict;
+	bool noisy = false;
+
+	out->ours[0] = out->ours[1] = out->study[0] = out->study[1] = NAN;
+	out->holds = -1;
+	out->text[0] = '\0';
+	for (size_t j = 0; j < n; j++) {
+		ia[j] = cell_index(s, &cl->a, j ? cl->to_column : NULL);
+		ib[j] = cell_index(s, &cl->b, j ? cl->to_column : NULL);
+		if (ia[j] == SIZE_MAX || ib[j] == SIZE_MAX || res[ia[j]].state == AN_CELL_LEFT_OUT ||
+		    res[ib[j]].state == AN_CELL_LEFT_OUT)
+			return -ENOENT;
+		out->study[j] = cell_of(s, ia[j])->published / cell_of(s, ib[j])->published;
+	}
+	for (size_t j = 0; j < n; j++) {
+		for (size_t side = 0; side < 2; side++) {
+			size_t x = side ? ib[j] : ia[j];
+
+			if (res[x].state != AN_CELL_OK || !(fabs(res[x].value) > 0)) {
+				snprintf(out->text, sizeof(out->text), "n/a: no figure for %s, %s",
+					 cell_of(s, x)->row, cell_of(s, x)->column);
+				return 0;
+			}
+			noisy |= wide(&res[x]);
+		}
+		q[j] = ratio_of(&res[ia[j]], &res[ib[j]]);
+		out->ours[j] = q[j].value;
+	}
+	if (cl->kind == AN_CLAIM_AHEAD) {
+		bool hib = higher_is_better(s->tables[cl->a.table].unit);
+
+		out->holds = hib ? q[0].value > 1 : q[0].value < 1;
+		verdict = out->holds ? "holds" : "does not hold: the other winner";
+		if (overlap(&res[ia[0]], &res[ib[0]])) {
+			out->holds = -1;
+			verdict = "cannot tell: the two intervals overlap";
+		}
+	} else {
+		/* the gap is the distance from 1, either way */
+		for (size_t j = 0; j < 2; j++) {
+			gap[j] = q[j];
+			gap[j].value = fabs(q[j].value - 1);
+		}
+		out->holds = gap[1].value < gap[0].value;
+		verdict = out->holds ? "holds" : "does not hold: the gap does not shrink";
+		if (overlap(&gap[0], &gap[1])) {
+			out->holds = -1;
+			verdict = "cannot tell: the two gaps' intervals overlap";
+		}
+	}
+	snprintf(out->text, sizeof(out->text), "%s", verdict);
 	if (noisy)
 		snprintf(out->text + strlen(out->text), sizeof(out->text) - strlen(out->text),
 			 " (noisy: an interval wider than half its mean)");
+	return 0;
+}
+
+/* ---- the on-CPU probe's categories --------------------------------------------------------- */
+
+int an_suite_category_share(const struct an_result *r, const char *category,
+			    struct an_suite_result *out)
+{
+	ssize_t p = an_result_probe(r, "oncpu");
+	char path[64], at[192];
+	double in = 0, all = 0, share;
+	size_t n;
+
+	if (p < 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "probes.%zd.categories", p);
+	n = an_result_len(r, path);
+	for (size_t i = 0; i < n; i++) {
+		const char *key = an_result_key(r, path, i);
+		double v;
+
+		snprintf(at, sizeof(at), "%s.%s", path, key);
+		v = an_result_num(r, at);
+		if (!(v >= 0))
+			continue;
+		all += v;
+		if (!strcmp(key, category))
+			in += v;
+	}
+	if (!(all > 0))
+		return -ENODATA;
+	share = in / all;
+	out->value = 100 * share;
+	out->error = 100 * AN_Z_999 * sqrt(share * (1 - share) / all);
+	out->n = all;
+	return 0;
 }
 
 /* ---- writers ----------------------------------------------------------------------------------- */
@@ -537,8 +846,24 @@ static void fmt_ratio(double r, char *buf, size_t len)
 {
 	if (isfinite(r))
 		snprintf(buf, len, "%.3g×", r);
+	else if (r > 0) /* a figure against a base of 0 */
+		snprintf(buf, len, "∞×");
 	else
 		snprintf(buf, len, "—");
+}
+
+/* A claim's side: a ÷ b, or where the gap shrinks, in the first column → in the second. */
+static void fmt_claim(const struct an_suite_claim *cl, const double *x, char *buf, size_t len)
+{
+	char a[32], b[32];
+
+	fmt_ratio(x[0], a, sizeof(a));
+	if (cl->kind != AN_CLAIM_SHRINKS) {
+		snprintf(buf, len, "%s", a);
+		return;
+	}
+	fmt_ratio(x[1], b, sizeof(b));
+	snprintf(buf, len, isfinite(x[0]) || isfinite(x[1]) ? "%s → %s" : "—", a, b);
 }
 
 /* A reference row's own study ratio: 1 where the study gave it a figure. */
@@ -619,9 +944,71 @@ static void md_table(const struct an_suite_table *t, const struct an_suite_resul
 	fputc('\n', out);
 }
 
+/* The suite's claims shown (none of their cells left out), and of those the ones judged
+ * and the ones that hold, added to the counts. */
+static void claims_tally(const struct an_suite *s, const struct an_suite_result *res,
+			 size_t *shown, size_t *judged, size_t *held)
+{
+	for (size_t k = 0; k < s->nclaims; k++) {
+		struct an_suite_verdict v;
+
+		if (an_suite_claim(s, res, k, &v))
+			continue;
+		++*shown;
+		*judged += v.holds >= 0;
+		*held += v.holds == 1;
+	}
+}
+
+static bool any_claim_shown(const struct an_suite *s, const struct an_suite_result *res)
+{
+	size_t shown = 0, judged = 0, held = 0;
+
+	claims_tally(s, res, &shown, &judged, &held);
+	return shown > 0;
+}
+
+/* The suite's claims under its tables: a Markdown table, or plain text for a terminal. */
+static void write_claims(const struct an_suite *s, const struct an_suite_result *res, bool md,
+			 FILE *out)
+{
+	char ours[80], study[80];
+
+	if (!any_claim_shown(s, res))
+		return;
+	if (md)
+		fputs("### Across columns and tables\n\nFindings of the study that no one cell "
+		      "carries, each judged from the cells it names in the tables above (the same "
+		      "runs): our ratio beside the study's, and where a gap is to shrink, its ratio "
+		      "in the first column → in the second.\n\n"
+		      "| the study's finding | ours | study | shape |\n| --- | ---: | ---: | --- |\n",
+		      out);
+	else
+		fprintf(out, "Across columns and tables (ratios)\n  %-75s %-18s %-18s %s\n",
+			"the study's finding", "ours", "study", "shape");
+	for (size_t k = 0; k < s->nclaims; k++) {
+		struct an_suite_verdict v;
+
+		if (an_suite_claim(s, res, k, &v))
+			continue;
+		fmt_claim(&s->claims[k], v.ours, ours, sizeof(ours));
+		fmt_claim(&s->claims[k], v.study, study, sizeof(study));
+		if (!md) {
+			fprintf(out, "  %-75.75s %-18s %-18s %s\n", s->claims[k].text, ours, study,
+				v.text);
+			continue;
+		}
+		fputs("| ", out);
+		md_cell(out, s->claims[k].text);
+		fprintf(out, " | %s | %s | %s |\n", ours, study, v.text);
+	}
+	if (md)
+		fputc('\n', out);
+}
+
 int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 {
-	size_t held = 0, judged = 0;
+	size_t held = 0, judged = 0, claims = 0, claims_held = 0, claims_judged = 0;
 
 	fprintf(out, "# Suite\n\n`%s`\n\n%s\n\n", r->command, r->settings);
 	fputs("Each table gives our figure (mean ± the 99.9% confidence half-width over n "
@@ -634,6 +1021,7 @@ int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 		const struct an_suite *s = r->suites[k];
 		const struct an_suite_result *res = r->res[k];
 
+		claims_tally(s, res, &claims, &claims_judged, &claims_held);
 		for (size_t t = 0; t < s->ntables; t++) {
 			for (size_t i = 0; i < s->tables[t].ncells; i++) {
 				struct an_suite_shape sh;
@@ -647,8 +1035,11 @@ int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 			res += s->tables[t].ncells;
 		}
 	}
-	fprintf(out, "The shape holds in %zu of the %zu cells that could be judged.\n\n", held,
-		judged);
+	fprintf(out, "The shape holds in %zu of the %zu cells that could be judged", held, judged);
+	if (claims)
+		fprintf(out, "; %zu of the %zu findings across columns and tables that could be "
+			"judged hold", claims_held, claims_judged);
+	fputs(".\n\n", out);
 	for (size_t i = 0; i < r->nskipped; i++)
 		fprintf(out, "%s- %s\n", i ? "" : "Not run:\n\n", r->skipped[i]);
 	if (r->nskipped)
@@ -662,6 +1053,7 @@ int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 			md_table(&s->tables[t], res, out);
 			res += s->tables[t].ncells;
 		}
+		write_claims(s, r->res[k], true, out);
 	}
 	return ferror(out) ? -EIO : 0;
 }
@@ -679,6 +1071,43 @@ static const char *state_name(enum an_cell_state s)
 		return "left out";
 	default:
 		return "not run";
+	}
+}
+
+static void json_pair(const struct an_suite_claim *cl, const double *x, FILE *out)
+{
+	fputc('[', out);
+	an_json_num(out, x[0]);
+	if (cl->kind == AN_CLAIM_SHRINKS) {
+		fputs(", ", out);
+		an_json_num(out, x[1]);
+	}
+	fputc(']', out);
+}
+
+static void json_claims(const struct an_suite *s, const struct an_suite_result *res, FILE *out)
+{
+	bool first = true;
+
+	for (size_t k = 0; k < s->nclaims; k++) {
+		const struct an_suite_claim *cl = &s->claims[k];
+		struct an_suite_verdict v;
+
+		if (an_suite_claim(s, res, k, &v))
+			continue;
+		fprintf(out, "%s\n       {\"claim\": ", first ? "" : ",");
+		first = false;
+		an_json_str(out, cl->text);
+		fprintf(out, ", \"kind\": \"%s\", \"ours\": ",
+			cl->kind == AN_CLAIM_SHRINKS ? "shrinks" : "ahead");
+		json_pair(cl, v.ours, out);
+		fputs(", \"study\": ", out);
+		json_pair(cl, v.study, out);
+		fputs(", \"shape\": ", out);
+		an_json_str(out, v.text);
+		fputs(", \"holds\": ", out);
+		fputs(v.holds < 0 ? "null" : v.holds ? "true" : "false", out);
+		fputc('}', out);
 	}
 }
 
@@ -735,6 +1164,8 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 				an_json_str(out, c->peer);
 				fputs(", \"reference\": ", out);
 				fputs(c->reference ? "true" : "false", out);
+				fputs(", \"against\": ", out);
+				an_json_str(out, c->reference ? NULL : c->against);
 				fputs(", \"status\": ", out);
 				an_json_str(out, state_name(res[i].state));
 				fputs(", \"reason\": ", out);
@@ -764,6 +1195,8 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 			fputs("]}", out);
 			res += tb->ncells;
 		}
+		fputs("],\n     \"claims\": [", out);
+		json_claims(s, r->res[k], out);
 		fputs("]}", out);
 	}
 	fputs("\n  ]\n}\n", out);
@@ -793,4 +1226,10 @@ void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_
 		fprintf(out, "  %-34.34s %-40.40s %-26s %-16s %-9s %-9s %s\n", c->column, c->row,
 			ours, study, ratio, sratio, sh.text);
 	}
+}
+
+void an_suite_print_claims(const struct an_suite *s, const struct an_suite_result *res,
+			   FILE *out)
+{
+	write_claims(s, res, false, out);
 }

@@ -33,8 +33,11 @@ static const char doc[] =
 	"Run the grid of a study (reference/studies.md) and print each cell's figure ± error "
 	"(n) beside the study's published figure, each row's ratio to its column's reference "
 	"row beside the study's ratio, and whether the shape holds: the same winner, and our "
-	"ratio within the band the table states. Each cell is a 'schedlab run' with its own "
-	"folder under the suite folder, linked from suite.md; suite.json holds the same. "
+	"ratio within the band the table states (or the rule it states: a place between two "
+	"rows, a floor). Findings across a suite's columns and tables (errors: the gap that "
+	"shrinks as tf grows, the run loop ahead of the pool) are judged under its tables. "
+	"Each cell is a 'schedlab run' with its own folder under the suite folder, linked "
+	"from suite.md; suite.json holds the same. "
 	"Progress (cell k of N, elapsed, time left) goes to stderr.\n\n"
 	"Suites: five-runtimes, kyo-blocking, micro, memory, sequentially, errors, and all "
 	"(every suite whose workloads this build has; the others are listed as not run).\v"
@@ -47,8 +50,10 @@ static const char doc[] =
 	"studies: 3 forks, 3 x 1 s + 3 x 1 s), and the table header says so; the memory "
 	"tables keep their 3 fresh processes, whose median they report. The other run "
 	"options (--forks, --warmup, --iterations, --time, --probes, --freq, --call-graph, "
-	"--stack-copy) go to every cell after those. Exit status: 0 when every cell ran, 1 when one failed "
-	"(its row says why), 2 for bad input, 130 when interrupted.";
+	"--stack-copy) go to every cell after those, and a table whose figures need an option "
+	"(errors' stack-capture share: --probes oncpu) gives it last. Exit status: 0 when "
+	"every cell ran, 1 when one failed (its row says why), 2 for bad input, 130 when "
+	"interrupted.";
 
 enum {
 	OPT_PRESETS = 0x100,
@@ -76,7 +81,7 @@ struct suite_args {
 /* One run: a distinct (workload, preset, params, table options); cells share it. */
 struct job {
 	const struct an_suite_cell *cell;
-	const char *run_opts;
+	const char *run_opts, *run_opts_after; /* the table's, before and after the user's */
 	char dir[PATH_MAX];
 	bool ran;
 	int status;
@@ -308,10 +313,12 @@ static int add_suite(struct suite_run *sr, const struct an_suite *s, bool explic
 	return 0;
 }
 
-static bool same_run(const struct job *j, const struct an_suite_cell *c, const char *opts)
+static bool same_run(const struct job *j, const struct an_suite_cell *c,
+		     const struct an_suite_table *t)
 {
 	return !strcmp(j->cell->workload, c->workload) && !strcmp(j->cell->preset, c->preset) &&
-	       !strcmp(j->cell->params, c->params) && !strcmp(j->run_opts, opts) &&
+	       !strcmp(j->cell->params, c->params) && !strcmp(j->run_opts, t->run_opts) &&
+	       !strcmp(j->run_opts_after, t->run_opts_after) &&
 	       !j->cell->peer == !c->peer && (!c->peer || !strcmp(j->cell->peer, c->peer));
 }
 
@@ -340,11 +347,12 @@ static int make_jobs(struct suite_run *sr)
 				sr->cell_job[off + i0 + i] = SIZE_MAX;
 				if (sr->res[k][i0 + i].state != AN_CELL_NOT_RUN)
 					continue;
-				while (j < sr->njobs && !same_run(&sr->jobs[j], c, tb->run_opts))
+				while (j < sr->njobs && !same_run(&sr->jobs[j], c, tb))
 					j++;
 				if (j == sr->njobs) {
 					sr->jobs[j].cell = c;
 					sr->jobs[j].run_opts = tb->run_opts;
+					sr->jobs[j].run_opts_after = tb->run_opts_after;
 					sr->njobs++;
 				}
 				sr->cell_job[off + i0 + i] = j;
@@ -461,7 +469,7 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 {
 	struct job *jb = &sr->jobs[j];
 	const char *argv[64];
-	char assign[16][128], opts[256], log[PATH_MAX + 8], line[1024];
+	char assign[16][128], opts[256], after[128], log[PATH_MAX + 8], line[1024];
 	size_t n = 0, np = 0;
 	const char *p = jb->cell->params;
 	char *save = NULL;
@@ -488,6 +496,11 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 		argv[n++] = o;
 	for (size_t i = 0; i < sr->a->pass.n; i++)
 		argv[n++] = sr->a->pass.argv[i];
+	/* what the cell's figure cannot do without, over the user's options */
+	snprintf(after, sizeof(after), "%s", jb->run_opts_after);
+	save = NULL;
+	for (char *o = strtok_r(after, " ", &save); o && n < 60; o = strtok_r(NULL, " ", &save))
+		argv[n++] = o;
 	argv[n++] = "--json";
 	argv[n++] = "--out";
 	argv[n++] = jb->dir;
@@ -529,6 +542,7 @@ static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 	const char *base = sr->dir;
 	char path[128];
 	double ops, bytes, forks;
+	int err;
 
 	if (!jb->ran) {
 		res->state = AN_CELL_NOT_RUN;
@@ -573,6 +587,18 @@ static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 		res->value = an_result_num(jb->r, path);
 		res->error = NAN;
 		res->n = forks;
+		break;
+	case AN_SUITE_CATEGORY_SHARE:
+		res->value = NAN;
+		err = an_suite_category_share(jb->r, c->metric_name, res);
+		if (err) {
+			res->state = AN_CELL_FAILED;
+			snprintf(res->reason, sizeof(res->reason), "%s",
+				 err == -ENOENT ? "the on-CPU probe did not attach (see the run's "
+						  "report)" :
+						  "the on-CPU probe took no sample");
+			return;
+		}
 		break;
 	}
 	if (!isfinite(res->value)) {
@@ -632,13 +658,21 @@ static void describe_settings(struct suite_run *sr)
 					  "Each cell ran the studies' settings: 3 forks, 3 × 1 s "
 					  "warm-up, 3 × 1 s measured.");
 	for (size_t k = 0; k < sr->nsuites; k++)
-		for (size_t t = 0; t < sr->suites[k]->ntables; t++)
-			if (sr->suites[k]->tables[t].run_opts[0])
+		for (size_t t = 0; t < sr->suites[k]->ntables; t++) {
+			const struct an_suite_table *tb = &sr->suites[k]->tables[t];
+
+			if (tb->run_opts[0])
 				off += (size_t)snprintf(sr->settings + off, off < sizeof(sr->settings) ?
 							sizeof(sr->settings) - off : 0,
-							" \"%s\" ran with %s.",
-							sr->suites[k]->tables[t].title,
-							sr->suites[k]->tables[t].run_opts);
+							" \"%s\" ran with %s.", tb->title,
+							tb->run_opts);
+			if (tb->run_opts_after[0])
+				off += (size_t)snprintf(sr->settings + off, off < sizeof(sr->settings) ?
+							sizeof(sr->settings) - off : 0,
+							" \"%s\" ran with %s after the options given "
+							"to every cell: its figures need it.", tb->title,
+							tb->run_opts_after);
+		}
 	if (a->pass.n > a->pass.quick) {
 		off += (size_t)snprintf(sr->settings + off, sizeof(sr->settings) - off,
 					" Run options given to every cell:");
@@ -772,6 +806,9 @@ int cmd_suite(int argc, char **argv)
 			an_suite_print_table(&sr.suites[k]->tables[t], res, stdout);
 			res += sr.suites[k]->tables[t].ncells;
 		}
+		if (sr.suites[k]->nclaims)
+			putchar('\n');
+		an_suite_print_claims(sr.suites[k], sr.res[k], stdout);
 	}
 	for (size_t i = 0; i < sr.nskipped; i++)
 		printf("\n%s", sr.skipped[i]);

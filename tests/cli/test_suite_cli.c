@@ -4,8 +4,10 @@
  * an output folder in use are each one line, exit 2 and nothing made; a real suite run
  * (kyo-blocking's ce and kyo rows and the epoll peer's, short) writes suite.md and
  * suite.json with each cell's run folder linked and there, the shape column and the
- * progress lines (the peer's row says not built where bench/tcppeer is not); and a
- * row whose workload is not registered says so instead of giving a figure.
+ * progress lines (the peer's row says not built where bench/tcppeer is not); a row
+ * whose workload is not registered says so instead of giving a figure; and the errors
+ * suite's stack-capture cells run the on-CPU probe over a user's --probes none, the other
+ * cells without it, with the findings across its tables judged in both files.
  *
  * The run's figures are not judged here (a 0.05 s iteration on a busy machine is
  * noise): the suite's tables do that; the writer's text is tested against a golden file
@@ -200,5 +202,84 @@ Test(suite_cli, a_row_whose_workload_is_missing_says_not_built, .timeout = 120)
 	cr_expect_not_null(strstr(md, "| uncontended permit acquire/release | cats-effect | "
 				      "`permit --preset ce -P encoding=ce` |"), "%s", md);
 	cr_expect_null(strstr(md, "failed"), "%s", md);
+	free(md);
+}
+
+/* The run folder of a suite.json cell, as a path under the test's folder. */
+static void cell_run_dir(json_object *cell, char *path, size_t len)
+{
+	const char *run = get_str(cell, "run");
+
+	cr_assert_not_null(run);
+	snprintf(path, len, "%s/s/%s", dir, run);
+	*strrchr(path, '/') = '\0'; /* report.md's folder */
+}
+
+/* Whether the run of a suite.json cell had the on-CPU probe attached. */
+static bool ran_oncpu(json_object *cell)
+{
+	char path[1024], err[512];
+	struct an_result *r;
+	bool on;
+
+	cell_run_dir(cell, path, sizeof(path));
+	r = an_result_load(path, err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	on = an_result_probe(r, "oncpu") >= 0;
+	an_result_free(r);
+	return on;
+}
+
+Test(suite_cli, errors_runs_its_stack_capture_cells_under_the_oncpu_probe, .timeout = 300)
+{
+	const char *args[] = { "errors", "--quick", "--time", "0.05", "--probes", "none", NULL };
+	json_object *j, *tables, *share, *claims;
+	char *md;
+
+	if (!wl_find("error-pipeline"))
+		cr_skip_test("error-pipeline is not registered in this build");
+	cr_assert_eq(suite(args), 0, "%s", err_text);
+	md = slurp(in_dir("s/suite.md"), NULL);
+	cr_assert_not_null(md);
+	cr_expect_not_null(strstr(md, "\"Error handling, stack capture under the on-CPU probe "
+				      "(tf=2)\" ran with --probes oncpu after the options given to "
+				      "every cell"), "%s", md);
+	cr_expect_not_null(strstr(md, "### Across columns and tables"), "%s", md);
+	cr_expect_not_null(strstr(md, " findings across columns and tables that could be judged "
+				      "hold."), "%s", md);
+	cr_expect_not_null(strstr(out_text, "Across columns and tables (ratios)"), "%s", out_text);
+
+	j = json_object_from_file(in_dir("s/suite.json"));
+	cr_assert_not_null(j, "suite.json parses");
+	tables = get(json_object_array_get_idx(get(j, "suites"), 0), "tables");
+	cr_assert_eq(json_object_array_length(tables), 4);
+	/* the user's --probes none holds for the timed cells */
+	cr_expect(!ran_oncpu(json_object_array_get_idx(get(json_object_array_get_idx(tables, 0),
+							       "cells"), 0)),
+		  "a timed cell ran without the on-CPU probe");
+	/* the share cells ran with it, and each has a share and its samples */
+	share = get(json_object_array_get_idx(tables, 3), "cells");
+	cr_assert_eq(json_object_array_length(share), 4);
+	for (size_t i = 0; i < 4; i++) {
+		json_object *c = json_object_array_get_idx(share, i);
+		double v = json_object_get_double(get(c, "value"));
+
+		cr_expect_str_eq(get_str(c, "status"), "ok", "share %zu: %s", i,
+				 json_object_get_string(get(c, "reason")));
+		cr_expect(v >= 0 && v <= 100, "share %zu: %g", i, v);
+		cr_expect_gt(json_object_get_double(get(c, "n")), 0, "share %zu: samples", i);
+		cr_expect(ran_oncpu(c), "share %zu ran under the on-CPU probe", i);
+	}
+	/* every finding is there, and judged or saying why not */
+	claims = get(json_object_array_get_idx(get(j, "suites"), 0), "claims");
+	cr_assert_eq(json_object_array_length(claims), 10);
+	for (size_t i = 0; i < 10; i++) {
+		const char *shape = get_str(json_object_array_get_idx(claims, i), "shape");
+
+		cr_assert_not_null(shape);
+		cr_expect(strstr(shape, "hold") || strstr(shape, "cannot tell"), "finding %zu: %s",
+			  i, shape);
+	}
+	json_object_put(j);
 	free(md);
 }
