@@ -14,6 +14,11 @@ struct seen {
 	const char *leaf;        /* the user leaf function counted in ns */
 	const char *waker_leaf;  /* with wakers: the waker's user leaf expected */
 	uint64_t ns, intervals;  /* of stacks whose user leaf is leaf */
+	/* the napping thread's preemptions with another leaf: off CPU by its own clocks when
+	 * they fall inside a timed span (in the clock reads around the nap, say, in the vDSO
+	 * or glibc, whose frames the walk may not name), so the most the span can hold
+	 * beyond the leaf's time */
+	uint64_t preempted_elsewhere_ns;
 	uint64_t all_ns, all_intervals;
 	uint64_t wrong_kind, wrong_comm, no_kernel, preempted, waker_ok, waker_bad;
 	const char *comm;        /* intervals of threads so named that publish RUN (busy's
@@ -90,6 +95,8 @@ static int on_interval(const struct probe_offcpu_interval *iv, void *ctx)
 		v->truncated_naps += iv->intervals;
 	else if (!strcmp(name, "sleeper_nap"))
 		check_deep(v, iv);
+	if (v->leaf && strcmp(name, v->leaf) && iv->preempted && !strcmp(iv->comm, "offcpu-nap"))
+		v->preempted_elsewhere_ns += iv->ns;
 	if (!v->leaf || strcmp(name, v->leaf))
 		return 0;
 	v->ns += iv->ns;
@@ -174,12 +181,13 @@ Test(offcpu, total_matches_what_the_child_measured_and_names_the_nap)
 	p = run_with(NULL, "50", "2", "nap", &v, &st, &measured);
 	cr_assert_geq(measured, 50 * 2000000ull, "the naps took %llu ns", (unsigned long long)measured);
 	/* each restart (below) costs the nap it ended, 2 ms at most */
-	ratio = (double)v.ns / ((double)measured - 2e6 * (double)st.restarts);
+	ratio = (double)(v.ns + v.preempted_elsewhere_ns) /
+		((double)measured - 2e6 * (double)st.restarts);
 	cr_expect(ratio > 0.95 && (double)v.ns < 1.05 * (double)measured,
-		  "sleeper_nap off CPU %llu ns, the child measured %llu ns (ratio %.4f, %llu "
-		  "restarted)",
-		  (unsigned long long)v.ns, (unsigned long long)measured, ratio,
-		  (unsigned long long)st.restarts);
+		  "sleeper_nap off CPU %llu ns (and %llu ns preempted elsewhere), the child "
+		  "measured %llu ns (ratio %.4f, %llu restarted)",
+		  (unsigned long long)v.ns, (unsigned long long)v.preempted_elsewhere_ns,
+		  (unsigned long long)measured, ratio, (unsigned long long)st.restarts);
 	/* a switch-in the program did not see (a restart: rare, counted) loses a nap */
 	cr_expect_geq(v.intervals + st.restarts, 50, "%llu intervals in sleeper_nap; %llu switch-outs, %llu "
 		      "restarts, %llu under the minimum, %llu missed by the kernel",
@@ -376,9 +384,13 @@ Test(offcpu, wakers_name_the_thread_that_woke_the_wait)
 
 	p = run_with(&o, "30", "2", "pipe", &v, &st, &measured);
 	cr_expect(probe_offcpu_wakers(p));
-	ratio = (double)v.ns / (double)measured;
-	cr_expect(ratio > 0.95 && ratio < 1.05, "sleeper_wait %llu ns, measured %llu ns",
-		  (unsigned long long)v.ns, (unsigned long long)measured);
+	/* the child's spans also hold any preemption in their clock reads: at most the
+	 * thread's preempted time elsewhere */
+	ratio = (double)(v.ns + v.preempted_elsewhere_ns) / (double)measured;
+	cr_expect(ratio > 0.95 && (double)v.ns < 1.05 * (double)measured,
+		  "sleeper_wait %llu ns (and %llu ns preempted elsewhere), measured %llu ns",
+		  (unsigned long long)v.ns, (unsigned long long)v.preempted_elsewhere_ns,
+		  (unsigned long long)measured);
 	/* each wait that blocks ends with the waker's write (one whose byte was already
 	 * there does not block); one preempted in sleeper_wait (runnable, never woken) has
 	 * no waker, which a busy CPU causes now and then: most are the waker's */
@@ -460,10 +472,13 @@ Test(offcpu, user_stacks_only_keep_the_time_and_walk_no_kernel_stack)
 
 	p = run_with(&o, "50", "2", "nap", &v, &st, &measured);
 	cr_expect_eq(probe_offcpu_stacks(p), PROBE_OFFCPU_USER);
-	ratio = (double)v.ns / ((double)measured - 2e6 * (double)st.restarts);
+	ratio = (double)(v.ns + v.preempted_elsewhere_ns) /
+		((double)measured - 2e6 * (double)st.restarts);
 	cr_expect(ratio > 0.95 && (double)v.ns < 1.05 * (double)measured,
-		  "sleeper_nap off CPU %llu ns, the child measured %llu ns (ratio %.4f)",
-		  (unsigned long long)v.ns, (unsigned long long)measured, ratio);
+		  "sleeper_nap off CPU %llu ns (and %llu ns preempted elsewhere), the child "
+		  "measured %llu ns (ratio %.4f)",
+		  (unsigned long long)v.ns, (unsigned long long)v.preempted_elsewhere_ns,
+		  (unsigned long long)measured, ratio);
 	cr_expect_geq(v.intervals + st.restarts, 50, "%llu naps", (unsigned long long)v.intervals);
 	cr_expect_eq(v.no_kernel, v.intervals, "no nap has a kernel stack");
 	/* a nap sleeps; one preempted in sleeper_nap's own code on its way to the sleep (a
