@@ -7,7 +7,9 @@
  * fix, with exit status 2. -o - writes to standard output; a device or FIFO is written
  * in place, a symlink through to its target, and a folder or socket is refused
  * (analysis/files.c). SIGINT or SIGTERM stops the read or the write, removes the
- * temporary file and exits 130.
+ * temporary file and exits 130. With --diff BASELINE.folded the graph is differential:
+ * FILE's frames at FILE's widths, each coloured by how its share of FILE's samples
+ * differs from its share of BASELINE's (flamegraphs/flamegraph.h).
  */
 #include <argp.h>
 #include <errno.h>
@@ -29,11 +31,13 @@ enum {
 	OPT_WIDTH,
 	OPT_MINWIDTH,
 	OPT_COUNTNAME,
+	OPT_DIFF,
 };
 
 struct flame_args {
 	const char *input;
 	const char *output;
+	const char *baseline; /* --diff: the profile FILE is compared against */
 	struct fg_options fg;
 	int bad; /* a usage error already reported; the exit status is 2 */
 };
@@ -42,14 +46,23 @@ static const char doc[] =
 	"Render a folded-stack file (flamegraph.pl's 'frame;frame;... COUNT' lines) as an "
 	"interactive SVG flame graph: click to zoom, Ctrl-F to search.\n"
 	"\n"
-	"USAGE: schedlab flame FILE.folded [-o OUT.svg] [--title T] [--subtitle S]\n"
-	"                      [--width PX] [--minwidth PX] [--countname NAME]\n"
+	"USAGE: schedlab flame FILE.folded [-o OUT.svg] [--diff BASELINE.folded]\n"
+	"         [--title T] [--subtitle S] [--width PX] [--minwidth PX]\n"
+	"         [--countname NAME]\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    schedlab flame results/latest/oncpu.folded   # writes oncpu.svg beside it\n"
 	"    schedlab flame oncpu.folded -o /tmp/a.svg --title 'spawn-join, ce'\n"
 	"    schedlab flame offcpu.folded --countname us --minwidth 1\n"
+	"    schedlab flame B/oncpu.folded --diff A/oncpu.folded -o diff.svg\n"
 	"\v"
+	"--diff draws FILE's stacks at FILE's widths and colours each frame by the change in "
+	"its share of the samples, its callees included: red where FILE spends a larger "
+	"share than BASELINE, blue where smaller, white where equal, the deepest colour for "
+	"the largest change; each tooltip gives both shares. Shares, not counts, so two "
+	"profiles of different lengths compare. ('schedlab compare RUN_A RUN_B' draws the "
+	"same for two runs, beside the rest of the comparison.)\n"
+	"\n"
 	"The output defaults to FILE with '.folded' replaced by '.svg'. Exit status: 0 "
 	"written, 1 the output could not be written, 2 bad input.";
 
@@ -61,6 +74,9 @@ static const struct argp_option options[] = {
 	{ "minwidth", OPT_MINWIDTH, "PX", 0,
 	  "Leave out frames narrower than PX pixels (default 0.1)", 0 },
 	{ "countname", OPT_COUNTNAME, "NAME", 0, "What a count is (default \"samples\")", 0 },
+	{ "diff", OPT_DIFF, "BASELINE.folded", 0,
+	  "A differential graph: FILE's frames coloured by the change in their share against "
+	  "BASELINE's", 0 },
 	{ 0 },
 };
 
@@ -102,6 +118,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		a->fg.min_width = d;
+		break;
+	case OPT_DIFF:
+		if (!*arg) {
+			a->bad = cli_usage_error("--diff needs a folded file, e.g. --diff "
+						 "results/A/oncpu.folded");
+			return EINVAL;
+		}
+		a->baseline = arg;
 		break;
 	case OPT_COUNTNAME:
 		if (!*arg) {
@@ -170,13 +194,38 @@ static int write_error_status(int err)
 	}
 }
 
+/* Read a folded file for flame; NULL with *status set (and the one line said) when it
+ * cannot be. */
+static struct an_folded *read_input(const char *path, int *status)
+{
+	char why[512];
+	struct an_folded *f = an_folded_read(path, why, sizeof(why));
+	int err;
+
+	if (f)
+		return f;
+	err = errno;
+	if (err == EINTR) {
+		cli_usage_error("flame: interrupted while reading %s; nothing written", path);
+		*status = CLI_EXIT_INTERRUPTED;
+	} else if (err == ENOENT) {
+		*status = cli_usage_error("%s; check the path (runs write "
+					  "results/<run>/oncpu.folded)",
+					  why);
+	} else {
+		*status = err == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+		cli_usage_error("%s", why);
+	}
+	return NULL;
+}
+
 int cmd_flame(int argc, char **argv)
 {
 	static const struct argp argp = { .options = options, .parser = parse_opt,
 					  .args_doc = "FILE.folded", .doc = doc };
 	struct flame_args a = { 0 };
-	char *output = NULL, why[512];
-	struct an_folded *f;
+	char *output = NULL;
+	struct an_folded *f, *base = NULL;
 	int err, status;
 
 	fg_options_default(&a.fg);
@@ -191,20 +240,14 @@ int cmd_flame(int argc, char **argv)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 	}
-	f = an_folded_read(a.input, why, sizeof(why));
-	if (!f) {
-		err = errno;
-		if (err == EINTR) {
-			cli_usage_error("flame: interrupted while reading %s; nothing written", a.input);
-			return CLI_EXIT_INTERRUPTED;
-		}
-		if (err == ENOENT)
-			return cli_usage_error("%s; check the path (runs write "
-					       "results/<run>/oncpu.folded)",
-					       why);
-		status = err == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
-		cli_usage_error("%s", why);
+	f = read_input(a.input, &status);
+	if (!f)
 		return status;
+	if (a.baseline) {
+		base = read_input(a.baseline, &status);
+		if (!base)
+			goto out_free_folded;
+		a.fg.baseline = base;
 	}
 	output = a.output ? strdup(a.output) : default_output(a.input);
 	if (!output) {
@@ -239,6 +282,9 @@ int cmd_flame(int argc, char **argv)
 	}
 	if (an_folded_total(f) == 0)
 		fprintf(stderr, "schedlab: %s holds no samples; the graph says so\n", a.input);
+	if (base && an_folded_total(base) == 0)
+		fprintf(stderr, "schedlab: %s (the baseline) holds no samples: every frame is "
+			"new against it\n", a.baseline);
 	if (strcmp(output, "-"))
 		printf("wrote %s\n", output);
 	status = CLI_EXIT_OK;
@@ -246,6 +292,7 @@ int cmd_flame(int argc, char **argv)
 out_free_output:
 	free(output);
 out_free_folded:
+	an_folded_free(base);
 	an_folded_free(f);
 	return status;
 }

@@ -107,7 +107,76 @@ Test(flame_cli, help_shows_usage_and_examples)
 	cr_expect_not_null(strstr(out_text, "--minwidth"));
 }
 
+/* --diff: FILE's frames at FILE's widths, each tooltip with the baseline's share and the
+ * change, red for the frame that grew and blue for the one that shrank; the same document
+ * as the library draws with that baseline. */
+Test(flame_cli, diff_colours_each_frame_by_its_change_in_share)
+{
+	char pa[512], pb[512], out[512], *svg, *want;
+	const char *args[] = { pb, "--diff", pa, "-o", out, NULL };
+	struct an_folded *a, *b;
+	struct fg_options o;
+	size_t len;
+	FILE *mem;
+
+	/* in_dir() hands out a few buffers in turn: keep each path */
+	snprintf(pa, sizeof(pa), "%s", in_dir("a.folded"));
+	snprintf(pb, sizeof(pb), "%s", in_dir("b.folded"));
+	snprintf(out, sizeof(out), "%s", in_dir("d.svg"));
+	write_file(pa, "main;grow 10\nmain;shrink 90\n");
+	write_file(pb, "main;grow 50\nmain;shrink 50\n");
+	cr_assert_eq(run_flame(args), 0, "stderr: %s", err_text);
+	cr_expect_str_eq(err_text, "");
+	svg = slurp(out, NULL);
+	cr_assert_not_null(svg);
+	cr_expect_not_null(strstr(svg, "<title>grow (50 samples; A 10.00%, +40.00 points, "
+				       "50.00%)</title>"), "%s", svg);
+	cr_expect_not_null(strstr(svg, "<title>shrink (50 samples; A 90.00%, -40.00 points, "
+				       "50.00%)</title>"), "%s", svg);
+	cr_expect_not_null(strstr(svg, "<title>main (100 samples; A 100.00%, +0.00 points, "
+				       "100.00%)</title>"), "%s", svg);
+	/* the library's rendering with the same baseline, byte for byte */
+	a = an_folded_read(pa, NULL, 0);
+	b = an_folded_read(pb, NULL, 0);
+	cr_assert(a && b);
+	fg_options_default(&o);
+	o.baseline = a;
+	mem = open_memstream(&want, &len);
+	cr_assert_not_null(mem);
+	cr_assert_eq(fg_svg_write(b, &o, mem), 0);
+	fclose(mem);
+	cr_expect_str_eq(svg, want);
+	free(want);
+	free(svg);
+	an_folded_free(a);
+	an_folded_free(b);
+	cr_expect_eq(entries(), 3, "a temporary file was left behind");
+}
+
 /* ---- bad input ------------------------------------------------------------------------------ */
+
+/* A baseline that cannot be read is bad input like FILE, named, and nothing is written. */
+Test(flame_cli, a_bad_diff_baseline_is_bad_input_and_writes_nothing)
+{
+	char pb[512], none[512], pbad[512];
+	const char *missing[] = { pb, "--diff", none, NULL };
+	const char *bad[] = { pb, "--diff", pbad, NULL };
+	const char *empty[] = { pb, "--diff", "", NULL };
+
+	snprintf(pb, sizeof(pb), "%s", in_dir("b.folded"));
+	snprintf(none, sizeof(none), "%s", in_dir("none.folded"));
+	snprintf(pbad, sizeof(pbad), "%s", in_dir("bad.folded"));
+	write_file(pb, good);
+	write_file(pbad, "main;a x\n");
+	cr_expect_eq(run_flame(missing), 2);
+	expect_one_error_line("none.folded: No such file or directory; check the path");
+	cr_expect_eq(run_flame(bad), 2);
+	expect_one_error_line("bad.folded:1:");
+	cr_expect_eq(run_flame(empty), 2);
+	expect_one_error_line("--diff needs a folded file");
+	cr_expect_eq(entries(), 2, "an output was written for bad input");
+}
+
 
 Test(flame_cli, malformed_line_names_file_line_and_fix)
 {
