@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Study 1's grids (reference/studies.md §1) at the studies' settings: `schedlab suite
-# five-runtimes`, `kyo-blocking` and `micro` with the probes off, so that each figure is the
-# runtime's speed. A Markdown section per suite on stdout (make bench appends them to
+# The studies' grids (reference/studies.md) at the studies' settings: `schedlab suite
+# five-runtimes`, `kyo-blocking`, `micro` and `memory` (study 1), `sequentially` (study 2) and
+# `errors` (study 3) with the probes off, so that each figure is the runtime's speed (errors'
+# stack-capture table runs its own cells under the on-CPU probe, as the suite says). A Markdown section per suite on stdout (make bench appends them to
 # BENCHMARKS.md): the suite's own table, our figure beside the published one and the shape
 # column the suite computes, without the run-folder links (the folders are temporary).
-# Progress on stderr. SUITES (five-runtimes kyo-blocking micro; or SUITE, one name) and
+# Progress on stderr. SUITES (all six; or SUITE, one name) and
 # SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-SUITES=${SUITES:-${SUITE:-five-runtimes kyo-blocking micro}}
+SUITES=${SUITES:-${SUITE:-five-runtimes kyo-blocking micro memory sequentially errors}}
 SUITE_ARGS=${SUITE_ARGS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -46,9 +47,14 @@ section() {
 		return
 	fi
 	# Everything after the suite's own title and command line; the last column (each
-	# cell's run folder) dropped from the tables.
-	awk 'NR > 4' "$tmp/$suite/suite.md" | sed -E '/^\| /{ s/ [^|]*\|$//; }' |
-		sed -E 's/^(#+) /#\1 /'
+	# cell's run folder) dropped from the tables that have it, those whose header ends
+	# in "run folder" (the findings across tables keep their verdicts).
+	awk 'NR > 4 {
+		if ($0 !~ /^\| /) { folder = 0; print; next }
+		if ($0 ~ /\| run folder \|$/) folder = 1
+		if (folder) sub(/ [^|]*\|$/, "")
+		print
+	}' "$tmp/$suite/suite.md" | sed -E 's/^(#+) /#\1 /'
 }
 
 first=1
