@@ -265,6 +265,19 @@ static bool parse_bytes(const char *arg, uint64_t *out)
 	return true;
 }
 
+/* --oncpu-maps STACKS,COUNTS into a; false when either is not a number in its range. */
+static bool parse_oncpu_maps(const char *arg, struct run_args *a)
+{
+	const char *comma = strchr(arg, ',');
+	char num[32];
+
+	if (!comma || (size_t)(comma - arg) >= sizeof(num))
+		return false;
+	snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg);
+	return cli_parse_long(num, 1, ONCPU_MAPS_STACKS_MAX, &a->oncpu_stacks) &&
+	       cli_parse_long(comma + 1, 1, ONCPU_MAPS_COUNTS_MAX, &a->oncpu_counts);
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct run_args *a = state->input;
@@ -395,13 +408,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_EVENTS:
 		a->events = arg;
 		return 0;
-	case OPT_ONCPU_MAPS: {
-		char num[32], *comma = strchr(arg, ',');
-
-		if (!comma || (size_t)(comma - arg) >= sizeof(num) ||
-		    (snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg),
-		     !cli_parse_long(num, 1, ONCPU_MAPS_STACKS_MAX, &a->oncpu_stacks)) ||
-		    !cli_parse_long(comma + 1, 1, ONCPU_MAPS_COUNTS_MAX, &a->oncpu_counts)) {
+	case OPT_ONCPU_MAPS:
+		if (!parse_oncpu_maps(arg, a)) {
 			a->bad = cli_usage_error(
 				"--oncpu-maps '%s': expected STACKS,COUNTS, from 1 to %d and 1 to "
 				"%d, e.g. --oncpu-maps 16384,40960",
@@ -409,7 +417,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		return 0;
-	}
 	case OPT_ALLOC_SAMPLE:
 		if (!parse_bytes(arg, &a->alloc_sample)) {
 			a->bad = cli_usage_error("--alloc-sample '%s': expected bytes from 1 to 1G, a "

@@ -321,11 +321,12 @@ static int op_open(void **state, const struct hx_probe_config *cfg, char *why, s
 {
 	/* the start and waker records, one per thread of the fork; the stacks and keys at
 	 * the probe's defaults (the file's opening comment says why) */
+	unsigned threads = hx_thread_entries(cfg);
 	struct probe_offcpu_opts o = { .min_block_us = cfg->min_block_us,
 				       .wakers = cfg->wakers,
 				       .stacks = cfg->offcpu_stacks,
-				       .thread_entries = hx_thread_entries(cfg),
-				       .waker_entries = hx_thread_entries(cfg) };
+				       .thread_entries = threads,
+				       .waker_entries = threads };
 	int err = hx_offcpu_open(state, &o, why, len);
 
 	if (!err)

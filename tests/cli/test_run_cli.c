@@ -802,19 +802,27 @@ static int run_interrupted(int sig, const char *out, const char *probes)
 	return WEXITSTATUS(status);
 }
 
+/* The file name of the run that out/latest points to, the partial run, into path. */
+static void partial_run_file(const char *out, const char *name, char *path, size_t len)
+{
+	char link[1024], target[512];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "%s/latest", out);
+	n = readlink(link, target, sizeof(target) - 1);
+	cr_assert_gt(n, 0, "latest is a symlink to the partial run");
+	target[n] = '\0';
+	snprintf(path, len, "%s/%s/%s", out, target, name);
+}
+
 static void expect_partial_run(int sig, const char *signame)
 {
-	char path[1024], target[512], reason[128], *json;
+	char path[1024], reason[128], *json;
 	const char *out = in_dir("results");
 	uint64_t n;
-	ssize_t len;
 
 	cr_expect_eq(run_interrupted(sig, out, "none"), 130, "stderr: %s", err_text);
-	snprintf(path, sizeof(path), "%s/latest", out);
-	len = readlink(path, target, sizeof(target) - 1);
-	cr_assert_gt(len, 0, "latest is a symlink to the partial run");
-	target[len] = '\0';
-	snprintf(path, sizeof(path), "%s/%s/result.json", out, target);
+	partial_run_file(out, "result.json", path, sizeof(path));
 	json = slurp(path, NULL);
 	cr_assert_not_null(json, "%s", path);
 	cr_expect_not_null(strstr(json, "\"partial\": true"), "%s", json);
@@ -829,7 +837,7 @@ static void expect_partial_run(int sig, const char *signame)
 	cr_expect_not_null(strstr(json, reason), "the reason counts the samples: %s", json);
 	cr_expect_not_null(strstr(json, "\"failure\": null"), "an interrupt is no failure");
 	free(json);
-	snprintf(path, sizeof(path), "%s/%s/report.md", out, target);
+	partial_run_file(out, "report.md", path, sizeof(path));
 	cr_expect_eq(access(path, R_OK), 0, "%s", path);
 	cr_expect_not_null(strstr(err_text, signame), "one line says so: %s", err_text);
 	cr_expect_not_null(strstr(err_text, "partial results are in"), "%s", err_text);
@@ -852,18 +860,13 @@ Test(run_cli, sigterm_writes_the_measured_iterations_as_partial, .timeout = 300)
 Test(run_cli, an_interrupted_run_sets_the_runtime_probes_counts_beside_no_counters,
      .timeout = 300)
 {
-	char path[1024], target[512], why[256], *md;
+	char path[1024], why[256], *md;
 	const char *out = in_dir("results");
-	ssize_t len;
 
 	if (!probe_bpf_available(why, sizeof(why)))
 		cr_skip_test("BPF cannot load here: %s", why);
 	cr_expect_eq(run_interrupted(SIGINT, out, "runtime"), 130, "stderr: %s", err_text);
-	snprintf(path, sizeof(path), "%s/latest", out);
-	len = readlink(path, target, sizeof(target) - 1);
-	cr_assert_gt(len, 0, "latest is a symlink to the partial run");
-	target[len] = '\0';
-	snprintf(path, sizeof(path), "%s/%s/report.md", out, target);
+	partial_run_file(out, "report.md", path, sizeof(path));
 	md = slurp(path, NULL);
 	cr_assert_not_null(md, "%s", path);
 	cr_expect_not_null(strstr(md, "The counts are not set beside the runtime's counters: "
