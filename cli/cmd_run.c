@@ -105,6 +105,7 @@ enum {
 	OPT_ALLOC_SAMPLE,
 	OPT_EVENTS,
 	OPT_ONCPU_MAPS,
+	OPT_OFFCPU_MAPS,
 };
 
 static const struct argp_option options[] = {
@@ -149,6 +150,12 @@ static const struct argp_option options[] = {
 	  "262144 and 1 to 1048576; about 1 KiB of kernel memory a stack). By default they are "
 	  "sized for the samples a fork's measured iterations can take; a fork that fills them "
 	  "has its losses counted and drawn, and report.md names the sizes",
+	  2 },
+	{ "offcpu-maps", OPT_OFFCPU_MAPS, "STACKS,COUNTS", 0,
+	  "offcpu: its maps of distinct stacks and of keys (a stack pair, phase, thread name "
+	  "and waker) a fork keeps (1 to 262144 and 1 to 1048576; about 1 KiB of kernel memory "
+	  "a stack; default 1024,4096). report.md says how many a fork held; one that fills "
+	  "them has its losses counted and drawn",
 	  2 },
 	{ "group", OPT_GROUP, "BY", 0,
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
@@ -216,6 +223,7 @@ struct run_args {
 	unsigned offcpu_stacks;         /* offcpu: PROBE_OFFCPU_*; 0: not given (both) */
 	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
 	long oncpu_stacks, oncpu_counts; /* --oncpu-maps; 0: sized for the run */
+	long offcpu_stacks_n, offcpu_counts_n; /* --offcpu-maps; 0: the probe's defaults */
 	char oncpu_maps_sized[160];     /* how they were sized, for result.json */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
@@ -223,9 +231,10 @@ struct run_args {
 };
 
 #define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
-/* --oncpu-maps at most: 256 MiB of kernel memory in stacks, and four counts a stack */
-#define ONCPU_MAPS_STACKS_MAX 262144
-#define ONCPU_MAPS_COUNTS_MAX 1048576
+/* --oncpu-maps and --offcpu-maps at most: 256 MiB of kernel memory in stacks, and four
+ * counts (keys) a stack */
+#define MAPS_STACKS_MAX 262144
+#define MAPS_COUNTS_MAX 1048576
 
 /* The kernel's sampling ceiling, which it also lowers by itself when samples take too
  * long (perf_cpu_time_max_percent): a --freq above it is throttled, not delivered.
@@ -265,8 +274,9 @@ static bool parse_bytes(const char *arg, uint64_t *out)
 	return true;
 }
 
-/* --oncpu-maps STACKS,COUNTS into a; false when either is not a number in its range. */
-static bool parse_oncpu_maps(const char *arg, struct run_args *a)
+/* --oncpu-maps or --offcpu-maps STACKS,COUNTS into *stacks and *counts; false when
+ * either is not a number in its range. */
+static bool parse_maps(const char *arg, long *stacks, long *counts)
 {
 	const char *comma = strchr(arg, ',');
 	char num[32];
@@ -274,8 +284,8 @@ static bool parse_oncpu_maps(const char *arg, struct run_args *a)
 	if (!comma || (size_t)(comma - arg) >= sizeof(num))
 		return false;
 	snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg);
-	return cli_parse_long(num, 1, ONCPU_MAPS_STACKS_MAX, &a->oncpu_stacks) &&
-	       cli_parse_long(comma + 1, 1, ONCPU_MAPS_COUNTS_MAX, &a->oncpu_counts);
+	return cli_parse_long(num, 1, MAPS_STACKS_MAX, stacks) &&
+	       cli_parse_long(comma + 1, 1, MAPS_COUNTS_MAX, counts);
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -409,11 +419,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->events = arg;
 		return 0;
 	case OPT_ONCPU_MAPS:
-		if (!parse_oncpu_maps(arg, a)) {
-			a->bad = cli_usage_error(
-				"--oncpu-maps '%s': expected STACKS,COUNTS, from 1 to %d and 1 to "
-				"%d, e.g. --oncpu-maps 16384,40960",
-				arg, ONCPU_MAPS_STACKS_MAX, ONCPU_MAPS_COUNTS_MAX);
+	case OPT_OFFCPU_MAPS:
+		if (key == OPT_ONCPU_MAPS ? !parse_maps(arg, &a->oncpu_stacks, &a->oncpu_counts)
+					  : !parse_maps(arg, &a->offcpu_stacks_n,
+							&a->offcpu_counts_n)) {
+			const char *opt = key == OPT_ONCPU_MAPS ? "oncpu-maps" : "offcpu-maps";
+
+			a->bad = cli_usage_error("--%s '%s': expected STACKS,COUNTS, from 1 to %d "
+						 "and 1 to %d, e.g. --%s %s",
+						 opt, arg, MAPS_STACKS_MAX, MAPS_COUNTS_MAX, opt,
+						 key == OPT_ONCPU_MAPS ? "16384,40960" : "4096,16384");
 			return EINVAL;
 		}
 		return 0;
@@ -798,6 +813,9 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 		off += (size_t)snprintf(buf + off, len - off, " --min-block-us %ld", a->min_block_us);
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->wakers && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --wakers");
+	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->offcpu_stacks_n && off < len)
+		off += (size_t)snprintf(buf + off, len - off, " --offcpu-maps %ld,%ld",
+					a->offcpu_stacks_n, a->offcpu_counts_n);
 	if ((a->probes & (1u << HX_PROBE_OFFCPU)) && a->offcpu_stacks && off < len)
 		off += (size_t)snprintf(buf + off, len - off, " --offcpu-stacks %s",
 					hx_offcpu_stacks_name(a->offcpu_stacks));
@@ -1361,10 +1379,12 @@ int cmd_run(int argc, char **argv)
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
 	if (a.oncpu_stacks && !a.oncpu)
 		return cli_usage_error("--oncpu-maps is an oncpu option: add oncpu to --probes");
-	if ((a.min_block_us || a.wakers || a.offcpu_stacks) && !(a.probes & (1u << HX_PROBE_OFFCPU)))
+	if ((a.min_block_us || a.wakers || a.offcpu_stacks || a.offcpu_stacks_n) &&
+	    !(a.probes & (1u << HX_PROBE_OFFCPU)))
 		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
-				       a.wakers	       ? "--wakers"
-				       : a.offcpu_stacks ? "--offcpu-stacks"
+				       a.wakers		 ? "--wakers"
+				       : a.offcpu_stacks	 ? "--offcpu-stacks"
+				       : a.offcpu_stacks_n ? "--offcpu-maps"
 							 : "--min-block-us");
 
 	nspecs = spec_count(&a);
@@ -1439,6 +1459,8 @@ int cmd_run(int argc, char **argv)
 	pc.min_block_us = (unsigned)a.min_block_us;
 	pc.wakers = a.wakers;
 	pc.offcpu_stacks = a.offcpu_stacks;
+	pc.offcpu_stack_entries = (unsigned)a.offcpu_stacks_n;
+	pc.offcpu_count_entries = (unsigned)a.offcpu_counts_n;
 	pc.alloc_sample = a.alloc_sample;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);

@@ -251,6 +251,8 @@ struct hx_probe_config {
 	bool wakers;             /* offcpu: the waker's stack as well */
 	unsigned offcpu_stacks;  /* offcpu: PROBE_OFFCPU_USER | _KERNEL, the stacks a switch-out
 				  * walks; 0: both */
+	unsigned offcpu_stack_entries, offcpu_count_entries; /* offcpu: distinct stacks and
+				  * keys a fork keeps; 0: the probe's defaults */
 	uint64_t alloc_sample;   /* alloc: bytes between samples; 0: 512 KiB */
 	const char *events;      /* counters: libpfm4 event names, comma-separated; NULL:
 				  * the default set */
@@ -313,6 +315,14 @@ extern const struct hx_probe_ops hx_offcpu_ops;
 /* hx_offcpu_ops' open with the probe's own options (its map sizes, say), for the state
  * the other ops take. */
 int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, size_t len);
+/* The stacks and keys offcpu's maps hold for a fork of cfg->measure_s seconds (with
+ * cfg->wakers, whose stacks are the most varied), where --offcpu-maps names none:
+ * HX_OFFCPU_STACKS_PER_S a second, twice that with wakers, at most
+ * HX_OFFCPU_STACK_ENTRIES_MAX; two keys a stack; at least the probe's defaults. */
+#define HX_OFFCPU_STACKS_PER_S	    256
+#define HX_OFFCPU_STACK_ENTRIES_MAX 65536
+void hx_offcpu_maps_for_run(const struct hx_probe_config *cfg, unsigned *stacks,
+			    unsigned *keys);
 /* --offcpu-stacks: "both", "user" or "kernel" to PROBE_OFFCPU_* (0, or -EINVAL), and
  * back (0 is "both"). */
 int hx_offcpu_stacks_parse(const char *arg, unsigned *stacks);

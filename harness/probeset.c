@@ -149,6 +149,7 @@ int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 		snprintf(e->status, sizeof(e->status), "not attached: %s", why);
 		return 0;
 	}
+	probe_bpf_stats_fd(); /* the instrument's one-time cost, not the probe's attach */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = ops->open(&e->state, cfg, why, sizeof(why));
 	clock_gettime(CLOCK_MONOTONIC, &t1);

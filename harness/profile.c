@@ -480,6 +480,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	}
 	opts.dwarf_fn = fold_dwarf;
 	opts.dwarf_ctx = p;
+	probe_bpf_stats_fd(); /* the instrument's one-time cost, not the probe's attach */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	p->oncpu = probe_oncpu_open(&opts, why, sizeof(why));
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -63,7 +63,7 @@ struct probe_alloc {
 	char libc_path[PATH_MAX + 32]; /* the same through /proc/PID/root, attached */
 	uint64_t attach_ns;        /* the starts' attaches since the last drain */
 	uint64_t starts;
-	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	int stats_fd;              /* probe_bpf_stats_fd(), shared: not ours to close */
 	uint64_t prog_runs, prog_ns; /* the program's counters at the last drain */
 	int ncpus;
 	struct alloc_counters *pcpu;
@@ -139,8 +139,9 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 	if (ret)
 		goto out_destroy;
 	/* What a call costs in the program is measured, not guessed: the kernel times
-	 * every BPF program while this fd is open. Without it the cost is unknown. */
-	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	 * every BPF program while the process's statistics fd is open. Without it the
+	 * cost is unknown. */
+	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
 out_destroy:
@@ -168,8 +169,6 @@ void probe_alloc_free(struct probe_alloc *p)
 		return;
 	detach(p);
 	alloc_bpf__destroy(p->skel);
-	if (p->stats_fd >= 0)
-		close(p->stats_fd);
 	free(p->ids);
 	free(p->keys);
 	free(p->pcpu);

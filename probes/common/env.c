@@ -360,6 +360,23 @@ void probe__wait_programs(void)
 		usleep(20 * 1000);
 }
 
+static int stats_fd = -ENOTSUP;
+
+static void stats_enable(void)
+{
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	stats_fd = fd < 0 ? -errno : fd;
+}
+
+int probe_bpf_stats_fd(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, stats_enable);
+	return stats_fd;
+}
+
 int probe__prog_stats(int stats_fd, const struct bpf_program *prog, uint64_t *runs,
 		      uint64_t *ns)
 {

@@ -38,7 +38,7 @@ _Static_assert(OFFCPU_MAX_DEPTH == PROBE_MAX_DEPTH, "sizes");
 
 struct probe_offcpu {
 	struct offcpu_bpf *skel;
-	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	int stats_fd;              /* probe_bpf_stats_fd(), shared: not ours to close */
 	unsigned min_block_us;
 	bool wakers;
 	unsigned stacks;           /* PROBE_OFFCPU_USER | PROBE_OFFCPU_KERNEL */
@@ -170,8 +170,8 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 		}
 	}
 	/* The per-event cost is measured, not guessed: the kernel times every BPF program
-	 * while this fd is open. */
-	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	 * while the process's statistics fd is open. */
+	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
 out_destroy:
@@ -191,8 +191,6 @@ void probe_offcpu_free(struct probe_offcpu *p)
 		return;
 	if (p->started)
 		probe_offcpu_stop(p);
-	if (p->stats_fd >= 0)
-		close(p->stats_fd);
 	offcpu_bpf__destroy(p->skel);
 	free(p->ids);
 	free(p->keys);
@@ -348,6 +346,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 	uint64_t truncated = 0, uerrors = 0, kerrors = 0, unfinished = 0;
 	struct offcpu_counters c;
 	struct offcpu_key *prev = NULL;
+	uint64_t nstacks = 0;
 	unsigned n = 0;
 
 	/* While started, counts would move between our reads and the deletes. */
@@ -420,7 +419,7 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 	for (unsigned i = 0; i < n; i++)
 		if (bpf_map_delete_elem(fd, &p->keys[i]) && errno != ENOENT)
 			return -errno;
-	err = clear_map(p, p->skel->maps.stacks, p->stack_entries, NULL);
+	err = clear_map(p, p->skel->maps.stacks, p->stack_entries, &nstacks);
 	/* threads still off CPU at the stop: their intervals are not timed */
 	if (!err)
 		err = clear_starts(p, &unfinished);
@@ -460,6 +459,10 @@ int probe_offcpu_drain(struct probe_offcpu *p, probe_offcpu_fn fn, void *ctx,
 		stats->ustack_errors += c.ustack_errors + uerrors;
 		stats->kstack_errors += c.kstack_errors + kerrors;
 		stats->truncated += truncated;
+		if (nstacks > stats->stacks_held_max)
+			stats->stacks_held_max = nstacks;
+		if (n > stats->keys_held_max)
+			stats->keys_held_max = n;
 		stats->wakeups += c.wakeups;
 		stats->waker_full += c.waker_full;
 		stats->waker_lost += c.waker_lost;

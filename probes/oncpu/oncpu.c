@@ -68,7 +68,7 @@ struct probe_oncpu {
 	struct oncpu_bpf *skel;
 	struct probe__perf pe;
 	struct bpf_link **links;   /* one per pe CPU; each owns its perf fd */
-	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	int stats_fd;              /* probe_bpf_stats_fd(), shared: not ours to close */
 	unsigned freq;
 	unsigned count_entries;
 	unsigned max_depth;        /* a stack this long may have been cut */
@@ -527,9 +527,9 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 	if (ret)
 		goto out_close_perf;
 	/* What a sample costs is measured, not guessed: the kernel times every BPF
-	 * program while this fd is open (two clock reads a run). Without it the report
-	 * says the cost was not measured. */
-	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	 * program while the process's statistics fd is open (two clock reads a run).
+	 * Without it the report says the cost was not measured. */
+	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
 out_close_perf:
@@ -567,8 +567,6 @@ void probe_oncpu_free(struct probe_oncpu *p)
 	probe__perf_close(&p->pe);
 	ring_buffer__free(p->ring);
 	oncpu_bpf__destroy(p->skel);
-	if (p->stats_fd >= 0)
-		close(p->stats_fd);
 	free(p->ids);
 	free(p->keys);
 	free(p->pcpu);

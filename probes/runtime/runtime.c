@@ -49,7 +49,7 @@ struct probe_runtime {
 	struct runtime_bpf *skel;
 	struct ring_buffer *ring;
 	struct bpf_link *links[PROBE_RT_NKINDS];
-	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	int stats_fd;              /* probe_bpf_stats_fd(), shared: not ours to close */
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	__u64 *pcpu;               /* one drops value per CPU, for reading */
 	unsigned ring_bytes;
@@ -181,8 +181,8 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 		goto out_destroy;
 	}
 	/* What an event costs in the program is measured, not guessed (two clock reads a
-	 * run while this fd is open); without it the report says it was not measured. */
-	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	 * run while the process's statistics fd is open); without it the report says it was not measured. */
+	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
 out_destroy:
@@ -301,8 +301,6 @@ void probe_runtime_free(struct probe_runtime *p)
 	probe_runtime_stop(p);
 	ring_buffer__free(p->ring);
 	runtime_bpf__destroy(p->skel);
-	if (p->stats_fd >= 0)
-		close(p->stats_fd);
 	free(p->pcpu);
 	free(p);
 }

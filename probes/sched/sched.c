@@ -44,7 +44,7 @@ _Static_assert(SCHED_SLOTS == PROBE_SCHED_SLOTS && SCHED_NO_WORKER == PROBE_SCHE
 
 struct probe_sched {
 	struct sched_bpf *skel;
-	int stats_fd;              /* holds the kernel's BPF run-time statistics on; -1 */
+	int stats_fd;              /* probe_bpf_stats_fd(), shared: not ours to close */
 	unsigned thread_entries;
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	struct sched_counters *pcpu;
@@ -137,7 +137,7 @@ struct probe_sched *probe_sched_open(const struct probe_sched_opts *o, char *err
 		goto out_destroy;
 	}
 	/* What an event costs is measured, not guessed (probe_sched_prog_stats()). */
-	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
 out_destroy:
@@ -156,8 +156,6 @@ void probe_sched_free(struct probe_sched *p)
 		return;
 	probe_sched_stop(p);
 	sched_bpf__destroy(p->skel);
-	if (p->stats_fd >= 0)
-		close(p->stats_fd);
 	free(p->tids);
 	free(p->pcpu);
 	free(p);

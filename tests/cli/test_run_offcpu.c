@@ -93,9 +93,9 @@ Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout
 
 /* offcpu's thread maps hold a record per thread of a fork until the drain: sized for the
  * run's workers as sched's thread map is (4 each and 64 more, at least 256), the wakers
- * map only with --wakers; the stacks and keys, the program's wait sites, which neither
- * the threads nor the run's length bound, keep the probe's defaults. result.json says
- * which and why. */
+ * map only with --wakers; the stacks and keys, the program's wait sites, for the fork's
+ * measured time (0.1 s here: the probe's defaults, the least they get). result.json says
+ * which and why, and how many one fork held. */
 static void expect_offcpu_maps(const char *workers, bool wakers, unsigned threads)
 {
 	char knob[32], *json, *off;
@@ -111,7 +111,33 @@ static void expect_offcpu_maps(const char *workers, bool wakers, unsigned thread
 	cr_expect_eq(json_num(off, "\"maps\"", "sized_for_workers"), atoi(workers));
 	cr_expect_eq(json_num(off, "\"maps\"", "stacks"), PROBE_OFFCPU_STACK_ENTRIES);
 	cr_expect_eq(json_num(off, "\"maps\"", "counts"), PROBE_OFFCPU_COUNT_ENTRIES);
-	cr_expect_not_null(strstr(off, "\"stacks_rule\": \"the probe's default: "), "%s", off);
+	cr_expect_not_null(strstr(off, "\"stacks_rule\": \"for the fork's measured time: "), "%s",
+			   off);
+	/* workers waits at a few places: some stacks held, and each named by a key */
+	cr_expect_gt(json_num(off, "\"maps\"", "stacks_held_max"), 0, "%s", off);
+	cr_expect_geq(json_num(off, "\"maps\"", "counts_held_max"), 1, "%s", off);
+	cr_expect_leq(json_num(off, "\"maps\"", "stacks_held_max"), PROBE_OFFCPU_STACK_ENTRIES);
+	free(json);
+}
+
+/* --offcpu-maps sizes the stacks and keys as given; maps so small fill, and each
+ * interval that found no room is counted: the most held is the size, never more. */
+Test(run_offcpu, offcpu_maps_sizes_its_stacks_and_keys, .timeout = 120)
+{
+	char why[256], *json, *off;
+	const char *argv[] = { "run", "workers", "--forks", "1", "--warmup", "0", "--iterations",
+			       "1", "--time", "0.2", "--probes", "offcpu", "--offcpu-maps", "2,3",
+			       "--out", in_dir("results"), NULL };
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("offcpu cannot attach here: %s", why);
+	json = run_offcpu(argv, &off);
+	cr_expect_eq(json_num(off, "\"maps\"", "stacks"), 2, "%s", off);
+	cr_expect_eq(json_num(off, "\"maps\"", "counts"), 3, "%s", off);
+	cr_expect_not_null(strstr(off, "\"stacks_rule\": \"given: --offcpu-maps\""), "%s", off);
+	cr_expect_eq(json_num(off, "\"maps\"", "stacks_held_max"), 2, "%s", off);
+	cr_expect_eq(json_num(off, "\"maps\"", "counts_held_max"), 3, "%s", off);
+	cr_expect_gt(json_num(off, "\"lost\"", "counts_map_full"), 0, "%s", off);
 	free(json);
 }
 
@@ -134,6 +160,11 @@ Test(run_offcpu, its_options_are_checked)
 	const char *stacks[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-stacks",
 				 "stack", NULL };
 	const char *stacks_alone[] = { "run", "spawn-join", "--offcpu-stacks", "user", NULL };
+	const char *maps[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps", "4096",
+			       NULL };
+	const char *maps_zero[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps",
+				    "0,16", NULL };
+	const char *maps_alone[] = { "run", "spawn-join", "--offcpu-maps", "64,128", NULL };
 
 	cr_expect_eq(run_schedlab(bad), 2);
 	expect_one_error_line("--min-block-us '0'");
@@ -143,5 +174,12 @@ Test(run_offcpu, its_options_are_checked)
 	expect_one_error_line("--offcpu-stacks 'stack': expected both, user or kernel");
 	cr_expect_eq(run_schedlab(stacks_alone), 2);
 	expect_one_error_line("--offcpu-stacks is an offcpu option");
+	cr_expect_eq(run_schedlab(maps), 2);
+	expect_one_error_line("--offcpu-maps '4096': expected STACKS,COUNTS, from 1 to 262144 and "
+			      "1 to 1048576, e.g. --offcpu-maps 4096,16384");
+	cr_expect_eq(run_schedlab(maps_zero), 2);
+	expect_one_error_line("--offcpu-maps '0,16': expected STACKS,COUNTS");
+	cr_expect_eq(run_schedlab(maps_alone), 2);
+	expect_one_error_line("--offcpu-maps is an offcpu option");
 	cr_expect_eq(entries(), 0, "nothing was created");
 }

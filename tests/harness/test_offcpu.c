@@ -360,3 +360,27 @@ Test(harness_offcpu, user_stacks_only_fold_no_kernel_frames)
 	an_folded_free(f);
 	hx_offcpu_ops.close(st);
 }
+
+/* Without --offcpu-maps the stacks and keys grow with the fork's measured time, twice as
+ * fast with wakers, between the probe's defaults and the cap. */
+Test(harness_offcpu, its_stacks_and_keys_are_sized_for_the_measured_time)
+{
+	struct hx_probe_config cfg = { .measure_s = 0.1 };
+	unsigned stacks, keys;
+
+	hx_offcpu_maps_for_run(&cfg, &stacks, &keys);
+	cr_expect_eq(stacks, PROBE_OFFCPU_STACK_ENTRIES);
+	cr_expect_eq(keys, PROBE_OFFCPU_COUNT_ENTRIES);
+	cfg.measure_s = 10;
+	hx_offcpu_maps_for_run(&cfg, &stacks, &keys);
+	cr_expect_eq(stacks, 10 * HX_OFFCPU_STACKS_PER_S);
+	cr_expect_eq(keys, 2 * 10 * HX_OFFCPU_STACKS_PER_S);
+	cfg.wakers = true;
+	hx_offcpu_maps_for_run(&cfg, &stacks, &keys);
+	cr_expect_eq(stacks, 2 * 10 * HX_OFFCPU_STACKS_PER_S);
+	cr_expect_eq(keys, 4 * 10 * HX_OFFCPU_STACKS_PER_S);
+	cfg.measure_s = 1e6;
+	hx_offcpu_maps_for_run(&cfg, &stacks, &keys);
+	cr_expect_eq(stacks, HX_OFFCPU_STACK_ENTRIES_MAX);
+	cr_expect_eq(keys, 2 * HX_OFFCPU_STACK_ENTRIES_MAX);
+}

@@ -118,3 +118,33 @@ Test(env, a_probe_whose_program_is_refused_is_listed_not_attached_and_the_run_go
 	take_log(s.probes[0].status, log, sizeof(log));
 	hx_probeset_close(&s);
 }
+
+/* The kernel's BPF statistics are the process's, turned on once: every probe gets the
+ * same fd, and freeing one probe leaves them on for the next, whose program is timed. */
+Test(env, the_bpf_statistics_stay_on_for_every_probe_of_the_process, .timeout = 60)
+{
+	struct probe_offcpu_opts o = { 0 };
+	struct probe_offcpu *a, *b;
+	uint64_t runs0, ns0, runs, ns;
+	char why[256];
+	int fd = probe_bpf_stats_fd();
+
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("BPF cannot load here: %s", why);
+	cr_assert_geq(fd, 0, "bpf_enable_stats: %s", strerror(-fd));
+	cr_expect_eq(probe_bpf_stats_fd(), fd, "one fd for the process");
+	a = probe_offcpu_open(&o, why, sizeof(why));
+	cr_assert_not_null(a, "%s", why);
+	probe_offcpu_free(a);
+	cr_expect_eq(fcntl(fd, F_GETFD), FD_CLOEXEC, "freeing a probe left the fd open");
+	b = probe_offcpu_open(&o, why, sizeof(why));
+	cr_assert_not_null(b, "%s", why);
+	cr_assert_eq(probe_offcpu_prog_stats(b, &runs0, &ns0), 0);
+	/* sched_switch runs at every switch of the machine: this thread's naps are some */
+	do {
+		usleep(1000);
+		cr_assert_eq(probe_offcpu_prog_stats(b, &runs, &ns), 0);
+	} while (runs == runs0);
+	cr_expect_gt(ns, ns0, "the runs were timed");
+	probe_offcpu_free(b);
+}
