@@ -490,6 +490,7 @@ struct an_probe_summary {
 	unsigned stack_copy;    /* DWARF: user stack bytes copied per sample */
 	unsigned ring_bytes;
 	unsigned stack_entries, count_entries; /* the maps' sizes: what one fork's drain holds */
+	uint64_t stacks_held_max, counts_held_max; /* the most one fork's drain found in them */
 	const char *maps_sized; /* how those sizes were chosen ("given: --oncpu-maps", or the
 				 * rule for the run); NULL: not said */
 	uint64_t stack_bytes;   /* user stack bytes the DWARF samples copied */

@@ -292,8 +292,10 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		p->ring_bytes, (unsigned long long)p->stack_bytes,
 		(unsigned long long)p->unwind_ns);
 	json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
-	fprintf(out, "}, \"maps\": {\"stack_entries\": %u, \"count_entries\": %u",
-		p->stack_entries, p->count_entries);
+	fprintf(out, "}, \"maps\": {\"stack_entries\": %u, \"count_entries\": %u, "
+		     "\"stacks_held_max\": %llu, \"counts_held_max\": %llu",
+		p->stack_entries, p->count_entries, (unsigned long long)p->stacks_held_max,
+		(unsigned long long)p->counts_held_max);
 	if (p->maps_sized) {
 		fputs(", \"sized\": ", out);
 		json_str(out, p->maps_sized);

@@ -222,6 +222,8 @@ struct probe_oncpu_stats {
 				    * exited first): their CPU time is not in cpu_ns */
 	uint64_t expected;         /* samples the frequency owes the targets, cpu_ns × freq;
 				    * 0 for cycles, whose frequency is an estimate */
+	uint64_t stacks_held_max;  /* the most distinct stacks, and counts, one drain found in */
+	uint64_t keys_held_max;    /* the maps: how near their sizes a fork came */
 };
 
 typedef int (*probe_stack_fn)(const struct probe_stack *s, void *ctx);

@@ -758,11 +758,15 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 	return 0;
 }
 
-/* Remove every stack, including those whose count could not be inserted. */
-static int clear_stacks(struct probe_oncpu *p)
+/* Remove every stack, including those whose count could not be inserted; *held, how
+ * many there were. */
+static int clear_stacks(struct probe_oncpu *p, unsigned *held)
 {
-	return probe__map_clear(bpf_map__fd(p->skel->maps.stacks), p->ids, sizeof(*p->ids),
+	int fd = bpf_map__fd(p->skel->maps.stacks);
+
+	*held = probe__map_keys(fd, p->ids, sizeof(*p->ids),
 				bpf_map__max_entries(p->skel->maps.stacks));
+	return probe__map_delete(fd, p->ids, sizeof(*p->ids), *held);
 }
 
 int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
@@ -771,7 +775,7 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 	int fd = bpf_map__fd(p->skel->maps.counts), ret = 0, err;
 	struct oncpu_counters c;
 	uint64_t truncated = 0, uerrors = 0, kerrors = 0;
-	unsigned n;
+	unsigned n, nstacks = 0;
 
 	/* While sampling, counts would move between our reads and the deletes. */
 	if (p->started)
@@ -819,7 +823,7 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 	}
 	err = probe__map_delete(fd, p->keys, sizeof(*p->keys), n);
 	if (!err)
-		err = clear_stacks(p);
+		err = clear_stacks(p, &nstacks);
 	if (!err)
 		err = take_counters(p, &c);
 	if (err)
@@ -866,6 +870,10 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		stats->fired += c.fired;
 		stats->window_ns += p->window_ns;
 		stats->cpu_ns += p->cpu_ns;
+		if (nstacks > stats->stacks_held_max)
+			stats->stacks_held_max = nstacks;
+		if (n > stats->keys_held_max)
+			stats->keys_held_max = n;
 		stats->unclocked += p->unclocked;
 		/* A cpu-clock event's hrtimer fires every 1/freq s on a CPU while it runs
 		 * a task; a CPU in tickless idle lets it lapse (measured here: 5 samples in

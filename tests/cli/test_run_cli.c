@@ -345,8 +345,9 @@ Test(run_cli, quick_run_writes_the_whole_run_folder, .timeout = 120)
 }
 
 /* oncpu's maps are preallocated, and making them is most of its attach time: they are
- * sized for the samples a fork's measured iterations can take, between 1,024 entries
- * and the probe's defaults, and the sizes are in result.json. */
+ * sized for the samples a fork's measured iterations can take, the stacks for a quarter
+ * of them (stacks repeat), between 1,024 entries and the probe's defaults, and the sizes
+ * and the most a fork held are in result.json. */
 static void expect_oncpu_maps(const char *iterations, const char *time_s, unsigned stacks,
 			      unsigned counts)
 {
@@ -359,6 +360,10 @@ static void expect_oncpu_maps(const char *iterations, const char *time_s, unsign
 		     "%s x %s s: %s", iterations, time_s, strstr(json, "\"maps\""));
 	cr_expect_eq(json_u64(json, "\"maps\"", "count_entries"), counts,
 		     "%s x %s s: %s", iterations, time_s, strstr(json, "\"maps\""));
+	cr_expect_gt(json_u64(json, "\"maps\"", "stacks_held_max"), 0, "%s", strstr(json, "\"maps\""));
+	cr_expect_leq(json_u64(json, "\"maps\"", "stacks_held_max"), stacks);
+	cr_expect_gt(json_u64(json, "\"maps\"", "counts_held_max"), 0);
+	cr_expect_leq(json_u64(json, "\"maps\"", "counts_held_max"), counts);
 	free(json);
 }
 
@@ -366,14 +371,18 @@ Test(run_cli, oncpu_maps_are_sized_for_the_run, .timeout = 120)
 {
 	char why[256];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	/* 999 Hz on every CPU for 2 x 0.4 s, and a quarter more */
+	/* 999 Hz on every CPU for 2 x 0.4 s (then 2 x 2 s), and a quarter more; the stacks
+	 * for a quarter of that */
 	unsigned want = (unsigned)(1.25 * 999 * (double)cpus * 0.8);
+	unsigned counts = (unsigned)(1.25 * 999 * (double)cpus * 4);
+	unsigned stacks = (unsigned)(0.25 * 1.25 * 999 * (double)cpus * 4);
 
 	if (!probe_bpf_available(why, sizeof(why)))
 		cr_skip_test("oncpu cannot attach here: %s", why);
 	expect_oncpu_maps("1", "0.1", 1024, 1024);
-	expect_oncpu_maps("2", "0.4", want < 1024 ? 1024 : want > 16384 ? 16384 : want,
-			  want < 1024 ? 1024 : want > 40960 ? 40960 : want);
+	expect_oncpu_maps("2", "0.4", 1024, want < 1024 ? 1024 : want > 40960 ? 40960 : want);
+	expect_oncpu_maps("2", "2", stacks < 1024 ? 1024 : stacks > 16384 ? 16384 : stacks,
+			  counts > 40960 ? 40960 : counts);
 }
 
 /* Maps of 4 stacks and 8 counts, far fewer than a run's stacks: most samples find a map
