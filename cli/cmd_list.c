@@ -18,7 +18,8 @@ enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4, SHOW_KNOBS = 8, SH
 static const char doc[] =
 	"List what schedlab can run: workloads (with their parameters, set with -P), runtime "
 	"presets (set with --preset; --presets shows each one's every knob), the knobs "
-	"(set with -c over a preset) and probes (with whether they can attach here); "
+	"(set with -c over a preset) and probes (each tried: whether it can attach here, and "
+	"if not why); "
 	"--events lists the performance-counter events libpfm4 knows on this machine's "
 	"PMUs (for run --events).\v"
 	"Examples:\n"
@@ -177,11 +178,58 @@ static int list_events(void)
 }
 
 
-/* Each probe, and whether it can attach here: "yes", or "no: <why and the fix>". */
+static int no_dwarf(const struct probe_dwarf_sample *s, void *ctx)
+{
+	(void)s;
+	(void)ctx;
+	return 0;
+}
+
+/* Whether oncpu opens here as `run` opens it (automatic call graph, the smallest maps):
+ * its programs loaded, its events opened and attached, then closed; if not, why. */
+static bool oncpu_attaches(char *why, size_t len)
+{
+	struct probe_oncpu_opts o = { .callgraph = PROBE_CG_AUTO, .stack_entries = 1024,
+				      .count_entries = 1024, .dwarf_fn = no_dwarf };
+	struct probe_oncpu *p;
+
+	if (!probe_bpf_available(why, len))
+		return false;
+	p = probe_oncpu_open(&o, why, len);
+	if (!p)
+		return false;
+	probe_oncpu_free(p);
+	return true;
+}
+
+/* Whether probe o opens here: its programs loaded by the kernel's verifier and, for the
+ * tracepoint probes, attached (the uprobe and USDT probes attach to a fork as it
+ * starts), then closed; if not, why. */
+static bool probe_attaches(const struct hx_probe_ops *o, char *why, size_t len)
+{
+	struct hx_probe_config cfg = { .measure_s = 0.1, .forks = 1, .threads = 1 };
+	void *state = NULL;
+	int r;
+
+	if (o->available ? !o->available(why, len) : !probe_bpf_available(why, len))
+		return false;
+	*why = '\0';
+	r = o->open(&state, &cfg, why, len);
+	if (r) {
+		if (!*why)
+			snprintf(why, len, "%s", strerror(-r));
+		return false;
+	}
+	o->close(state);
+	return true;
+}
+
+/* Each probe, and whether it can attach here, tried: "can attach", or "cannot attach:
+ * <why and the fix>". */
 static void list_probes(void)
 {
 	char why[256];
-	bool ok = probe_bpf_available(why, sizeof(why));
+	bool ok = oncpu_attaches(why, sizeof(why));
 
 	printf("Probes (schedlab run WORKLOAD --probes LIST):\n");
 	printf("  %-10s %s\n  %-10s   here: %s%s\n", "oncpu",
@@ -189,8 +237,7 @@ static void list_probes(void)
 	       ok ? "can attach" : "cannot attach: ", ok ? "" : why);
 	for (const struct hx_probe_ops *const *o = hx_probe_ops_all(); *o; o++) {
 		char pwhy[256];
-		bool can = (*o)->available ? (*o)->available(pwhy, sizeof(pwhy))
-					   : probe_bpf_available(pwhy, sizeof(pwhy));
+		bool can = probe_attaches(*o, pwhy, sizeof(pwhy));
 
 		printf("  %-10s %s%s\n  %-10s   here: %s%s\n", (*o)->name, (*o)->summary,
 		       (*o)->opt_in ? " (opt-in)" : "", "", can ? "can attach" : "cannot attach: ",

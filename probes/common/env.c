@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -43,6 +44,12 @@
  * in thread-local storage: libbpf prints from the thread that called it. */
 static __thread char libbpf_last[256];
 static pthread_once_t libbpf_once = PTHREAD_ONCE_INIT;
+/* Whether libbpf has met the open-files limit in this process. A map it could not
+ * create for want of an fd leaves its programs referring to none, which the verifier
+ * then refuses; and a feature probe that failed so is cached for the process as a
+ * feature the kernel lacks (global data, say), which breaks every later load. Either
+ * way the refusal is not the news. */
+static bool libbpf_out_of_fds;
 
 /* The last program the verifier refused on this thread since the capture: its name
  * (prog[0] == 0: none), the line of its log that says why, and the file the whole log
@@ -170,6 +177,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	n = strlen(libbpf_last);
 	while (n && (libbpf_last[n - 1] == '\n' || libbpf_last[n - 1] == ' '))
 		libbpf_last[--n] = '\0';
+	/* EMFILE's text, and ENFILE's, which begins with it */
+	if (strstr(libbpf_last, strerror(EMFILE)))
+		__atomic_store_n(&libbpf_out_of_fds, true, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -245,6 +255,15 @@ int probe__load(struct bpf_object_skeleton *s, const char *probe, char *err, siz
 	ret = bpf_object__load_skeleton(s);
 	if (!ret)
 		return 0;
+	if (__atomic_load_n(&libbpf_out_of_fds, __ATOMIC_RELAXED)) {
+		struct rlimit r = { 0 };
+
+		getrlimit(RLIMIT_NOFILE, &r);
+		snprintf(err, len, "%s: load failed: %s: raise the open-files limit (ulimit -n, "
+			 "now %llu; a probe holds a few dozen fds)", probe, strerror(EMFILE),
+			 (unsigned long long)r.rlim_cur);
+		return -EMFILE;
+	}
 	if (refusal.prog[0])
 		refusal_error(err, len, probe);
 	else
