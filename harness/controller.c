@@ -657,6 +657,19 @@ static void marks_take(struct rt_sched *s, struct worker_marks *wm)
 }
 
 /* One MSG_WORKER per worker: what it did since marks_take(). */
+/* The runtime probe's window marks (rt:window), fired with the counters' reads. */
+static void window_open(void *ctx)
+{
+	(void)ctx;
+	RT_USDT(window, 1);
+}
+
+static void window_close(void *ctx)
+{
+	(void)ctx;
+	RT_USDT(window, 0);
+}
+
 static int send_workers(int fd, struct rt_sched *s, const struct worker_marks *before)
 {
 	struct worker_marks *now = malloc(sizeof(*now));
@@ -784,9 +797,8 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	}
 	marks_take(ctx.sched, marks);
 	/* the runtime probe counts events between the two window marks, to set them beside
-	 * the counters read here: the marks sit next to the reads they stand for */
-	RT_USDT(window, 1);
-	rt_sched_stats_total(ctx.sched, &before);
+	 * the counters read here: each mark is fired with its read, no park half-counted */
+	rt_sched_stats_edge(ctx.sched, &before, window_open, NULL);
 	for (unsigned i = 0; i < spec->opt.iterations; i++) {
 		memset(&m, 0, sizeof(m));
 		rt_sched_stats_total(ctx.sched, &iter_before);
@@ -813,8 +825,7 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 		if (msg_send(fd, &m))
 			goto out_teardown;
 	}
-	rt_sched_stats_total(ctx.sched, &after);
-	RT_USDT(window, 0);
+	rt_sched_stats_edge(ctx.sched, &after, window_close, NULL);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_RTSTATS;

@@ -1,7 +1,9 @@
 /*
  * The runtime probe in the probe set: the runtime's USDT events of each fork, counted
  * exactly by kind, set beside the runtime's own counters for the same window (the
- * harness marks it with rt:window next to its reads of the counters), and the first
+ * harness fires rt:window with its reads of the counters, rt_sched_stats_edge(), which
+ * holds parks off meanwhile, so that none is counted on one side of a mark and traced
+ * on the other), and the first
  * events of each fork drawn as a per-worker timeline in Chrome's trace-event format
  * (timeline.json, which chrome://tracing and Perfetto open).
  *
@@ -656,8 +658,8 @@ static void rt_md(FILE *out, const void *data)
 			else
 				fprintf(out, "| %s | %s | %s | %s |\n", check_names[i], a, b,
 					s->seen[i] == s->counter[i] ? "agree" :
-					"DISAGREE (an event racing the counters' read at the "
-					"window's edge, or a bug)");
+					"DISAGREE (an event that raced the counters' read, "
+					"or a bug)");
 		}
 		fputs("\n", out);
 	} else {

@@ -182,6 +182,7 @@ struct rt__worker {
 
 	alignas(RT_CACHELINE) uint32_t futex; /* 0: parked or about to; 1: woken */
 	bool parked;               /* on the sleepers list (under idle_lock) */
+	uint32_t counting_park;    /* between its park's count and rt:park event (stats.c) */
 	uint32_t in_poll;          /* poller=worker: parking in epoll, so woken by poll_evfd */
 	int poll_evfd;             /* poller=worker: the eventfd that wakes it there */
 
@@ -221,6 +222,7 @@ struct rt_sched {
 	unsigned *sleepers;
 	unsigned nsleepers;
 	bool shutdown;
+	uint32_t stats_edge;       /* rt_sched_stats_edge() holds parks' counts back */
 
 	/* threads that lost their worker to a hand-off, and spares waiting for one */
 	alignas(RT_CACHELINE) pthread_mutex_t spare_lock;
@@ -700,6 +702,8 @@ static inline void rt__poll_waits_add(struct rt__worker *w, int n)
 
 /* ---- stats ---- */
 void rt__latency_record(struct rt__worker *w, struct rt_task *t);
+/* Count a park of w and fire rt:park, both on one side of any rt_sched_stats_edge(). */
+void rt__count_park(struct rt__worker *w);
 
 /* Counters: written by one thread at a time (the worker's, or the monitor for its own
  * fields), read by anyone. */

@@ -244,8 +244,7 @@ static bool park(struct rt__worker *w)
 		rt__notify_parked(s, w);
 	}
 
-	RT_STAT_INC(w, parks);
-	RT_USDT(park, w->index);
+	rt__count_park(w);
 	if (s->cfg.park_spin_us) {
 		/* spin a while first: a wake-up that comes soon costs no futex round trip */
 		uint64_t until = rt__now_ns() + (uint64_t)s->cfg.park_spin_us * 1000;

@@ -316,6 +316,12 @@ struct rt_worker_stats {
 unsigned rt_sched_stats(struct rt_sched *s, struct rt_worker_stats *out, unsigned n);
 /* Sum over workers. */
 void rt_sched_stats_total(struct rt_sched *s, struct rt_worker_stats *total);
+/* Sum over workers at a tracer's mark: mark(ctx) (NULL: none) fires whatever stands for
+ * this read, with no park counted on one side of the pair and traced (rt:park) on the
+ * other, so that the parks between two such reads are exactly the rt:park events
+ * between their marks. Parks wait meanwhile. One caller at a time, not a worker. */
+void rt_sched_stats_edge(struct rt_sched *s, struct rt_worker_stats *total,
+			 void (*mark)(void *ctx), void *ctx);
 /* Tasks thief took from victim, summed since start: the victim-to-thief matrix. */
 uint64_t rt_sched_steals_from(struct rt_sched *s, unsigned thief, unsigned victim);
 /* Workers started so far, spares included (>= rt_sched_workers()); OS threads made

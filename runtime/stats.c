@@ -5,10 +5,21 @@
  * Counters are plain 64-bit words written with relaxed atomics by the thread that
  * owns them (RT_STAT_ADD) or by several (RT_STAT_ATOMIC_ADD), so a reader on another
  * thread gets each word whole, though not a consistent snapshot of all of them.
+ *
+ * Each counter has a USDT point beside it, and a tracer sets the events between two
+ * marks beside the counters read at the marks. Spawns, runs and steals happen only
+ * while there is work, never at a mark, but workers park as the work runs out, just
+ * when the harness reads: a park counted before a read whose rt:park fires after the
+ * mark would be counted and not seen. So a park's count and event are one step that
+ * rt_sched_stats_edge() holds off while it reads and marks (a Dekker handshake: the
+ * worker says it is counting, then looks for the edge; the edge says it is there, then
+ * looks for counting workers, so one of them always sees the other).
  */
+#include <sched.h>
 #include <string.h>
 
 #include "runtime/internal.h"
+#include "runtime/usdt.h"
 
 void rt__latency_record(struct rt__worker *w, struct rt_task *t)
 {
@@ -42,6 +53,40 @@ unsigned rt_sched_stats(struct rt_sched *s, struct rt_worker_stats *out, unsigne
 	for (i = 0; i < n && i < have; i++)
 		stats_copy(s->workers[i], &out[i]);
 	return i;
+}
+
+void rt__count_park(struct rt__worker *w)
+{
+	struct rt_sched *s = w->sched;
+
+	for (;;) {
+		__atomic_store_n(&w->counting_park, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&s->stats_edge, __ATOMIC_SEQ_CST))
+			break;
+		__atomic_store_n(&w->counting_park, 0, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&s->stats_edge, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+	RT_STAT_INC(w, parks);
+	RT_USDT(park, w->index);
+	__atomic_store_n(&w->counting_park, 0, __ATOMIC_RELEASE);
+}
+
+void rt_sched_stats_edge(struct rt_sched *s, struct rt_worker_stats *total,
+			 void (*mark)(void *ctx), void *ctx)
+{
+	unsigned have;
+
+	__atomic_store_n(&s->stats_edge, 1, __ATOMIC_SEQ_CST);
+	/* after the edge is up: a worker started later looks for it before counting */
+	have = __atomic_load_n(&s->nworkers, __ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < have; i++)
+		while (__atomic_load_n(&s->workers[i]->counting_park, __ATOMIC_SEQ_CST))
+			sched_yield();
+	rt_sched_stats_total(s, total);
+	if (mark)
+		mark(ctx);
+	__atomic_store_n(&s->stats_edge, 0, __ATOMIC_RELEASE);
 }
 
 void rt_sched_stats_total(struct rt_sched *s, struct rt_worker_stats *total)
