@@ -12,14 +12,14 @@
 # its own running time, interleaved windows under nothing, the probe and perf record -g.
 # A Markdown section on stdout (make bench appends it to BENCHMARKS.md); progress on stderr.
 # Needs root and perf (Debian linux-perf). ROUNDS (5), ITERATIONS (3), TIME (0.5) set the size
-# of the throughput part, COST_ROUNDS (120) and COST_SECONDS (0.05) that of the per-sample part.
+# of the throughput part, COST_ROUNDS (240) and COST_SECONDS (0.05) that of the per-sample part.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-5}
 ITERATIONS=${ITERATIONS:-3}
 TIME=${TIME:-0.5}
-COST_ROUNDS=${COST_ROUNDS:-120}
+COST_ROUNDS=${COST_ROUNDS:-240}
 COST_SECONDS=${COST_SECONDS:-0.05}
 WORKLOAD=${WORKLOAD:-workers}
 tmp=$(mktemp -d)

@@ -16,7 +16,7 @@
  * perf's reading and writing of its samples, and the probe's drains, run on the other
  * CPUs and outside the windows.
  *
- * Each round (ROUNDS, default 120) measures a window of SECONDS (default 0.05) under each
+ * Each round (ROUNDS, default 240) measures a window of SECONDS (default 0.05) under each
  * condition, each round starting at the next: nothing; the probe at 99 Hz and at 999 Hz,
  * one probe object per frequency opened before the first round, started on the child
  * and stopped and drained around each window; `perf record -g -e cpu-clock -p CHILD` at
@@ -697,7 +697,7 @@ int main(int argc, char **argv)
 {
 	/* short windows, many rounds: what disturbs a window on a shared machine comes in
 	 * bursts of tens of ms, which fewer windows share */
-	double rounds = argc > 1 ? parse_num(argv[1], 2, MAX_ROUNDS, true) : 120;
+	double rounds = argc > 1 ? parse_num(argv[1], 2, MAX_ROUNDS, true) : 240;
 	double secs = argc > 2 ? parse_num(argv[2], 0.01, 60, false) : 0.05;
 	bool have_perf = !system("perf --version >/dev/null 2>&1");
 	char err_msg[256];
