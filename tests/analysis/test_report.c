@@ -77,6 +77,7 @@ static struct an_probe_summary probe(const struct an_stack_quality *q,
 		.event_note = "", .freq = 999, .samples = 2000, .callgraph = "auto",
 		.stack_copy = 16384, .ring_bytes = 1 << 24, .stack_bytes = 300 * 8192,
 		.stack_entries = 16384, .count_entries = 40960,
+		.stacks_held_max = 845, .counts_held_max = 1200,
 		.unwind_ns = 300 * 9000, .prog_runs = 4000, .prog_ns = 4000 * 5000,
 		.quality = q, .agreement = a, .nrules = 45,
 		.phase_samples = { [1] = 1000, [2] = 600, [3] = 400 },
@@ -146,7 +147,8 @@ Test(report, json_carries_the_stacks_and_the_agreement)
 	cr_expect_not_null(strstr(js, "\"by_stack\": {\"other\": 0, \"work\": 1010"), "%s", js);
 	cr_expect_not_null(strstr(js, "\"program\": {\"runs\": 4000, \"ns\": 20000000}"), "%s", js);
 	cr_expect_not_null(strstr(js, "\"maps\": {\"stack_entries\": 16384, \"count_entries\": "
-				      "40960}"), "%s", js);
+				      "40960, \"stacks_held_max\": 845, \"counts_held_max\": 1200}"),
+			   "%s", js);
 	free(js);
 }
 
