@@ -155,8 +155,10 @@ static const struct argp_option options[] = {
 	{ "offcpu-maps", OPT_OFFCPU_MAPS, "STACKS,COUNTS", 0,
 	  "offcpu: its maps of distinct stacks and of keys (a stack pair, phase, thread name "
 	  "and waker) a fork keeps (1 to 262144 and 1 to 1048576; about 1 KiB of kernel memory "
-	  "a stack; default 1024,4096). report.md says how many a fork held; one that fills "
-	  "them has its losses counted and drawn",
+	  "a stack). By default they are sized for the fork's measured time: 256 stacks a "
+	  "second, twice that with --wakers, two keys a stack, at least 1024 and 4096. "
+	  "report.md says how many a fork held; one that fills them has its losses counted "
+	  "and drawn",
 	  2 },
 	{ "group", OPT_GROUP, "BY", 0,
 	  "what oncpu.folded keeps apart under each thread: thread (default), or task (the "
@@ -224,7 +226,7 @@ struct run_args {
 	unsigned offcpu_stacks;         /* offcpu: PROBE_OFFCPU_*; 0: not given (both) */
 	uint64_t alloc_sample;          /* --alloc-sample; 0: the probe's default */
 	long oncpu_stacks, oncpu_counts; /* --oncpu-maps; 0: sized for the run */
-	long offcpu_stacks_n, offcpu_counts_n; /* --offcpu-maps; 0: the probe's defaults */
+	long offcpu_stacks_n, offcpu_counts_n; /* --offcpu-maps; 0: sized for the run */
 	char oncpu_maps_sized[160];     /* how they were sized, for result.json */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
@@ -287,6 +289,16 @@ static bool parse_maps(const char *arg, long *stacks, long *counts)
 	snprintf(num, sizeof(num), "%.*s", (int)(comma - arg), arg);
 	return cli_parse_long(num, 1, MAPS_STACKS_MAX, stacks) &&
 	       cli_parse_long(comma + 1, 1, MAPS_COUNTS_MAX, counts);
+}
+
+/* A bad --oncpu-maps or --offcpu-maps (opt) value: the one-line error, kept in a. */
+static error_t maps_error(struct run_args *a, const char *opt, const char *arg,
+			  const char *example)
+{
+	a->bad = cli_usage_error("--%s '%s': expected STACKS,COUNTS, from 1 to %d and 1 to %d, "
+				 "e.g. --%s %s", opt, arg, MAPS_STACKS_MAX, MAPS_COUNTS_MAX, opt,
+				 example);
+	return EINVAL;
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -420,18 +432,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->events = arg;
 		return 0;
 	case OPT_ONCPU_MAPS:
+		if (!parse_maps(arg, &a->oncpu_stacks, &a->oncpu_counts))
+			return maps_error(a, "oncpu-maps", arg, "16384,40960");
+		return 0;
 	case OPT_OFFCPU_MAPS:
-		if (key == OPT_ONCPU_MAPS ? !parse_maps(arg, &a->oncpu_stacks, &a->oncpu_counts)
-					  : !parse_maps(arg, &a->offcpu_stacks_n,
-							&a->offcpu_counts_n)) {
-			const char *opt = key == OPT_ONCPU_MAPS ? "oncpu-maps" : "offcpu-maps";
-
-			a->bad = cli_usage_error("--%s '%s': expected STACKS,COUNTS, from 1 to %d "
-						 "and 1 to %d, e.g. --%s %s",
-						 opt, arg, MAPS_STACKS_MAX, MAPS_COUNTS_MAX, opt,
-						 key == OPT_ONCPU_MAPS ? "16384,40960" : "4096,16384");
-			return EINVAL;
-		}
+		if (!parse_maps(arg, &a->offcpu_stacks_n, &a->offcpu_counts_n))
+			return maps_error(a, "offcpu-maps", arg, "4096,16384");
 		return 0;
 	case OPT_ALLOC_SAMPLE:
 		if (!parse_bytes(arg, &a->alloc_sample)) {
@@ -1342,6 +1348,8 @@ static void on_signal(int sig)
 	hx_interrupt(sig);
 }
 
+#define ONCPU_STACKS_SHARE 0.25 /* of the samples, the stacks map's size (below) */
+
 /* The size of an oncpu map for a fork's drain after measure_s seconds of measured
  * iterations: the counts hold a key per sample at most, and a fork takes at most freq
  * samples a second on each CPU, with a quarter more for iterations that overrun their
@@ -1352,7 +1360,6 @@ static void on_signal(int sig)
  * quarter of the samples, room several times over. At least 1,024 and at most the probe's
  * default max each. A fork that fills one anyway has its losses counted and drawn and
  * the maps' sizes stated in report.md, with --oncpu-maps to size them. */
-#define ONCPU_STACKS_SHARE 0.25
 static unsigned oncpu_entries(long freq, double measure_s, double share, unsigned max)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
