@@ -234,14 +234,14 @@ static void list_probes(void)
 	printf("Probes (schedlab run WORKLOAD --probes LIST):\n");
 	printf("  %-10s %s\n  %-10s   here: %s%s\n", "oncpu",
 	       "on-CPU stacks, sampled per CPU (hardware cycles with a PMU, else cpu-clock)", "",
-	       ok ? "can attach" : "cannot attach: ", ok ? "" : why);
+	       ok ? "can attach" : "cannot attach: ", ok ? "" : hx_probe_reason("oncpu", why));
 	for (const struct hx_probe_ops *const *o = hx_probe_ops_all(); *o; o++) {
 		char pwhy[256];
 		bool can = probe_attaches(*o, pwhy, sizeof(pwhy));
 
 		printf("  %-10s %s%s\n  %-10s   here: %s%s\n", (*o)->name, (*o)->summary,
 		       (*o)->opt_in ? " (opt-in)" : "", "", can ? "can attach" : "cannot attach: ",
-		       can ? "" : pwhy);
+		       can ? "" : hx_probe_reason((*o)->name, pwhy));
 	}
 	for (int id = 0; id < HX_NPROBES; id++) {
 		const struct hx_probe_ops *const *o = hx_probe_ops_all();

@@ -345,6 +345,9 @@ extern const struct hx_probe_ops hx_sched_ops;
  * is empty. */
 double hx_sched_quantile_ns(const uint64_t *hist, uint64_t max_ns, double q);
 const char *hx_probe_name(enum hx_probe_id id);
+/* why, a probe's reason for not attaching, past a leading "NAME: " (the probe's name,
+ * which the line that shows the reason gives already). */
+const char *hx_probe_reason(const char *name, const char *why);
 /* Parse a --probes list ("oncpu,offcpu", "all", "none") into a mask of 1 << id. 0, or
  * -EINVAL with one line in err naming the word and what the probes are; a probe that
  * is not built is refused too, saying so. */

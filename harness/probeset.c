@@ -39,6 +39,13 @@ const char *hx_probe_name(enum hx_probe_id id)
 	return (unsigned)id < HX_NPROBES ? names[id] : "?";
 }
 
+const char *hx_probe_reason(const char *name, const char *why)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(why, name, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
+}
+
 static const struct hx_probe_ops *find_built(enum hx_probe_id id)
 {
 	for (const struct hx_probe_ops *const *o = built; *o; o++)
@@ -161,7 +168,8 @@ int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 	}
 	if (r) {
 		e->state = NULL;
-		snprintf(e->status, sizeof(e->status), "not attached: %s", *why ? why : strerror(-r));
+		snprintf(e->status, sizeof(e->status), "not attached: %s",
+			 *why ? hx_probe_reason(ops->name, why) : strerror(-r));
 		return 0;
 	}
 	e->attach_ns = elapsed_ns(&t0, &t1);

@@ -457,6 +457,6 @@ Test(sched, unprivileged_it_is_not_attached_and_says_how_to_fix)
 
 	need_bpf();
 	as_nobody(add_unprivileged, msg, sizeof(msg));
-	cr_expect(strstr(msg, "0|0|not attached: sched: not permitted: run as root or grant "
+	cr_expect(strstr(msg, "0|0|not attached: not permitted: run as root or grant "
 			      "CAP_BPF and CAP_PERFMON") == msg, "%s", msg);
 }
