@@ -134,8 +134,7 @@ int hx_alloc_open_sized(void **state, const struct hx_probe_config *cfg,
 	a->p = probe_alloc_open(o, err, sizeof(err));
 	if (!a->p) {
 		ret = -errno;
-		/* the reason names the probe already: "alloc: not permitted: ..." */
-		snprintf(why, len, "%s", strncmp(err, "alloc: ", 7) ? err : err + 7);
+		snprintf(why, len, "%s", err);
 		if (ret == -EINVAL)
 			ret = -EPERM; /* a probe that cannot load is no bad input */
 		goto out_free;

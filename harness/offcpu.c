@@ -308,9 +308,6 @@ int hx_offcpu_open(void **state, const struct probe_offcpu_opts *o, char *why, s
 	if (!s->p) {
 		int err = errno ? -errno : -EINVAL;
 
-		/* the reason already names the probe: the report's line does too */
-		if (!strncmp(why, "offcpu: ", 8))
-			memmove(why, why + 8, strlen(why + 8) + 1);
 		an_folded_free(s->folded);
 		an_folded_free(s->wakers);
 		an_symcache_free(s->symcache);

@@ -487,7 +487,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	if (!p->oncpu) {
 		p->open_error = -errno;
 		/* the reason already names the probe: "oncpu: not permitted: ..." */
-		const char *r = strncmp(why, "oncpu: ", 7) ? why : why + 7;
+		const char *r = hx_probe_reason("oncpu", why);
 
 		snprintf(p->status, sizeof(p->status), "not attached: %s", r);
 		return 0;

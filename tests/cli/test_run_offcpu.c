@@ -154,32 +154,30 @@ Test(run_offcpu, its_maps_are_sized_for_the_run, .timeout = 120)
 
 Test(run_offcpu, its_options_are_checked)
 {
-	const char *bad[] = { "run", "spawn-join", "--probes", "oncpu,offcpu", "--min-block-us",
-			      "0", NULL };
-	const char *alone[] = { "run", "spawn-join", "--wakers", NULL };
-	const char *stacks[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-stacks",
-				 "stack", NULL };
-	const char *stacks_alone[] = { "run", "spawn-join", "--offcpu-stacks", "user", NULL };
-	const char *maps[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps", "4096",
-			       NULL };
-	const char *maps_zero[] = { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps",
-				    "0,16", NULL };
-	const char *maps_alone[] = { "run", "spawn-join", "--offcpu-maps", "64,128", NULL };
+	/* each command line, and the one error line it must give */
+	static const struct {
+		const char *argv[8];
+		const char *error;
+	} bad[] = {
+		{ { "run", "spawn-join", "--probes", "oncpu,offcpu", "--min-block-us", "0" },
+		  "--min-block-us '0'" },
+		{ { "run", "spawn-join", "--wakers" }, "--probes oncpu,offcpu" },
+		{ { "run", "spawn-join", "--probes", "offcpu", "--offcpu-stacks", "stack" },
+		  "--offcpu-stacks 'stack': expected both, user or kernel" },
+		{ { "run", "spawn-join", "--offcpu-stacks", "user" },
+		  "--offcpu-stacks is an offcpu option" },
+		{ { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps", "4096" },
+		  "--offcpu-maps '4096': expected STACKS,COUNTS, from 1 to 262144 and 1 to "
+		  "1048576, e.g. --offcpu-maps 4096,16384" },
+		{ { "run", "spawn-join", "--probes", "offcpu", "--offcpu-maps", "0,16" },
+		  "--offcpu-maps '0,16': expected STACKS,COUNTS" },
+		{ { "run", "spawn-join", "--offcpu-maps", "64,128" },
+		  "--offcpu-maps is an offcpu option" },
+	};
 
-	cr_expect_eq(run_schedlab(bad), 2);
-	expect_one_error_line("--min-block-us '0'");
-	cr_expect_eq(run_schedlab(alone), 2);
-	expect_one_error_line("--probes oncpu,offcpu");
-	cr_expect_eq(run_schedlab(stacks), 2);
-	expect_one_error_line("--offcpu-stacks 'stack': expected both, user or kernel");
-	cr_expect_eq(run_schedlab(stacks_alone), 2);
-	expect_one_error_line("--offcpu-stacks is an offcpu option");
-	cr_expect_eq(run_schedlab(maps), 2);
-	expect_one_error_line("--offcpu-maps '4096': expected STACKS,COUNTS, from 1 to 262144 and "
-			      "1 to 1048576, e.g. --offcpu-maps 4096,16384");
-	cr_expect_eq(run_schedlab(maps_zero), 2);
-	expect_one_error_line("--offcpu-maps '0,16': expected STACKS,COUNTS");
-	cr_expect_eq(run_schedlab(maps_alone), 2);
-	expect_one_error_line("--offcpu-maps is an offcpu option");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(run_schedlab(bad[i].argv), 2, "%s", bad[i].error);
+		expect_one_error_line(bad[i].error);
+	}
 	cr_expect_eq(entries(), 0, "nothing was created");
 }
