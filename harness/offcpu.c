@@ -574,8 +574,9 @@ static void write_md(FILE *out, const void *data)
 		}
 	}
 	fprintf(out, "\nCounted, not kept: %" PRIu64 " intervals under %u µs (%.1f ms); %" PRIu64
-		     " switch-outs still off CPU at a fork's end, %" PRIu64 " whose switch-in "
-		     "went unseen (a second switch-out came first: not timed). Lost: %" PRIu64
+		     " switch-outs still off CPU at a fork's end. Timed from the thread's own CPU "
+		     "time: %" PRIu64 " intervals whose switch-in the kernel did not report (it "
+		     "fires no sched_switch for some tasks' switches out). Lost: %" PRIu64
 		     " + %" PRIu64
 		     " intervals whose user + kernel stack found the stacks map (%u) full, %" PRIu64
 		     " whose key found the counts map (%u) full (their time kept, stacks unknown), %"

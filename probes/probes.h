@@ -489,8 +489,9 @@ struct probe_offcpu_stats {
 	uint64_t waker_lost;     /* kept intervals so left without their waker: each is
 				  * marked PROBE_LOST_WAKER_FULL */
 	uint64_t fired;          /* sched_switch events of any task while started */
-	uint64_t restarts;       /* switch-outs of a thread whose last one saw no switch-in:
-				  * that earlier interval is not timed */
+	uint64_t restarts;       /* intervals whose switch-in the kernel did not report,
+				  * ended at the thread's next switch-out from its CPU time
+				  * (counted in intervals too) */
 	uint64_t window_ns;      /* time started */
 	uint64_t stacks_held_max; /* the most distinct stacks, and keys, one drain found in */
 	uint64_t keys_held_max;   /* the maps: how near their sizes a window came */

@@ -167,66 +167,15 @@ static __always_inline __u32 target(__u32 cur_tgid)
 	return k;
 }
 
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, struct offcpu_counters *c)
-{
-	struct offcpu_start st = {};
-	struct scratch *sc;
-	struct offcpu_start *old;
-	__u32 slot = 0, tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 entry, phase;
-	long err;
-
-	sc = bpf_map_lookup_elem(&scratch, &slot);
-	if (!sc)
-		return;
-	c->switches++;
-	/* a wake-up seen before this switch-out woke the thread from an earlier wait, or
-	 * found it still running: it is not what ends the interval that starts here */
-	if (wakers) {
-		struct offcpu_waker *w = bpf_map_lookup_elem(&woken, &tid);
-
-		if (w)
-			w->comm[0] = 0; /* none */
-	}
-	if (kernel_stacks)
-		take_stack(ctx, prev, false, &sc->kernel, &st.key.kstack, &st.key.lost,
-			   OFFCPU_LOST_KSTACK_FULL, OFFCPU_LOST_KSTACK_ERROR);
-	if (user_stacks)
-		take_stack(ctx, prev, true, &sc->user, &st.key.ustack, &st.key.lost,
-			   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
-	/* __schedule(): voluntary only when not preempted and no longer runnable, as the
-	 * sched probe counts it */
-	st.key.preempted = preempt || !prev_state;
-	phase = probe__read_phase(prev, phase_tls_off, false, &entry);
-	st.key.kind = RT_PHASE_KIND(phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(phase) : 0;
-	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
-	/* last, so that the interval excludes the walks */
-	st.ts = bpf_ktime_get_ns();
-	err = put_record(&starts, tid, &st, (void **)&old);
-	if (old) {
-		if (old->ts)
-			c->restarts++;
-		__builtin_memcpy(old, &st, sizeof(st));
-	} else if (err == -EEXIST) {
-		c->restarts++; /* never: only this thread inserts its record */
-	} else if (err) {
-		c->start_full++;
-	}
-}
-
-static __always_inline void switch_in(__u32 tid, struct offcpu_counters *c)
+/* End st's interval, delta long: add it to the count of its key (with the waker that
+ * ended it), or count it under the minimum or with no room. */
+static __always_inline void end_interval(struct offcpu_start *st, __u32 tid, __u64 delta,
+					 struct offcpu_counters *c)
 {
 	struct offcpu_value zero = {}, *val;
 	struct offcpu_key key;
-	struct offcpu_start *st;
 	struct offcpu_waker *w;
-	__u64 delta;
 
-	st = bpf_map_lookup_elem(&starts, &tid);
-	if (!st || !st->ts)
-		return; /* off CPU since before the window: not timed */
-	delta = bpf_ktime_get_ns() - st->ts;
 	__builtin_memcpy(&key, &st->key, sizeof(key));
 	st->ts = 0; /* consumed */
 	c->intervals++;
@@ -269,6 +218,73 @@ static __always_inline void switch_in(__u32 tid, struct offcpu_counters *c)
 		c->kstack_errors++;
 	if (key.waker.lost & OFFCPU_LOST_WAKER_FULL)
 		c->waker_lost++;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
+				       unsigned int prev_state, struct offcpu_counters *c)
+{
+	struct offcpu_start st = {};
+	struct scratch *sc;
+	struct offcpu_start *old;
+	__u32 slot = 0, tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 entry, phase;
+
+	sc = bpf_map_lookup_elem(&scratch, &slot);
+	if (!sc)
+		return;
+	c->switches++;
+	/* sum_exec_runtime is up to date here: __schedule() has put prev (update_curr())
+	 * before it fires the tracepoint */
+	st.exec_ns = prev->se.sum_exec_runtime;
+	old = bpf_map_lookup_elem(&starts, &tid);
+	/* Its last interval never saw its switch-in: this kernel fires no sched_switch for
+	 * some tasks' switches out (perf misses the same ones), so the thread that follows
+	 * them runs unreported. It has run since for the CPU time it gained, and was off
+	 * CPU for the rest; the wake-up that ended the interval, if any, is still kept. */
+	if (old && old->ts) {
+		__u64 wall = bpf_ktime_get_ns() - old->ts, ran = st.exec_ns - old->exec_ns;
+
+		c->restarts++;
+		end_interval(old, tid, wall > ran ? wall - ran : 0, c);
+	}
+	/* a wake-up seen before this switch-out woke the thread from an earlier wait, or
+	 * found it still running: it is not what ends the interval that starts here */
+	if (wakers) {
+		struct offcpu_waker *w = bpf_map_lookup_elem(&woken, &tid);
+
+		if (w)
+			w->comm[0] = 0; /* none */
+	}
+	if (kernel_stacks)
+		take_stack(ctx, prev, false, &sc->kernel, &st.key.kstack, &st.key.lost,
+			   OFFCPU_LOST_KSTACK_FULL, OFFCPU_LOST_KSTACK_ERROR);
+	if (user_stacks)
+		take_stack(ctx, prev, true, &sc->user, &st.key.ustack, &st.key.lost,
+			   OFFCPU_LOST_USTACK_FULL, OFFCPU_LOST_USTACK_ERROR);
+	/* __schedule(): voluntary only when not preempted and no longer runnable, as the
+	 * sched probe counts it */
+	st.key.preempted = preempt || !prev_state;
+	phase = probe__read_phase(prev, phase_tls_off, false, &entry);
+	st.key.kind = RT_PHASE_KIND(phase) < RT_PHASE_COUNT ? RT_PHASE_KIND(phase) : 0;
+	bpf_get_current_comm(st.key.comm, sizeof(st.key.comm));
+	/* last, so that the interval excludes the walks */
+	st.ts = bpf_ktime_get_ns();
+	if (old) {
+		__builtin_memcpy(old, &st, sizeof(st));
+		return;
+	}
+	/* only this thread inserts its record: the one failure is -E2BIG, full */
+	if (bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST))
+		c->start_full++;
+}
+
+static __always_inline void switch_in(__u32 tid, struct offcpu_counters *c)
+{
+	struct offcpu_start *st = bpf_map_lookup_elem(&starts, &tid);
+
+	if (!st || !st->ts)
+		return; /* off CPU since before the window: not timed */
+	end_interval(st, tid, bpf_ktime_get_ns() - st->ts, c);
 }
 
 SEC("raw_tp/sched_switch")

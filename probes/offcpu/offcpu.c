@@ -25,7 +25,7 @@
 _Static_assert(sizeof(struct offcpu_stack) == 1024, "offcpu_stack ABI");
 _Static_assert(sizeof(struct offcpu_waker) == 40, "offcpu_waker ABI");
 _Static_assert(sizeof(struct offcpu_key) == 88, "offcpu_key ABI");
-_Static_assert(sizeof(struct offcpu_start) == 96, "offcpu_start ABI");
+_Static_assert(sizeof(struct offcpu_start) == 104, "offcpu_start ABI");
 _Static_assert(sizeof(struct offcpu_counters) == 144, "offcpu_counters ABI");
 _Static_assert(OFFCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       OFFCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&

@@ -68,9 +68,11 @@ struct offcpu_value {
 	__u64 intervals;
 };
 
-/* A thread off CPU since ts, under its tid. */
+/* A thread off CPU since ts, under its tid; exec_ns its CPU time then (the scheduler's
+ * sum_exec_runtime), which times the interval when its switch-in goes unreported. */
 struct offcpu_start {
 	__u64 ts;
+	__u64 exec_ns;
 	struct offcpu_key key;	/* its waker still zero */
 };
 
@@ -92,9 +94,11 @@ struct offcpu_counters {
 	__u64 wakeups;		/* wake-ups of target threads while enabled (wakers only) */
 	__u64 waker_full;	/* of them, found no room in the wakers map */
 	__u64 fired;		/* sched_switch runs while enabled, of any task */
-	__u64 restarts;		/* switch-outs that found their thread's start record still
-				 * there: no switch-in was seen since the last (the earlier
-				 * interval is not timed) */
+	__u64 restarts;		/* intervals whose switch-in the kernel never reported (this
+				 * kernel skips sched_switch for some tasks' switches out):
+				 * the next switch-out found the start record still there and
+				 * ended the interval from the thread's CPU time; they are
+				 * counted in intervals too */
 	__u64 waker_lost;	/* kept intervals whose wake-up found no room in the wakers
 				 * map (OFFCPU_LOST_WAKER_FULL in the key's waker) */
 };
