@@ -11,6 +11,7 @@
 #ifndef SCHEDLAB_ANALYSIS_H
 #define SCHEDLAB_ANALYSIS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,16 +68,47 @@ const char *an_fit_verdict(const double *x, const double *y, size_t n, const str
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-/* Write a file whole or not at all (files.c says how each kind of path is treated):
- * absent or regular, through a temporary file beside it, fsync'ed and renamed over path;
- * a symlink, the same for the file it resolves to; a character device or FIFO, in place;
- * "-", standard output; a folder, socket or block device is refused (-EISDIR, -ENXIO).
- * A failed write leaves whatever was at path alone and removes its temporary file.
- * Mode 0644. 0, or -errno: the first write error (ENOSPC, not EIO), else fn's own. */
+/* Files in and out (files.c says why each rule). The errors of these functions, as
+ * -errno; two are theirs alone, and an_file_strerror() says what they mean: */
+#define AN_ENOTREG   EINVAL /* an input that is not a regular file */
+#define AN_EOCCUPIED EEXIST /* an output name held by a link, device, FIFO or socket */
+/* What err (either sign) means for a file: strerror(), or what AN_ENOTREG, ELOOP and
+ * AN_EOCCUPIED mean here. A static string. */
+const char *an_file_strerror(int err);
+
+/* A name that a file (result.json) gives for another file of its folder: not empty, not
+ * "." or "..", no '/', no control character, at most NAME_MAX bytes. */
+bool an_file_name_ok(const char *name);
+
+/* Open path (relative to dirfd, or AT_FDCWD) for reading: a regular file only, opened
+ * without blocking (a FIFO would block, a device never end), not through a symbolic
+ * link when nofollow. The fd, or -errno (-AN_ENOTREG, -EISDIR for a folder). */
+int an_open_input(int dirfd, const char *path, bool nofollow);
+/* The same as a stdio stream; NULL with errno set. */
+FILE *an_fopen_input(int dirfd, const char *path, bool nofollow);
+
+/* A folder to write into or read from by name: an O_PATH descriptor, or -errno. */
+int an_dir_open(const char *path);
+
+/* Write the file name in the folder dirfd whole or not at all: only an absent name or a
+ * regular file is replaced (through a temporary file made beside it with O_EXCL,
+ * fsync'ed and renamed over it); a symbolic link is refused with -ELOOP, a folder with
+ * -EISDIR, anything else with -AN_EOCCUPIED, and nothing is written through them. A new
+ * file's mode is 0666 less the umask; a file rewritten keeps its mode. A failed write
+ * leaves whatever was at the name alone and removes its temporary file. 0, or -errno:
+ * the first write error (ENOSPC, not EIO), else fn's own. */
+int an_write_file_at(int dirfd, const char *name, int (*fn)(void *ctx, FILE *out), void *ctx);
+/* The same for a path: its folder part is opened once (following the links the caller
+ * named) and the last part written as above. For files this program names. */
 int an_write_file_atomic(const char *path, int (*fn)(void *ctx, FILE *out), void *ctx);
+/* For a path the user typed (flame -o): "-" is standard output; a symbolic link is
+ * followed (the user named it) and the file it resolves to written as above; a
+ * character device or FIFO is written in place, never replaced; a folder, socket or
+ * block device is refused (-EISDIR, -ENXIO). */
+int an_write_user_file(const char *path, int (*fn)(void *ctx, FILE *out), void *ctx);
 
 enum { AN_OUT_REPLACE = 1, AN_OUT_IN_PLACE = 2 };
-/* How an_write_file_atomic() would write path: AN_OUT_REPLACE or AN_OUT_IN_PLACE, with
+/* How an_write_user_file() would write path: AN_OUT_REPLACE or AN_OUT_IN_PLACE, with
  * the path it would write (symlinks resolved) in resolved; or -errno when it would refuse. */
 int an_output_kind(const char *path, char *resolved, size_t len);
 
@@ -129,6 +161,10 @@ int an_folded_write_file(const struct an_folded *f, const char *path);
 /* Read a folded file. On a malformed line: NULL, errno = EINVAL, and err holds
  * "PATH:LINE: why" (one line). A fractional count is refused: counts are samples. */
 struct an_folded *an_folded_read(const char *path, char *err, size_t errlen);
+/* The same for a file another file named (result.json's "folded"): a plain name in the
+ * folder dirfd, not followed through a symbolic link; label names it in messages. */
+struct an_folded *an_folded_read_at(int dirfd, const char *name, const char *label, char *err,
+				    size_t errlen);
 
 /* ---- symbols ------------------------------------------------------------------------ */
 

@@ -20,6 +20,7 @@
  * that the binary needs no file beside it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,12 +284,12 @@ struct an_rules *an_rules_load(const char *path, char *err, size_t errlen)
 	struct an_rules *r;
 	char *text = NULL;
 	size_t len = 0, cap = 0;
-	FILE *f = fopen(path, "r");
+	FILE *f = an_fopen_input(AT_FDCWD, path, false);
 	int e;
 
 	if (!f) {
 		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		snprintf(err, errlen, "%s: %s", path, an_file_strerror(e));
 		errno = e;
 		return NULL;
 	}

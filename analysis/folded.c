@@ -9,6 +9,7 @@
  * every count and an_folded_total() are exact; an add that would break it is refused.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -545,32 +546,15 @@ static ssize_t read_line_capped(FILE *in, char **line, size_t *cap)
 	return (ssize_t)n;
 }
 
-struct an_folded *an_folded_read(const char *path, char *err, size_t errlen)
+/* Read from in (closed here), naming path in messages. */
+static struct an_folded *read_stream(FILE *in, const char *path, char *err, size_t errlen)
 {
 	struct an_folded *f = NULL;
-	char *line = NULL, why[256], unused[320];
+	char *line = NULL, why[256];
 	size_t cap = 0, lineno = 0;
 	ssize_t len;
-	FILE *in;
 	int e = 0;
 
-	if (!err || errlen == 0) {
-		err = unused; /* the caller wants no message; build it somewhere all the same */
-		errlen = sizeof(unused);
-	}
-	err[0] = '\0';
-	if (!path) {
-		snprintf(err, errlen, "no folded file given");
-		errno = EINVAL;
-		return NULL;
-	}
-	in = fopen(path, "r");
-	if (!in) {
-		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
-		errno = e;
-		return NULL;
-	}
 	f = an_folded_new();
 	if (!f) {
 		e = ENOMEM;
@@ -629,4 +613,48 @@ out_close:
 	fclose(in);
 	errno = e;
 	return f;
+}
+
+/* Open name in dirfd (AT_FDCWD: a path) as an input, or say why not. */
+static struct an_folded *read_at(int dirfd, const char *name, bool nofollow, const char *label,
+				 char *err, size_t errlen)
+{
+	char unused[320];
+	FILE *in;
+	int e;
+
+	if (!err || errlen == 0) {
+		err = unused; /* the caller wants no message; build it somewhere all the same */
+		errlen = sizeof(unused);
+	}
+	err[0] = '\0';
+	if (!name) {
+		snprintf(err, errlen, "no folded file given");
+		errno = EINVAL;
+		return NULL;
+	}
+	in = an_fopen_input(dirfd, name, nofollow);
+	if (!in) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", label, an_file_strerror(e));
+		errno = e;
+		return NULL;
+	}
+	return read_stream(in, label, err, errlen);
+}
+
+struct an_folded *an_folded_read(const char *path, char *err, size_t errlen)
+{
+	return read_at(AT_FDCWD, path, false, path, err, errlen);
+}
+
+struct an_folded *an_folded_read_at(int dirfd, const char *name, const char *label, char *err,
+				    size_t errlen)
+{
+	if (!an_file_name_ok(name)) {
+		snprintf(err, errlen, "%s: not a file name of its folder", label);
+		errno = EINVAL;
+		return NULL;
+	}
+	return read_at(dirfd, name, true, label, err, errlen);
 }

@@ -284,7 +284,7 @@ static int read_debug_symbols(Elf *elf, struct sym_builder *b)
 	if (read_build_id(elf, hex, sizeof(hex)) != 0)
 		return 0;
 	snprintf(path, sizeof(path), AN_DEBUG_ROOT "/%.2s/%s.debug", hex, hex + 2);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = an_open_input(AT_FDCWD, path, false);
 	if (fd < 0)
 		return 0;
 	Elf *dbg = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -519,9 +519,13 @@ struct an_symtab *an_symtab_load(const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL; /* errno from open */
+	/* a regular file only, opened without blocking: the path comes from another
+	 * process's mappings, which can change under it */
+	int fd = an_open_input(AT_FDCWD, path, false);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
 	struct an_symtab *st = an__symtab_load_fd(fd);
 	int err = errno;
 	close(fd);

@@ -72,9 +72,10 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	for (int i = 1; i < len; i++)
 		off += (size_t)snprintf(path + off, sizeof(path) - off, "%02x", id[i]);
 	snprintf(path + off, sizeof(path) - off, ".debug");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		*debuginfo_file_name = strdup(path); /* libdwfl owns it; NULL is allowed */
+	int fd = an_open_input(AT_FDCWD, path, false);
+	if (fd < 0)
+		return -1;
+	*debuginfo_file_name = strdup(path); /* libdwfl owns it; NULL is allowed */
 	return fd;
 }
 

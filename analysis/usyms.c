@@ -217,7 +217,8 @@ void an_usyms_free(struct an_usyms *u)
 static int open_same_file(const char *path, uint64_t ino)
 {
 	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* without blocking: whatever is at the path now may be a FIFO */
+	int fd = an_open_input(AT_FDCWD, path, false);
 
 	if (fd < 0)
 		return -1;

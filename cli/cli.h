@@ -38,6 +38,13 @@ int cli_compare_write(const char *run_a, const char *run_b, const char *out,
  * line on stderr: for 'run --baseline', before anything runs. */
 int cli_compare_check_baseline(const char *run, const char *workload);
 
+/* The one table of exit statuses for an error (either sign) every command follows, as
+ * README gives it: 2 for bad input, a path or file the user can fix (ENOENT, ENOTDIR,
+ * EISDIR, ELOOP, EACCES, EPERM, ENAMETOOLONG, ENXIO, EINVAL, EEXIST, EFBIG, E2BIG); 130
+ * for EINTR, an interrupt; 1 for the machine's failures (ENOSPC, EROFS, EIO, ENOMEM,
+ * EDQUOT...). 0 for 0. */
+int cli_exit_for(int err);
+
 /* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
@@ -175,23 +176,20 @@ static char *default_output(const char *input)
 	return out;
 }
 
-/* A path the user can fix (missing folder, no permission) is bad input; a full disk or
- * an I/O error is a failure. */
-static int write_error_status(int err)
+/* Whether writing output would replace one of the inputs (the same file, reached by
+ * any name or link): then it is refused before anything is written, or the graph would
+ * be drawn over the stacks it was drawn from. */
+static bool overwrites_input(const char *output, const char *const *inputs, size_t n)
 {
-	switch (err) {
-	case ENOENT:
-	case ENOTDIR:
-	case EACCES:
-	case EPERM:
-	case EISDIR:
-	case EROFS:
-	case ENAMETOOLONG:
-	case ENXIO:
-		return CLI_EXIT_USAGE;
-	default:
-		return CLI_EXIT_FAIL;
-	}
+	struct stat out, in;
+
+	if (!strcmp(output, "-") || stat(output, &out) || !S_ISREG(out.st_mode))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (inputs[i] && !stat(inputs[i], &in) && in.st_dev == out.st_dev &&
+		    in.st_ino == out.st_ino)
+			return true;
+	return false;
 }
 
 /* Read a folded file for flame; NULL with *status set (and the one line said) when it
@@ -213,7 +211,7 @@ static struct an_folded *read_input(const char *path, int *status)
 					  "results/<run>/oncpu.folded)",
 					  why);
 	} else {
-		*status = err == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+		*status = cli_exit_for(err);
 		cli_usage_error("%s", why);
 	}
 	return NULL;
@@ -256,9 +254,14 @@ int cmd_flame(int argc, char **argv)
 		goto out_free_folded;
 	}
 
-	err = fg_svg_write_file(f, &a.fg, output);
+	if (overwrites_input(output, (const char *const[]){ a.input, a.baseline }, 2)) {
+		status = cli_usage_error("-o %s would write over an input of the graph; name "
+					 "another file", output);
+		goto out_free_output;
+	}
+	err = fg_svg_write_user(f, &a.fg, output);
 	if (err) {
-		status = write_error_status(-err);
+		status = cli_exit_for(err);
 		if (err == -EINTR) {
 			status = CLI_EXIT_INTERRUPTED;
 			cli_usage_error("flame: interrupted while writing '%s'; it was left as it was",
@@ -271,13 +274,13 @@ int cmd_flame(int argc, char **argv)
 		} else if (err == -EISDIR || err == -ENXIO)
 			cli_usage_error("cannot write '%s': %s; -o takes a file, a device, a FIFO "
 					"or - for standard output",
-					output, strerror(-err));
+					output, an_file_strerror(err));
 		else if (status == CLI_EXIT_USAGE)
 			cli_usage_error("cannot write '%s': %s; check that its folder exists "
 					"and is writable, or choose another with -o",
-					output, strerror(-err));
+					output, an_file_strerror(err));
 		else
-			cli_usage_error("cannot write '%s': %s", output, strerror(-err));
+			cli_usage_error("cannot write '%s': %s", output, an_file_strerror(err));
 		goto out_free_output;
 	}
 	if (an_folded_total(f) == 0)

@@ -137,6 +137,33 @@ int cli_usage_error(const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+int cli_exit_for(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case 0:
+		return CLI_EXIT_OK;
+	case EINTR:
+		return CLI_EXIT_INTERRUPTED;
+	/* a path or an input the user can fix */
+	case ENOENT:
+	case ENOTDIR:
+	case EISDIR:
+	case ELOOP:
+	case EACCES:
+	case EPERM:
+	case ENAMETOOLONG:
+	case ENXIO:
+	case EINVAL: /* AN_ENOTREG */
+	case EEXIST: /* AN_EOCCUPIED */
+	case EFBIG:
+	case E2BIG:
+		return CLI_EXIT_USAGE;
+	/* the machine's: a full or read-only file system, an I/O error, no memory */
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
 int cli_argp_parse(const struct argp *argp, const char *command, int argc, char **argv,
 		   void *input)
 {

@@ -44,6 +44,11 @@ void fg_options_default(struct fg_options *o);
 int fg_svg_write(const struct an_folded *f, const struct fg_options *o, FILE *out);
 /* The same to path, through a temporary file and rename. */
 int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, const char *path);
+/* The same as the file name in the folder dirfd (an_write_file_at()). */
+int fg_svg_write_at(const struct an_folded *f, const struct fg_options *o, int dirfd,
+		    const char *name);
+/* The same to a path the user typed (an_write_user_file(): "-", a device, a link). */
+int fg_svg_write_user(const struct an_folded *f, const struct fg_options *o, const char *path);
 
 /* A log-log plot (plot.c): series of points with error bars and a fitted power law. */
 struct fg_plot_series {

@@ -715,3 +715,22 @@ int fg_svg_write_file(const struct an_folded *f, const struct fg_options *o, con
 		return -EINVAL;
 	return an_write_file_atomic(path, write_svg, &job);
 }
+
+int fg_svg_write_at(const struct an_folded *f, const struct fg_options *o, int dirfd,
+		    const char *name)
+{
+	struct svg_job job = { f, o };
+
+	if (!f)
+		return -EINVAL;
+	return an_write_file_at(dirfd, name, write_svg, &job);
+}
+
+int fg_svg_write_user(const struct an_folded *f, const struct fg_options *o, const char *path)
+{
+	struct svg_job job = { f, o };
+
+	if (!f)
+		return -EINVAL;
+	return an_write_user_file(path, write_svg, &job);
+}

@@ -384,10 +384,30 @@ Test(flame_cli, a_full_device_reports_no_space_not_io_error)
 
 Test(flame_cli, a_line_without_end_is_capped_naming_file_and_line)
 {
-	const char *args[] = { "/dev/zero", "-o", in_dir("z.svg"), NULL };
+	const char *args[] = { in_dir("long.folded"), "-o", in_dir("z.svg"), NULL };
+	FILE *f = fopen(in_dir("long.folded"), "w");
 
+	cr_assert_not_null(f);
+	for (int i = 0; i < (1 << 20) / 8 + 1; i++)
+		fputs("frame;ab", f);
+	cr_assert_eq(fclose(f), 0);
 	cr_expect_eq(run_flame(args), 2);
-	expect_one_error_line("/dev/zero:1: line longer than 1048576 bytes");
+	expect_one_error_line("long.folded:1: line longer than 1048576 bytes");
+}
+
+/* A device or a FIFO would never end or never begin: refused before any read. */
+Test(flame_cli, an_input_that_is_not_a_regular_file_is_refused_at_once)
+{
+	const char *zero[] = { "/dev/zero", "-o", in_dir("z.svg"), NULL };
+	const char *fifo[] = { in_dir("fifo.folded"), "-o", in_dir("f.svg"), NULL };
+
+	cr_expect_eq(run_flame(zero), 2);
+	expect_one_error_line("/dev/zero: not a regular file");
+	cr_assert_eq(mkfifo(in_dir("fifo.folded"), 0600), 0);
+	alarm(30); /* a FIFO opened to read blocks until a writer comes: a hang, not a pass */
+	cr_expect_eq(run_flame(fifo), 2);
+	alarm(0);
+	expect_one_error_line("fifo.folded: not a regular file");
 }
 
 Test(flame_cli, a_stack_too_deep_to_draw_is_bad_input_naming_the_limit)
