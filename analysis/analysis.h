@@ -248,16 +248,33 @@ int an_usyms_code_ranges(struct an_usyms *u, const char *const *roots,
  * "runtime.stranded_ns", "probes.0.samples", "per_worker.rows.1.3". */
 struct an_result;
 
-/* PATH is a run folder (its result.json is read) or a result.json itself. NULL + errno,
- * with one line in err naming the path and what to do: no such folder, no result.json in
- * it, not JSON (with the byte), not a schedlab result (no "schema"). */
+#define AN_RESULT_MAX_BYTES (64 << 20)
+#define AN_RUN_NAME_MAX 120 /* a run's name ("id"), which names folders */
+
+/* PATH is a run folder (its result.json is read, a regular file not reached through a
+ * link) or a result.json itself. Nothing read is trusted: every number is finite, every
+ * string's control characters are escaped as "\xNN" text, and the document must be a
+ * run's: an "id" that can name a folder, "workload", "preset" and "unit" names, "samples"
+ * numbers of at least 0, whole counts, and every file it names for its folder a plain
+ * name in it (an_file_name_ok()). NULL + errno, with one line in err naming the path and
+ * what to do: no such folder, no result.json in it, not JSON (with the byte), not a
+ * schedlab result (no "schema"), the field that is wrong. */
 struct an_result *an_result_load(const char *path, char *err, size_t errlen);
-/* The same from text in memory; source names it in errors. */
+/* From text in memory (source names it in errors): the numbers and strings are checked
+ * as above, but not that it is a whole run's (tests and findings give parts). */
 struct an_result *an_result_parse(const char *text, size_t len, const char *source, char *err,
 				  size_t errlen);
+/* The same for a result that belongs to the folder dir (the run being written): the
+ * files it names are opened there (and read as missing when dir cannot be opened). */
+struct an_result *an_result_parse_in(const char *text, size_t len, const char *dir,
+				     const char *source, char *err, size_t errlen);
 void an_result_free(struct an_result *r);
 const char *an_result_source(const struct an_result *r); /* the file read */
 const char *an_result_dir(const struct an_result *r);    /* its folder; "" when parsed */
+/* The folded file name (a "folded" member of the result) in the run's folder, opened
+ * there as an_folded_read_at() does; NULL + errno with one line in err. */
+struct an_folded *an_result_folded(const struct an_result *r, const char *name, char *err,
+				   size_t errlen);
 
 bool an_result_has(const struct an_result *r, const char *path);
 /* A number (a boolean reads as 0 or 1); NAN when path is absent or holds no number. */

@@ -233,7 +233,7 @@ static int load_profile(struct side *s)
 {
 	const struct an_folded_line *lines;
 	const char *name = probe_str(s, "folded");
-	char path[PATH_MAX + 64], err[PATH_MAX + 128];
+	char err[PATH_MAX + 128];
 	size_t n;
 
 	if (s->probe < 0) {
@@ -248,8 +248,7 @@ static int load_profile(struct side *s)
 			 "(oncpu: %s)", status ? status : "no status");
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/%s", an_result_dir(s->r), name);
-	s->folded = an_folded_read(path, err, sizeof(err));
+	s->folded = an_result_folded(s->r, name, err, sizeof(err));
 	if (!s->folded) {
 		snprintf(s->why_no_folded, sizeof(s->why_no_folded), "has a profile that cannot "
 			 "be read: %s", err);

@@ -499,22 +499,16 @@ static void imbalance(struct ctx *c)
 
 /* ---- the on-CPU profile ----------------------------------------------------------------- */
 
-/* The run folder's folded stacks, when result.json names them and the file reads. */
-static struct an_folded *run_folded(const struct ctx *c, char *path, size_t len)
+/* The run folder's folded stacks, when result.json names them and the file reads; its
+ * name in *name. */
+static struct an_folded *run_folded(const struct ctx *c, const char **name)
 {
-	const char *name = an_result_str(c->r, "probes.0.folded");
-	const char *dir = an_result_dir(c->r), *src = an_result_source(c->r), *slash;
-	char err[256];
+	char err[PATH_MAX + 256];
 
-	if (!name || !*name || strchr(name, '/'))
+	*name = an_result_str(c->r, "probes.0.folded");
+	if (!*name || !**name || !*an_result_dir(c->r))
 		return NULL;
-	if (dir && *dir)
-		snprintf(path, len, "%s/%s", dir, name);
-	else if ((slash = strrchr(src, '/')))
-		snprintf(path, len, "%.*s/%s", (int)(slash - src), src, name);
-	else
-		return NULL;
-	return an_folded_read(path, err, sizeof(err));
+	return an_result_folded(c->r, *name, err, sizeof(err));
 }
 
 /* Samples with a futex frame, by the category their root frame names. */
@@ -560,9 +554,10 @@ static void wakeup_cost(struct ctx *c)
 	double parks = rt_num(c, "parks"), notifies = rt_num(c, "notifies");
 	double noops = rt_num(c, "noop_wakeups"), tasks = rt_num(c, "tasks_run");
 	double share = NAN, severity, per_task = tasks > 0 ? (parks + notifies) / tasks : 0;
-	char path[PATH_MAX], a[64], b[64];
+	char a[64], b[64];
 	struct futex_tally t = { 0 };
-	struct an_folded *fo = run_folded(c, path, sizeof(path));
+	const char *name;
+	struct an_folded *fo = run_folded(c, &name);
 	struct an_finding *f;
 
 	if (fo) {
@@ -591,7 +586,7 @@ static void wakeup_cost(struct ctx *c)
 		fmt_count((double)t.futex, a, sizeof(a));
 		fmt_count((double)t.total, b, sizeof(b));
 		EVIDENCE(f, "stacks with a futex frame: %s of %s samples in %s (oncpu probe)", a,
-			 b, strrchr(path, '/') + 1);
+			 b, name);
 		for (size_t k = 0; k < t.ncats; k++)
 			EVIDENCE(f, "%s %s %llu", k ? "," : ", by category:", t.cats[k],
 				 (unsigned long long)t.by_cat[k]);
@@ -1133,7 +1128,14 @@ int an_run_findings(const struct an_run *r, const char *source, struct an_findin
 		free(text);
 		return n;
 	}
-	res = an_result_parse(text, len, source, err, errlen);
+	{
+		const char *slash = strrchr(source, '/');
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - source) : 1,
+			 slash ? source : ".");
+		res = an_result_parse_in(text, len, dir, source, err, errlen);
+	}
 	n = res ? 0 : -errno;
 	free(text);
 	if (!res)

@@ -10,12 +10,14 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
@@ -150,20 +152,39 @@ static void default_out(const struct an_result *a, const struct an_result *b, ch
 		 idb ? idb : "B");
 }
 
-/* DIR as a folder to write into: made when absent, refused when something else. */
-static int make_out_dir(const char *dir)
+/* The output folder, opened for writing into by name: made when absent (*made set), or
+ * an existing folder. One this command chose itself (the default, from the runs' names)
+ * must be a real folder of this user's, not a link: a results folder may be shared, and
+ * what another user left there is not ours to write into as root. The descriptor, or
+ * -1 after one line. */
+static int open_out_dir(const char *dir, bool user_named, bool *made, int *status)
 {
 	struct stat st;
+	int fd;
 
-	if (mkdir(dir, 0755) == 0)
-		return 0;
-	if (errno != EEXIST)
-		return cli_usage_error("cannot create %s: %s (choose another folder with -o)", dir,
-				       strerror(errno));
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
-		return cli_usage_error("%s exists and is not a folder: choose another with -o",
-				       dir);
-	return 0;
+	*made = false;
+	if (mkdir(dir, 0777) == 0) {
+		*made = true;
+	} else if (errno != EEXIST) {
+		*status = cli_exit_for(errno);
+		cli_usage_error("cannot create %s: %s (choose another folder with -o)", dir,
+				strerror(errno));
+		return -1;
+	} else if (!user_named && (lstat(dir, &st) || !S_ISDIR(st.st_mode) ||
+			       st.st_uid != geteuid())) {
+		*status = CLI_EXIT_USAGE;
+		cli_usage_error("%s exists and is not a folder of this user's (a link, a file, "
+				"or another user's): remove it, or choose a folder with -o", dir);
+		return -1;
+	}
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | (user_named ? 0 : O_NOFOLLOW));
+	if (fd < 0) {
+		*status = cli_exit_for(errno);
+		cli_usage_error("%s: %s (choose another folder with -o)", dir,
+				errno == ENOTDIR ? "exists and is not a folder" : strerror(errno));
+		return -1;
+	}
+	return fd;
 }
 
 static int write_md(void *ctx, FILE *out)
@@ -176,25 +197,26 @@ static int write_json(void *ctx, FILE *out)
 	return an_compare_json(ctx, out);
 }
 
-static int write_in(const char *dir, const char *name, int (*fn)(void *, FILE *), void *ctx)
+/* One file of the output folder; its exit status, after one line when not 0. */
+static int write_error(const char *dir, const char *name, int err)
 {
-	char path[PATH_MAX + 32];
-	int err;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	err = an_write_file_atomic(path, fn, ctx);
-	if (err)
-		cli_usage_error("%s: cannot write: %s", path, strerror(-err));
-	return err;
+	if (!err)
+		return CLI_EXIT_OK;
+	if (err == -EINTR)
+		cli_usage_error("interrupted while writing %s/%s; it was left as it was", dir,
+				name);
+	else
+		cli_usage_error("%s/%s: cannot write: %s", dir, name, an_file_strerror(err));
+	return cli_exit_for(err);
 }
 
 /* diff.svg: B's profile, coloured against A's. */
 static int write_flame(struct an_compare *c, const struct an_result *a,
-		       const struct an_result *b, const char *dir)
+		       const struct an_result *b, const char *dir, int dirfd)
 {
 	const struct an_folded *fa = an_compare_folded(c, 'a'), *fb = an_compare_folded(c, 'b');
 	const char *ida = an_result_str(a, "id"), *idb = an_result_str(b, "id");
-	char path[PATH_MAX + 32], title[256], subtitle[1024], na[32], nb[32];
+	char title[256], subtitle[1024], na[32], nb[32];
 	struct fg_options fo;
 	int err;
 
@@ -213,14 +235,22 @@ static int write_flame(struct an_compare *c, const struct an_result *a,
 	fo.title = title;
 	fo.subtitle = subtitle;
 	fo.baseline = fa;
-	snprintf(path, sizeof(path), "%s/diff.svg", dir);
-	err = fg_svg_write_file(fb, &fo, path);
-	if (err) {
-		cli_usage_error("%s: cannot write: %s", path, strerror(-err));
-		return err;
-	}
+	err = fg_svg_write_at(fb, &fo, dirfd, "diff.svg");
+	if (err)
+		return write_error(dir, "diff.svg", err);
 	an_compare_set_flame(c, "diff.svg");
 	return 0;
+}
+
+/* A failed compare leaves no folder of its own behind: the files it wrote, then the
+ * folder it made (rmdir keeps anything someone else put there meanwhile). */
+static void remove_out_dir(const char *dir, int dirfd)
+{
+	static const char *const names[] = { "diff.svg", "compare.md", "compare.json" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlinkat(dirfd, names[i], 0);
+	rmdir(dir);
 }
 
 int cli_compare_write(const char *run_a, const char *run_b, const char *out,
@@ -229,7 +259,8 @@ int cli_compare_write(const char *run_a, const char *run_b, const char *out,
 	char err[PATH_MAX * 2 + 256], dir[PATH_MAX];
 	struct an_result *a, *b = NULL;
 	struct an_compare *c = NULL;
-	int status = CLI_EXIT_USAGE;
+	int status = CLI_EXIT_USAGE, dirfd = -1;
+	bool made = false;
 
 	a = load_run(run_a);
 	if (a)
@@ -246,12 +277,21 @@ int cli_compare_write(const char *run_a, const char *run_b, const char *out,
 		snprintf(dir, sizeof(dir), "%s", out);
 	else
 		default_out(a, b, dir, sizeof(dir));
-	if (make_out_dir(dir))
+	dirfd = open_out_dir(dir, out != NULL, &made, &status);
+	if (dirfd < 0)
 		goto out_free;
-	status = CLI_EXIT_FAIL;
-	if (write_flame(c, a, b, dir) || write_in(dir, "compare.md", write_md, c) ||
-	    write_in(dir, "compare.json", write_json, c))
+	status = write_flame(c, a, b, dir, dirfd);
+	if (!status)
+		status = write_error(dir, "compare.md",
+				     an_write_file_at(dirfd, "compare.md", write_md, c));
+	if (!status)
+		status = write_error(dir, "compare.json",
+				     an_write_file_at(dirfd, "compare.json", write_json, c));
+	if (status) {
+		if (made)
+			remove_out_dir(dir, dirfd);
 		goto out_free;
+	}
 	if (print == CLI_COMPARE_JSON)
 		an_compare_json(c, stdout);
 	else if (print == CLI_COMPARE_MD)
@@ -263,6 +303,8 @@ int cli_compare_write(const char *run_a, const char *run_b, const char *out,
 out_free:
 	if (an_files_interrupted())
 		status = CLI_EXIT_INTERRUPTED;
+	if (dirfd >= 0)
+		close(dirfd);
 	an_compare_free(c);
 	an_result_free(a);
 	an_result_free(b);

@@ -37,8 +37,10 @@ static const char doc[] =
 	"    schedlab diagnose results/latest --json | jq '.findings[0].id'\n"
 	"\v"
 	"With --json, stdout is one JSON document: for one RUN an object {run, workload, "
-	"preset, findings: [{id, share, claim, evidence, action}]}, for several an array of "
-	"them, in the order given. Exit status: 0 printed, 2 bad input.";
+	"preset, failure, partial, findings: [{id, share, claim, evidence, action}]}, for "
+	"several an array of them, in the order given. Exit status: 0 printed, 1 printed for "
+	"a run that failed (its failure is said first), 2 bad input (not a run folder, or a "
+	"result.json that 'schedlab run' did not write).";
 
 enum { OPT_JSON = 0x100 };
 
@@ -93,8 +95,17 @@ static void print_text(const char *run, const struct diagnosis *d)
 	const char *over = an_result_str(d->result, "overrides");
 	char line[256];
 
+	const char *failure = an_result_str(d->result, "failure");
+	const char *partial = an_result_str(d->result, "partial_reason");
+
 	printf("%s: %s · preset %s%s%s\n", run, wl ? wl : "?", preset ? preset : "?",
 	       over && *over ? " " : "", over && *over ? over : "");
+	if (failure)
+		printf("  The run failed: %s. The findings below are of what it measured.\n",
+		       failure);
+	else if (an_result_num(d->result, "partial") > 0)
+		printf("  The run was stopped early (%s): the findings are of its partial "
+		       "measurements.\n", partial ? partial : "partial");
 	if (!d->n)
 		printf("  No finding crossed its threshold.\n");
 	for (size_t i = 0; i < d->n; i++) {
@@ -120,6 +131,10 @@ static void print_json(const char *run, const struct diagnosis *d)
 	an_json_str(stdout, an_result_str(d->result, "workload"));
 	fputs(", \"preset\": ", stdout);
 	an_json_str(stdout, an_result_str(d->result, "preset"));
+	fputs(", \"failure\": ", stdout);
+	an_json_str(stdout, an_result_str(d->result, "failure"));
+	fprintf(stdout, ", \"partial\": %s",
+		an_result_num(d->result, "partial") > 0 ? "true" : "false");
 	fputs(", \"findings\": ", stdout);
 	an_findings_json(d->findings, d->n, stdout);
 	fputs("}", stdout);
@@ -169,6 +184,10 @@ int cmd_diagnose(int argc, char **argv)
 		fputs(a.nruns > 1 ? "]\n" : "\n", stdout);
 	if (fflush(stdout) || ferror(stdout))
 		status = CLI_EXIT_FAIL;
+	/* a failed run's findings are given, but the diagnosis is of a failure: exit 1 */
+	for (size_t i = 0; i < a.nruns && status == CLI_EXIT_OK; i++)
+		if (an_result_str(d[i].result, "failure"))
+			status = CLI_EXIT_FAIL;
 out_free:
 	for (size_t i = 0; i < loaded; i++)
 		an_result_free(d[i].result);

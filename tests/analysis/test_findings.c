@@ -283,8 +283,11 @@ static void diagnose_folder(unsigned futex, unsigned total)
 	snprintf(path, sizeof(path), "%s/result.json", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
-	fputs("{\"schema\": \"schedlab-result/1\", \"runtime\": {\"ops\": 10, \"tasks_run\": 1e6,"
-	      " \"parks\": 1}, \"probes\": [{\"attached\": true, \"samples\": 1, "
+	fputs("{\"schema\": \"schedlab-result/1\", \"id\": \"run\", \"workload\": \"w\", "
+	      "\"preset\": \"p\", \"unit\": \"ops/s\", \"samples\": [1, 2], "
+	      "\"runtime\": {\"ops\": 10, \"tasks_run\": 1e6,"
+	      " \"parks\": 1}, \"probes\": [{\"name\": \"oncpu\", \"attached\": true, "
+	      "\"samples\": 1, "
 	      "\"folded\": \"oncpu.folded\"}]}", f);
 	cr_assert_eq(fclose(f), 0);
 	snprintf(path, sizeof(path), "%s/oncpu.folded", dir);

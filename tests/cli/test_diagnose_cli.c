@@ -31,7 +31,9 @@ static const char *folder_with(const char *name, const char *text)
 }
 
 static const char blocked[] =
-	"{\"schema\": \"schedlab-result/1\", \"workload\": \"tcp-blocking\", \"preset\": \"kyo\", "
+	"{\"schema\": \"schedlab-result/1\", \"id\": \"20261207-1-tcp-blocking-kyo\", "
+	"\"unit\": \"ops/s\", \"samples\": [3.5, 3.7, 3.6], "
+	"\"workload\": \"tcp-blocking\", \"preset\": \"kyo\", "
 	"\"workers\": 2, \"forks\": 1, \"iterations\": 3, \"iteration_seconds\": 0.2, "
 	"\"runtime\": {\"stranded_ns\": 946000000, \"blocking_episodes\": 1280, "
 	"\"detector_misses\": 1280}, \"knobs\": {\"blocking\": \"detect\"}}";
@@ -117,11 +119,55 @@ Test(diagnose_cli, findings_print_ranked_with_evidence_and_action)
 
 Test(diagnose_cli, no_finding_is_said)
 {
-	const char *run = folder_with("quiet", "{\"schema\": \"schedlab-result/1\"}");
+	const char *run = folder_with("quiet", "{\"schema\": \"schedlab-result/1\", "
+					       "\"id\": \"q\", \"workload\": \"permit\", "
+					       "\"preset\": \"ce\", \"unit\": \"ops/s\", "
+					       "\"samples\": [10, 11]}");
 
-	cr_expect_eq(diagnose1(run), 0);
+	cr_expect_eq(diagnose1(run), 0, "%s", err_text);
 	cr_expect_not_null(strstr(out_text, "No finding crossed its threshold."), "%s", out_text);
 	cr_expect_not_null(strstr(out_text, AN_FINDINGS_NOT_EXAMINED), "%s", out_text);
+}
+
+/* A document that only says it is a result is no run to diagnose: "No finding" would be
+ * a verdict on nothing. */
+Test(diagnose_cli, a_schema_alone_is_bad_input_naming_what_is_missing)
+{
+	const char *run = folder_with("bare", "{\"schema\": \"schedlab-result/1\"}");
+
+	cr_expect_eq(diagnose1(run), 2);
+	expect_one_error_line("\"id\" is missing");
+	cr_expect_str_eq(out_text, "");
+}
+
+/* A run that failed is diagnosed, its failure said first, and the status is 1. */
+Test(diagnose_cli, a_failed_run_says_so_and_exits_1)
+{
+	const char *run = folder_with("failed", "{\"schema\": \"schedlab-result/1\", \"id\": "
+						"\"f\", \"workload\": \"permit\", \"preset\": "
+						"\"ce\", \"unit\": \"ops/s\", \"samples\": [], "
+						"\"failure\": \"cannot write oncpu.svg: No space "
+						"left on device\"}");
+
+	cr_expect_eq(diagnose1(run), 1);
+	cr_expect_not_null(strstr(out_text, "The run failed: cannot write oncpu.svg: No space "
+					    "left on device."), "%s", out_text);
+}
+
+/* What a run folder says is printed as text: its escapes never reach the terminal. */
+Test(diagnose_cli, escapes_in_a_run_folder_are_printed_as_text)
+{
+	const char *run = folder_with("esc", "{\"schema\": \"schedlab-result/1\", \"id\": "
+					     "\"e\", \"workload\": \"\\u001b]0;PWNED\\u0007\", "
+					     "\"preset\": \"ce\\u009b2J\", \"unit\": \"ops/s\", "
+					     "\"samples\": [1, 2]}");
+
+	cr_expect_eq(diagnose1(run), 0, "%s", err_text);
+	cr_expect_null(strchr(out_text, 0x1b), "%s", out_text);
+	cr_expect_null(strchr(out_text, 0x07), "%s", out_text);
+	cr_expect_null(strstr(out_text, "\xc2\x9b"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "\\x1b]0;PWNED\\x07 · preset ce\\xc2\\x9b2J"), "%s",
+			   out_text);
 }
 
 Test(diagnose_cli, json_holds_the_findings_of_each_run)
