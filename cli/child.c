@@ -158,7 +158,7 @@ int cli_spawn_logged(const char *const *argv, const char *log)
 {
 	int status, fd;
 
-	fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
 	if (fd < 0)
 		return -errno;
 	status = cli_spawn(argv, -1, fd);
@@ -203,22 +203,44 @@ int cli_check_run_options(const char *self, const char *const *pass, size_t npas
 			       st < 0 ? strerror(-st) : "run exited without saying why");
 }
 
+/* The run folder a child made in dir, its own --out: the one folder there (latest names
+ * only a run with measured data, and a failed run's result says why it failed). */
+static bool child_run_folder(const char *dir, char *name, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && (e = readdir(d))) {
+		struct stat st;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "latest") ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+			continue;
+		if (found++ == 0)
+			snprintf(name, len, "%s", e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found == 1;
+}
+
 struct an_result *cli_run_load(const char *dir, struct cli_run_figures *f)
 {
-	char path[PATH_MAX + 16], err[1024], target[PATH_MAX];
+	char path[PATH_MAX + 16], err[1024];
 	struct an_result *r;
 	const char *s;
 	double ops, bytes;
-	ssize_t n;
 
 	memset(f, 0, sizeof(*f));
 	f->bytes = NAN;
-	snprintf(path, sizeof(path), "%s/latest", dir);
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n > 0) {
-		target[n] = '\0';
-		snprintf(f->run, sizeof(f->run), "%s", target);
+	if (!child_run_folder(dir, f->run, sizeof(f->run))) {
+		f->failed = true;
+		f->no_run = true;
+		snprintf(f->reason, sizeof(f->reason), "%s: the run wrote no run folder", dir);
+		return NULL;
 	}
+	snprintf(path, sizeof(path), "%s/%s", dir, f->run);
 	r = an_result_load(path, err, sizeof(err));
 	if (!r) {
 		f->failed = true;
@@ -262,7 +284,7 @@ int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len)
 
 	if (out) {
 		snprintf(dir, len, "%s", out);
-		if (!mkdir(dir, 0755))
+		if (!mkdir(dir, 0777))
 			return 0;
 		if (errno != EEXIST)
 			return cli_usage_error("-o %s: %s; name a new or empty folder whose parent "
@@ -272,7 +294,7 @@ int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len)
 		return cli_usage_error("-o %s: exists and is not an empty folder; name a new or "
 				       "empty folder", out);
 	}
-	if (mkdir("results", 0755) && errno != EEXIST)
+	if (mkdir("results", 0777) && errno != EEXIST)
 		return cli_usage_error("cannot create results: %s (choose a folder with -o)",
 				       strerror(errno));
 	gmtime_r(&now, &tm);
@@ -282,7 +304,7 @@ int cli_make_out_dir(const char *out, const char *label, char *dir, size_t len)
 			snprintf(dir, len, "results/%s-%s", stamp, label);
 		else
 			snprintf(dir, len, "results/%s-%s-%d", stamp, label, n);
-		if (!mkdir(dir, 0755))
+		if (!mkdir(dir, 0777))
 			return 0;
 		if (errno != EEXIST)
 			break;

@@ -63,7 +63,8 @@ struct cli_run_figures {
 	double score, error, n;
 	char unit[32];
 	double bytes;       /* bytes per op from the runtime allocator; NAN: n/a */
-	char run[256];      /* the run folder's name, where latest points; "" if none */
+	char run[256];      /* the run folder's name; "" if none */
+	bool no_run;        /* the child wrote no run folder: its log says why */
 };
 
 /* The run options a command hands on to each child run, as typed (option, value): an
@@ -92,7 +93,7 @@ int cli_spawn_logged(const char *const *argv, const char *log);
 /* The run options handed on to every child, checked by `run` itself before anything runs:
  * 0, or CLI_EXIT_USAGE after run's own one line. */
 int cli_check_run_options(const char *self, const char *const *pass, size_t npass);
-/* Read back the run a child wrote under dir (its latest): f filled, and the result for
+/* Read back the run a child wrote under dir (its --out): f filled, and the result for
  * further figures (an_result_free() it), or NULL with f->failed and f->reason. A result
  * that holds a failure or no throughput is returned with f->failed set. */
 struct an_result *cli_run_load(const char *dir, struct cli_run_figures *f);
@@ -109,8 +110,10 @@ int cli_write_files(const char *dir, const struct cli_out_file *files, size_t n,
 /* "schedlab ARGV..." into buf, as the command was typed. */
 void cli_describe_command(char *buf, size_t len, int argc, char **argv);
 
-/* Parse a whole decimal number in [min, max]; false when s is not one. */
+/* Parse a whole decimal number in [min, max] (an optional '-' and digits, nothing else);
+ * false when s is not one. */
 bool cli_parse_long(const char *s, long min, long max, long *out);
+/* The same for a decimal fraction ("0.5", "2", "1e-3"): no spaces, '+', hex, inf or nan. */
 bool cli_parse_double(const char *s, double min, double max, double *out);
 
 #endif /* SCHEDLAB_CLI_H */

@@ -14,12 +14,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -479,6 +481,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	}
 	case 'o':
+		if (!*arg) {
+			a->bad = cli_usage_error("--out needs a folder, e.g. --out results");
+			return EINVAL;
+		}
 		a->out = arg;
 		return 0;
 	case OPT_JSON:
@@ -634,11 +640,11 @@ static int mkdir_p(const char *dir)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
+		if (mkdir(buf, 0777) && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
+	if (mkdir(buf, 0777) && errno != EEXIST)
 		return -errno;
 	/* something that is there already must be a folder (or a link to one) */
 	if (stat(buf, &st))
@@ -646,18 +652,18 @@ static int mkdir_p(const char *dir)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-/* A folder that cannot be made: the user's --out when it runs through or onto what is
- * not a folder, or is too long (exit 2); a full, read-only or forbidden file system is
- * the machine's (exit 1). The message names the folder either way. */
+/* A folder that cannot be made, named with the reason: the user's --out when it runs
+ * through or onto what is not a folder, a link, or is too long (exit 2); a full,
+ * read-only file system is the machine's (exit 1): cli_exit_for()'s table. */
 static int folder_error(const char *out, const char *path, int err)
 {
-	if (err == -ENOTDIR || err == -ENAMETOOLONG || err == -ELOOP) {
+	if (cli_exit_for(err) == CLI_EXIT_USAGE) {
 		cli_usage_error("--out %s: cannot create %s: %s (choose a folder with --out)", out,
 				path, strerror(-err));
 		return CLI_EXIT_USAGE;
 	}
 	cli_usage_error("cannot create %s: %s", path, strerror(-err));
-	return CLI_EXIT_FAIL;
+	return cli_exit_for(err);
 }
 
 /* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
@@ -711,15 +717,16 @@ static bool remove_unwritten_dir(const char *dir)
 	return !other && !rmdir(dir);
 }
 
-/* A new folder out/<stamp>-<workload>-<preset>[-N]; its name goes to id. */
-static int make_run_dir(const char *out, const struct hx_spec *s, char *id, size_t idlen,
-			char *dir, size_t dirlen)
+/* A new folder out/<stamp>-<workload>-<preset>[-N], stamped with the run's start; its
+ * name goes to id. Made only when the run has something to write, so that a run killed
+ * before then (SIGKILL cannot be caught) leaves no empty folder. */
+static int make_run_dir(const char *out, const struct hx_spec *s, time_t start, char *id,
+			size_t idlen, char *dir, size_t dirlen)
 {
-	time_t now = time(NULL);
 	struct tm tm;
 	char stamp[32];
 
-	gmtime_r(&now, &tm);
+	gmtime_r(&start, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
 	for (int n = 1; n < 1000; n++) {
 		if (n == 1)
@@ -727,7 +734,7 @@ static int make_run_dir(const char *out, const struct hx_spec *s, char *id, size
 		else
 			snprintf(id, idlen, "%s-%s-%s-%d", stamp, s->wl->name, s->rt.preset, n);
 		snprintf(dir, dirlen, "%s/%s", out, id);
-		if (!mkdir(dir, 0755))
+		if (!mkdir(dir, 0777))
 			return 0;
 		if (errno != EEXIST)
 			return -errno;
@@ -737,24 +744,31 @@ static int make_run_dir(const char *out, const struct hx_spec *s, char *id, size
 
 /* Point out/latest at id: a new link under a temporary name, renamed over the old. Only
  * a symlink or nothing is replaced: anything else at out/latest is the user's, and is
- * refused (-EEXIST) rather than renamed over. */
+ * refused (-EEXIST) rather than renamed over. The temporary name is random, made by
+ * symlink() itself (which never replaces or follows what is there), so that nobody
+ * writing in a shared results folder can prepare it. */
 static int update_latest(const char *out, const char *id)
 {
 	char tmp[PATH_MAX], link[PATH_MAX];
 	struct stat st;
+	int err = -EEXIST;
 
-	snprintf(tmp, sizeof(tmp), "%s/.latest.%d", out, (int)getpid());
 	snprintf(link, sizeof(link), "%s/latest", out);
 	if (lstat(link, &st) == 0 && !S_ISLNK(st.st_mode))
 		return -EEXIST;
-	if (lstat(tmp, &st) == 0 && !S_ISLNK(st.st_mode))
-		return -EEXIST;
-	unlink(tmp);
-	if (symlink(id, tmp))
-		return -errno;
-	if (rename(tmp, link)) {
-		int err = -errno;
+	for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
+		uint64_t r;
 
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^
+			    ((uint64_t)tries << 50);
+		snprintf(tmp, sizeof(tmp), "%s/.latest.%016" PRIx64, out, r);
+		err = symlink(id, tmp) ? -errno : 0;
+	}
+	if (err)
+		return err;
+	if (rename(tmp, link)) {
+		err = -errno;
 		unlink(tmp);
 		return err;
 	}
@@ -1021,6 +1035,13 @@ static void measure_overhead(struct hx_result *res, const struct hx_spec *s,
 		o->why = strerror(-err);
 }
 
+/* The first file of the run that could not be written, as result.json's failure says it. */
+static void unwritten(char *note, size_t len, const char *path, int err)
+{
+	if (!*note)
+		snprintf(note, len, "cannot write %s: %s", path, an_file_strerror(err));
+}
+
 static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_probeset *set,
 		   const char *self, struct run_row *row, size_t *printed)
 {
@@ -1041,18 +1062,13 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	time_t now = time(NULL);
 	struct tm tm;
 	int err, err2;
-	bool written = false, write_failed = false, partial;
+	char path[PATH_MAX + 32], unwritten_note[PATH_MAX + 160] = "";
+	bool write_failed = false, partial;
 
 	row->workload = s->wl->name;
 	row->preset = s->rt.preset;
 	row->unit = s->wl->unit;
-	err = make_run_dir(a->out, s, id, sizeof(id), row->dir, sizeof(row->dir));
-	if (err) {
-		err = folder_error(a->out, row->dir, err);
-		row->failed = true;
-		row->dir[0] = '\0';
-		return err;
-	}
+	row->dir[0] = '\0';
 
 	gmtime_r(&now, &tm);
 	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -1089,6 +1105,16 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		hx_result_free(res);
 		cli_usage_error("out of memory");
 		return CLI_EXIT_FAIL;
+	}
+	err2 = make_run_dir(a->out, s, now, id, sizeof(id), row->dir, sizeof(row->dir));
+	if (err2) {
+		err2 = folder_error(a->out, row->dir, err2);
+		fprintf(stderr, "schedlab: %s: nothing of the run was written\n", s->wl->name);
+		row->failed = true;
+		row->dir[0] = '\0';
+		free(parts);
+		hx_result_free(res);
+		return err2;
 	}
 
 	probe.attached = prof->attached;
@@ -1135,7 +1161,7 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	}
 
 	if (prof->attached && !err) {
-		char path[PATH_MAX + 32], title[256], subtitle[1024];
+		char title[256], subtitle[1024];
 		struct fg_options fo;
 		int ferr;
 
@@ -1161,7 +1187,8 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 		if (ferr) {
 			if (!an_files_interrupted())
 				fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", path,
-					strerror(-ferr));
+					an_file_strerror(ferr));
+			unwritten(unwritten_note, sizeof(unwritten_note), path, ferr);
 			write_failed = true;
 		}
 	}
@@ -1232,19 +1259,28 @@ static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_
 	if (run.nfindings)
 		row->top = run.findings[0];
 
-	err2 = write_report(row->dir, "result.json", write_json, &run);
-	if (!err2) {
-		written = true;
-		err2 = write_report(row->dir, "report.md", write_markdown, &run);
-	}
+	/* result.json last, so that it never claims a run whose other files are missing: a
+	 * file that could not be written makes the run failed there, saying which */
+	err2 = write_report(row->dir, "report.md", write_markdown, &run);
 	if (err2) {
 		if (!an_files_interrupted())
-			fprintf(stderr, "schedlab: %s/%s: cannot write the report: %s\n", row->dir,
-				written ? "report.md" : "result.json", strerror(-err2));
+			fprintf(stderr, "schedlab: %s/report.md: cannot write the report: %s\n",
+				row->dir, an_file_strerror(err2));
+		snprintf(path, sizeof(path), "%s/report.md", row->dir);
+		unwritten(unwritten_note, sizeof(unwritten_note), path, err2);
 		write_failed = true;
 	}
-	/* latest names a complete run folder, or stays where it was */
-	if (!write_failed) {
+	if (write_failed && !err)
+		run.error = unwritten_note;
+	err2 = write_report(row->dir, "result.json", write_json, &run);
+	if (err2) {
+		if (!an_files_interrupted())
+			fprintf(stderr, "schedlab: %s/result.json: cannot write it: %s; the folder "
+				"is not a run's\n", row->dir, an_file_strerror(err2));
+		write_failed = true;
+	}
+	/* latest names a complete run folder with measured data, or stays where it was */
+	if (!write_failed && !err && run.nsamples > 0) {
 		err2 = update_latest(a->out, id);
 		if (err2) {
 			fprintf(stderr, "schedlab: cannot update %s/latest: %s%s\n", a->out,
@@ -1467,6 +1503,10 @@ int cmd_run(int argc, char **argv)
 		goto out_close_profile;
 	}
 	err = mkdir_p(a.out);
+	/* the run folders are made once there is something to write: find out now, not
+	 * after the forks, that nothing can be */
+	if (!err && access(a.out, W_OK))
+		err = -errno;
 	if (err) {
 		status = folder_error(a.out, a.out, err);
 		goto out_close_profile;

@@ -194,12 +194,40 @@ int cli_argp_parse(const struct argp *argp, const char *command, int argc, char 
 	return argp_parse(&root, argc, av, 0, NULL, input);
 }
 
+/* Decimal as people write it: an optional '-', digits, and for a fraction an optional
+ * '.' with digits and an exponent. strtol and strtod take more (leading spaces, '+', hex,
+ * "inf"), which a number typed on a command line is not meant to be. */
+static bool decimal_syntax(const char *s, bool fraction)
+{
+	size_t digits = 0;
+
+	if (*s == '-')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits++;
+	if (fraction && *s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits++;
+	if (!digits)
+		return false;
+	if (fraction && (*s == 'e' || *s == 'E')) {
+		s++;
+		if (*s == '-' || *s == '+')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
 bool cli_parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;
 	long v;
 
-	if (!s || !*s)
+	if (!s || !decimal_syntax(s, false))
 		return false;
 	errno = 0;
 	v = strtol(s, &end, 10);
@@ -214,7 +242,7 @@ bool cli_parse_double(const char *s, double min, double max, double *out)
 	char *end;
 	double v;
 
-	if (!s || !*s)
+	if (!s || !decimal_syntax(s, true))
 		return false;
 	errno = 0;
 	v = strtod(s, &end);

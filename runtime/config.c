@@ -526,7 +526,8 @@ int rt_config_set(struct rt_config *c, const char *name, const char *value, char
 	case K_SIZE:
 		errno = 0;
 		v = strtoul(value, &end, 10);
-		if (!*value || *value == '-' || *end || errno || v < k->min || v > k->max)
+		/* digits only: strtoul also takes spaces, '+' and '-' */
+		if (!(*value >= '0' && *value <= '9') || *end || errno || v < k->min || v > k->max)
 			break;
 		if (!strcmp(name, "capacity") && (v & (v - 1)))
 			break;

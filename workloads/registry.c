@@ -100,8 +100,11 @@ int wl_param_parse(const struct wl_desc *d, int i, const char *text, union wl_va
 	case WL_INT:
 	case WL_POW2: {
 		long v = strtol(text, &end, 10);
+		/* strtol also takes leading spaces and '+' */
+		bool digits = (text[0] >= '0' && text[0] <= '9') ||
+			      (text[0] == '-' && text[1] >= '0' && text[1] <= '9');
 
-		if (!*text || *end || errno || v < p->min || v > p->max ||
+		if (!digits || *end || errno || v < p->min || v > p->max ||
 		    (p->type == WL_POW2 && (v & (v - 1)))) {
 			snprintf(err, errlen, "%s: -P %s=%s: expected a %s from %.0f to %.0f",
 				 d->name, p->name, text,
@@ -114,8 +117,11 @@ int wl_param_parse(const struct wl_desc *d, int i, const char *text, union wl_va
 	}
 	case WL_REAL: {
 		double v = strtod(text, &end);
+		/* a decimal fraction: strtod also takes spaces, '+', hex and "inf" */
+		bool decimal = *text && strspn(text, "0123456789.-eE+") == strlen(text) &&
+			       text[0] != '+' && text[0] != 'e' && text[0] != 'E';
 
-		if (!*text || *end || errno || !isfinite(v) || v < p->min || v > p->max) {
+		if (!decimal || *end || errno || !isfinite(v) || v < p->min || v > p->max) {
 			snprintf(err, errlen, "%s: -P %s=%s: expected a number from %g to %g", d->name,
 				 p->name, text, p->min, p->max);
 			return -EINVAL;
