@@ -837,6 +837,8 @@ enum an_cell_state {
 	AN_CELL_OK,
 	AN_CELL_FAILED,
 	AN_CELL_NOT_BUILT,
+	AN_CELL_INTERRUPTED, /* stopped by the interrupt: its run folder holds what it
+			      * measured, partial and not judged */
 };
 
 /* A cell's outcome, parallel to its suite's cells in table order. */
@@ -885,6 +887,8 @@ struct an_suite_report {
 	size_t nsuites;
 	const char *const *skipped; /* "suite X not run: workload Y is not registered" */
 	size_t nskipped;
+	bool interrupted;           /* the suite was stopped: the cells after the one
+				     * interrupted were not run */
 };
 int an_suite_write_md(const struct an_suite_report *r, FILE *out);
 int an_suite_write_json(const struct an_suite_report *r, FILE *out);

@@ -837,6 +837,9 @@ static void fmt_ours(const struct an_suite_result *r, char *buf, size_t len)
 	case AN_CELL_NOT_BUILT:
 		snprintf(buf, len, "not built: %s", r->reason);
 		return;
+	case AN_CELL_INTERRUPTED:
+		snprintf(buf, len, "interrupted%s%s", r->reason[0] ? ": " : "", r->reason);
+		return;
 	default:
 		snprintf(buf, len, "not run");
 	}
@@ -1011,6 +1014,10 @@ int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 	size_t held = 0, judged = 0, claims = 0, claims_held = 0, claims_judged = 0;
 
 	fprintf(out, "# Suite\n\n`%s`\n\n%s\n\n", r->command, r->settings);
+	if (r->interrupted)
+		fputs("**Interrupted**: the suite was stopped; the cell it was running kept what "
+		      "it had measured in its run folder (partial, not judged) and the cells "
+		      "after it were not run.\n\n", out);
 	fputs("Each table gives our figure (mean ± the 99.9% confidence half-width over n "
 	      "measured iterations; for a workload's own figure, the median over n fresh "
 	      "processes) beside the study's published one, and each row's ratio to its "
@@ -1069,6 +1076,8 @@ static const char *state_name(enum an_cell_state s)
 		return "not built";
 	case AN_CELL_LEFT_OUT:
 		return "left out";
+	case AN_CELL_INTERRUPTED:
+		return "interrupted";
 	default:
 		return "not run";
 	}
@@ -1117,6 +1126,7 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 	an_json_str(out, r->command);
 	fputs(",\n  \"settings\": ", out);
 	an_json_str(out, r->settings);
+	fprintf(out, ",\n  \"interrupted\": %s", r->interrupted ? "true" : "false");
 	fputs(",\n  \"not_run\": [", out);
 	for (size_t i = 0; i < r->nskipped; i++) {
 		fputs(i ? ", " : "", out);

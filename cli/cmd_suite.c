@@ -84,6 +84,7 @@ struct job {
 	const char *run_opts, *run_opts_after; /* the table's, before and after the user's */
 	char dir[PATH_MAX];
 	bool ran;
+	bool interrupted; /* stopped by the interrupt: f and r are its partial run's */
 	int status;
 	struct cli_run_figures f;
 	struct an_result *r;
@@ -425,8 +426,8 @@ static int run_peer(struct suite_run *sr, struct job *jb)
 	snprintf(samples, sizeof(samples), "%s.samples", jb->dir);
 	snprintf(log, sizeof(log), "%s.log", jb->dir);
 	setenv("SCHEDLAB_EXE", sr->self, 0);
-	out_fd = open(samples, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	err_fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	out_fd = open(samples, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+	err_fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
 	jb->ran = true;
 	for (long k = 0; k < forks && out_fd >= 0 && err_fd >= 0 && !st; k++)
 		st = cli_spawn(argv, out_fd, err_fd);
@@ -435,7 +436,7 @@ static int run_peer(struct suite_run *sr, struct job *jb)
 	if (err_fd >= 0)
 		close(err_fd);
 	if (st == CLI_EXIT_INTERRUPTED || cli_interrupted()) {
-		jb->ran = false;
+		jb->interrupted = true;
 		return CLI_EXIT_INTERRUPTED;
 	}
 	snprintf(jb->f.run, sizeof(jb->f.run), "%s", strrchr(samples, '/') + 1);
@@ -448,9 +449,18 @@ static int run_peer(struct suite_run *sr, struct job *jb)
 			 st < 0 ? strerror(-st) : line[0] ? line : "the peer failed");
 		return 0;
 	}
-	f = fopen(samples, "re");
-	while (f && n < sizeof(x) / sizeof(x[0]) && fscanf(f, "%lf", &x[n]) == 1)
+	f = an_fopen_input(AT_FDCWD, samples, true);
+	while (f && n < sizeof(x) / sizeof(x[0]) && fscanf(f, "%lf", &x[n]) == 1) {
+		/* scanf takes "nan" and "inf": a throughput is a finite number of at least 0 */
+		if (!isfinite(x[n]) || x[n] < 0) {
+			fclose(f);
+			jb->f.failed = true;
+			snprintf(jb->f.reason, sizeof(jb->f.reason), "the peer gave a sample that "
+				 "is not a throughput: %g", x[n]);
+			return 0;
+		}
 		n++;
+	}
 	if (f)
 		fclose(f);
 	if (an_summarize(x, n, 0.999, &sum)) {
@@ -516,8 +526,10 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 			"options");
 		return CLI_EXIT_USAGE;
 	}
-	if (st == CLI_EXIT_INTERRUPTED || cli_interrupted()) {
-		jb->ran = false;
+	if (st == CLI_EXIT_INTERRUPTED) {
+		/* what it measured before the interrupt is in its run folder, marked partial */
+		jb->interrupted = true;
+		jb->r = cli_run_load(jb->dir, &jb->f);
 		return CLI_EXIT_INTERRUPTED;
 	}
 	if (st < 0) {
@@ -527,7 +539,7 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 		return 0;
 	}
 	jb->r = cli_run_load(jb->dir, &jb->f);
-	if (st && !jb->f.failed) {
+	if (st && (!jb->f.failed || jb->f.no_run)) {
 		jb->f.failed = true;
 		cli_last_line(log, line, sizeof(line));
 		snprintf(jb->f.reason, sizeof(jb->f.reason), "%s", line[0] ? line : "run failed");
@@ -553,6 +565,13 @@ static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 	else if (jb->f.run[0])
 		snprintf(res->link, sizeof(res->link), "%s/%s/report.md",
 			 jb->dir + strlen(base) + 1, jb->f.run);
+	if (jb->interrupted) {
+		res->state = AN_CELL_INTERRUPTED;
+		if (jb->r && jb->f.n > 0)
+			snprintf(res->reason, sizeof(res->reason), "partial, %.0f measured "
+				 "iterations in its run folder", jb->f.n);
+		return;
+	}
 	if (jb->f.failed || (!jb->r && !c->peer)) {
 		res->state = AN_CELL_FAILED;
 		snprintf(res->reason, sizeof(res->reason), "%s", jb->f.reason);
@@ -795,7 +814,8 @@ int cmd_suite(int argc, char **argv)
 	rep = (struct an_suite_report){ .command = sr.command, .settings = sr.settings,
 					.suites = sr.suites, .res = sr.res, .nsuites = sr.nsuites,
 					.skipped = (const char *const *)sr.skipped,
-					.nskipped = sr.nskipped };
+					.nskipped = sr.nskipped,
+					.interrupted = status == CLI_EXIT_INTERRUPTED };
 	printf("%s\n", sr.settings);
 	for (size_t k = 0; k < sr.nsuites; k++) {
 		const struct an_suite_result *res = sr.res[k];

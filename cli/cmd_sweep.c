@@ -95,6 +95,8 @@ struct point {
 	char dir[PATH_MAX];	    /* its run's --out, inside the sweep folder */
 	char label[512];	    /* "depth=10000 interpreter=naive" */
 	bool ran, failed;
+	bool interrupted; /* stopped by the interrupt: its figures, if any, are partial */
+	bool no_run;      /* its run wrote no folder: the log says why */
 	char reason[512];
 	double score, error, n;
 	char unit[32];
@@ -121,6 +123,8 @@ struct sweep {
 	size_t npoints;
 	struct fit_row *fits;
 	size_t nfits;
+	bool interrupted; /* the sweep was stopped: the points after the one interrupted
+			   * were not run */
 };
 
 /* ---- arguments ------------------------------------------------------------------------- */
@@ -360,6 +364,7 @@ static void read_point(struct point *p)
 
 	an_result_free(cli_run_load(p->dir, &f));
 	p->failed = f.failed;
+	p->no_run = f.no_run;
 	snprintf(p->reason, sizeof(p->reason), "%s", f.reason);
 	p->score = f.score;
 	p->error = f.error;
@@ -386,7 +391,8 @@ static void progress(const struct sweep *sw, size_t i)
 	fprintf(stderr, "%s ± %s %s\n", score, isfinite(p->error) ? err : "n/a", p->unit);
 }
 
-/* 0; 2 (bad input: a run option the point refused, passed on as its one line); 130. */
+/* 0; 2 (bad input: a run option the point refused, passed on as its one line); 130
+ * when interrupted (the point itself, or after it). */
 static int run_point(struct sweep *sw, size_t i, const char *self)
 {
 	struct point *p = &sw->points[i];
@@ -407,20 +413,23 @@ static int run_point(struct sweep *sw, size_t i, const char *self)
 		unlink(log);
 		rmdir(p->dir);
 		return CLI_EXIT_USAGE;
-	} else if (st == CLI_EXIT_INTERRUPTED || cli_interrupted()) {
+	} else if (st == CLI_EXIT_INTERRUPTED) {
+		/* what the run measured before the interrupt is in its folder, marked partial */
+		read_point(p);
+		p->interrupted = true;
 		fputs("interrupted\n", stderr);
-		p->ran = false;
 		return CLI_EXIT_INTERRUPTED;
 	} else {
 		read_point(p);
-		if (st && !p->failed) {
+		if (st && (!p->failed || p->no_run)) {
 			p->failed = true;
 			cli_last_line(log, line, sizeof(line));
 			snprintf(p->reason, sizeof(p->reason), "%s", line[0] ? line : "run failed");
 		}
 	}
 	progress(sw, i);
-	return 0;
+	/* a signal to this process alone (not its group) let the point finish: stop here */
+	return cli_interrupted() ? CLI_EXIT_INTERRUPTED : 0;
 }
 
 /* ---- fits ------------------------------------------------------------------------------- */
@@ -460,7 +469,7 @@ static void add_fit(struct sweep *sw, size_t first, size_t d, bool bytes)
 	for (size_t j = first; j < sw->npoints; j++) {
 		const struct point *p = &sw->points[j];
 
-		if (!same_group(sw, first, j, d) || !p->ran || p->failed)
+		if (!same_group(sw, first, j, d) || !p->ran || p->failed || p->interrupted)
 			continue;
 		if (bytes && !(p->bytes > 0))
 			continue;
@@ -534,13 +543,18 @@ static void fmt_score(const struct point *p, char *buf, size_t len)
 		snprintf(buf, len, "not run");
 		return;
 	}
+	if (p->interrupted && (p->failed || !(p->score > 0))) {
+		snprintf(buf, len, "interrupted");
+		return;
+	}
 	if (p->failed) {
 		snprintf(buf, len, "failed");
 		return;
 	}
 	an_format_number(p->score, dec, score, sizeof(score));
 	an_format_number(p->error, dec, err, sizeof(err));
-	snprintf(buf, len, "%s ± %s (%.0f)", score, isfinite(p->error) ? err : "n/a", p->n);
+	snprintf(buf, len, "%s%s ± %s (%.0f)", p->interrupted ? "interrupted: " : "", score,
+		 isfinite(p->error) ? err : "n/a", p->n);
 }
 
 static void fmt_fit(const struct fit_row *f, char *buf, size_t len)
@@ -572,7 +586,7 @@ static void put_table(const struct sweep *sw, FILE *out, bool md)
 	}
 	for (size_t i = 0; i < sw->npoints; i++) {
 		const struct point *p = &sw->points[i];
-		bool ok = p->ran && !p->failed;
+		bool ok = p->ran && !p->failed && !p->interrupted;
 
 		fprintf(out, md ? "| %zu | " : "%3zu  ", i + 1);
 		for (size_t d = 0; d < a->ndims; d++)
@@ -608,6 +622,10 @@ static int write_md(void *ctx, FILE *out)
 	const struct sweep *sw = ctx;
 
 	fprintf(out, "# Sweep: %s\n\n`%s`\n\n", sw->a->workload, sw->command);
+	if (sw->interrupted)
+		fputs("**Interrupted**: the sweep was stopped; the point it was running kept what "
+		      "it had measured (partial, not fitted) and the points after it were not "
+		      "run.\n\n", out);
 	fputs("Time per op is 1 / score, its error the score's propagated to first order; "
 	      "bytes per op is the runtime allocator's bytes over the ops (n/a: nothing "
 	      "allocated through it). Scores are means ± the 99.9% confidence half-width over "
@@ -618,7 +636,7 @@ static int write_md(void *ctx, FILE *out)
 	put_fits(sw, out, true);
 	fputs("\n![time per op, log-log](sweep.svg)\n", out);
 	for (size_t i = 0; i < sw->npoints; i++)
-		if (sw->points[i].failed)
+		if (sw->points[i].failed && !sw->points[i].interrupted)
 			fprintf(out, "%s- point %zu (%s) failed: %s\n", i ? "" : "\n## Failed points\n\n",
 				i + 1, sw->points[i].label, sw->points[i].reason);
 	return 0;
@@ -639,6 +657,7 @@ static int write_json(void *ctx, FILE *out)
 
 	fputs("{\n  \"schema\": \"schedlab-sweep/1\",\n  \"workload\": ", out);
 	an_json_str(out, a->workload);
+	fprintf(out, ",\n  \"interrupted\": %s", sw->interrupted ? "true" : "false");
 	fputs(",\n  \"command\": ", out);
 	an_json_str(out, sw->command);
 	fputs(",\n  \"dims\": [", out);
@@ -673,7 +692,10 @@ static int write_json(void *ctx, FILE *out)
 		json_key(out, "dir", &first);
 		an_json_str(out, strrchr(p->dir, '/') + 1);
 		json_key(out, "status", &first);
-		an_json_str(out, !p->ran ? "not run" : p->failed ? "failed" : "ok");
+		an_json_str(out, !p->ran ? "not run" : p->interrupted ? "interrupted" :
+			    p->failed ? "failed" : "ok");
+		json_key(out, "partial", &first);
+		fputs(p->interrupted ? "true" : "false", out);
 		json_key(out, "reason", &first);
 		an_json_str(out, p->failed ? p->reason : NULL);
 		json_key(out, "unit", &first);
@@ -834,8 +856,10 @@ int cmd_sweep(int argc, char **argv)
 			rmdir(dir);
 		goto out_free;
 	}
-	if (cli_interrupted())
+	if (cli_interrupted()) {
 		status = CLI_EXIT_INTERRUPTED;
+		sw.interrupted = true;
+	}
 	if (make_fits(&sw)) {
 		status = cli_usage_error("out of memory");
 		goto out_free;
