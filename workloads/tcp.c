@@ -6,9 +6,16 @@
  * from the benchmark's own binary with posix_spawn: a multi-threaded process must not
  * fork without exec. Setup makes the listening socket (so the address is ours, loopback
  * only, and a bind error is reported here) and hands it over as fd 3, with one end of a
- * control socket as fd 4. The server writes back the hello token it was given once it
- * accepts, and exits when the control socket reaches end of file: teardown closes it,
- * and so does the kernel when the benchmark dies, so a server never outlives it.
+ * control socket as fd 4. Before the server starts, setup writes the run's key there (16
+ * bytes from getrandom, in hex: a secret, so never on the command line). The server writes
+ * back the hello token it was given once it has the key and has dropped its privileges,
+ * and exits when the control socket reaches end of file: teardown closes it, and so does
+ * the kernel when the benchmark dies, so a server never outlives it.
+ *
+ * Any local user may connect to a loopback port. So each connection opens by sending the
+ * key and waits for the server to echo it, which admits it; the server closes any
+ * connection without the key, and stops listening once it has admitted the `conns` it was
+ * told of. A stranger thus gets no answer and takes none of the workload's connections.
  *
  * The binary is /proc/self/exe; $SCHEDLAB_EXE names another one for programs that are
  * not schedlab (the tests). A binary that is no schedlab never echoes the token, and
@@ -25,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +47,8 @@ extern char **environ;
 #define HELLO_TIMEOUT_MS  10000
 #define STOP_TIMEOUT_MS   2000
 #define EXCHANGE_SLACK_NS 10000000000ll /* an exchange fails 10 s past twice the delay */
+
+_Static_assert(WL__TCP_MAX_CONNS <= WL_TCP_SERVER_MAX_CONNS, "the server admits every one");
 
 #define FOLD_START 0xcbf29ce484222325ull /* FNV-1a's offset basis and prime */
 #define FOLD_PRIME 0x100000001b3ull
@@ -298,16 +308,20 @@ static int read_hello(int fd, char *buf, size_t len)
 	return 0;
 }
 
-/* Spawn the server on the listening socket lfd. */
-static int server_start(struct wl__tcp *t, int lfd, char *err, size_t errlen)
+/* Spawn the server on the listening socket lfd, to admit t->nconns connections that
+ * present key. */
+static int server_start(struct wl__tcp *t, int lfd, const unsigned char *key, char *err,
+			size_t errlen)
 {
 	const char *exe = getenv("SCHEDLAB_EXE");
-	char delay[48], hello[64], hello_arg[80], got[96], how[96];
+	char delay[48], conns[48], hello[64], hello_arg[80], got[96], how[96];
+	char key_line[2 * WL_TCP_SERVER_KEY_LEN + 1];
 	int sv[2] = { -1, -1 }, child_listen = -1, child_control = -1, ret;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
-	char *argv[8];
+	ssize_t n;
+	char *argv[9];
 
 	if (!exe || !*exe)
 		exe = "/proc/self/exe";
@@ -315,6 +329,18 @@ static int server_start(struct wl__tcp *t, int lfd, char *err, size_t errlen)
 		ret = -errno;
 		snprintf(err, errlen, "%s: cannot start the server: socketpair: %s", t->name,
 			 strerror(errno));
+		goto out_close;
+	}
+	/* the key waits in the socket for the server to read first: a line far smaller than
+	 * the socket's buffer, written before there is a server to go away */
+	for (size_t i = 0; i < WL_TCP_SERVER_KEY_LEN; i++)
+		snprintf(key_line + 2 * i, 3, "%02x", key[i]);
+	key_line[sizeof(key_line) - 1] = '\n';
+	n = send(sv[0], key_line, sizeof(key_line), MSG_NOSIGNAL);
+	if (n != (ssize_t)sizeof(key_line)) {
+		ret = n < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "%s: cannot start the server: the key: %s", t->name,
+			 strerror(-ret));
 		goto out_close;
 	}
 	/* copies clear of fds 3 and 4, so the dup2s below cannot clobber one another */
@@ -330,6 +356,7 @@ static int server_start(struct wl__tcp *t, int lfd, char *err, size_t errlen)
 		 (unsigned long long)rt_now_ns());
 	snprintf(hello_arg, sizeof(hello_arg), "--hello=%s", hello);
 	snprintf(delay, sizeof(delay), "--delay-us=%ld", t->delay_us);
+	snprintf(conns, sizeof(conns), "--conns=%ld", t->nconns);
 	argv[0] = "schedlab";
 	argv[1] = "__tcp-server";
 	argv[2] = "--listen-fd=3";
@@ -337,7 +364,8 @@ static int server_start(struct wl__tcp *t, int lfd, char *err, size_t errlen)
 	argv[4] = "--size=16";
 	argv[5] = delay;
 	argv[6] = hello_arg;
-	argv[7] = NULL;
+	argv[7] = conns;
+	argv[8] = NULL;
 	_Static_assert(SERVER_LISTEN_FD == 3 && SERVER_CONTROL_FD == 4, "as in argv");
 
 	posix_spawn_file_actions_init(&fa);
@@ -406,8 +434,42 @@ out_close:
 
 /* ---- the connections ---------------------------------------------------------------------- */
 
-static int connect_one(const struct sockaddr_in *a, bool nonblocking, int64_t timeout_ns,
-		       int *out)
+/* Open the connection on fd (still blocking) with the run's key, and wait for the server
+ * to echo it, which admits the connection: 0, -EACCES if the server closed it instead,
+ * -EPROTO for another answer, -ETIMEDOUT. */
+static int present_key(int fd, const unsigned char *key)
+{
+	unsigned char back[WL_TCP_SERVER_KEY_LEN];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t off = 0;
+	ssize_t n;
+
+	do /* a fresh socket's buffer takes 16 bytes whole */
+		n = send(fd, key, sizeof(back), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(back))
+		return n < 0 && errno != ECONNRESET && errno != EPIPE ? -errno : -EACCES;
+	while (off < sizeof(back)) {
+		int r = poll(&p, 1, HELLO_TIMEOUT_MS);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -ETIMEDOUT;
+		n = recv(fd, back + off, sizeof(back) - off, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0 && errno != ECONNRESET)
+			return -errno;
+		if (n <= 0)
+			return -EACCES;
+		off += (size_t)n;
+	}
+	return memcmp(back, key, sizeof(back)) ? -EPROTO : 0;
+}
+
+static int connect_one(const struct sockaddr_in *a, const unsigned char *key, bool nonblocking,
+		       int64_t timeout_ns, int *out)
 {
 	struct timeval tv = { .tv_sec = timeout_ns / 1000000000,
 			      .tv_usec = timeout_ns % 1000000000 / 1000 };
@@ -418,6 +480,11 @@ static int connect_one(const struct sockaddr_in *a, bool nonblocking, int64_t ti
 	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		goto out_close;
+	err = present_key(fd, key);
+	if (err) {
+		close(fd);
+		return err;
+	}
 	/* nonblocking sockets wait in the reactor with the timeout; blocking ones in the
 	 * kernel, where these turn a silent server into EAGAIN */
 	if (nonblocking ? fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -437,9 +504,11 @@ int wl__tcp_open(struct wl__tcp **out, const char *name, long nconns, long excha
 		 long delay_us, bool nonblocking, char *err, size_t errlen)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	unsigned char key[WL_TCP_SERVER_KEY_LEN];
 	socklen_t alen = sizeof(a);
 	struct wl__tcp *t;
 	int lfd = -1, ret;
+	ssize_t n;
 
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->conns = calloc((size_t)nconns, sizeof(*t->conns)))) {
@@ -466,24 +535,40 @@ int wl__tcp_open(struct wl__tcp **out, const char *name, long nconns, long excha
 			 name, strerror(errno));
 		goto out_free;
 	}
-	ret = server_start(t, lfd, err, errlen);
+	/* the run's key: whoever presents it is this workload (getrandom() blocks only
+	 * until the kernel's pool is first seeded, long before any benchmark runs) */
+	do
+		n = getrandom(key, sizeof(key), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(key)) {
+		ret = n < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "%s: cannot start the server: getrandom: %s", name,
+			 strerror(-ret));
+		goto out_free;
+	}
+	ret = server_start(t, lfd, key, err, errlen);
 	close(lfd); /* the server has its own */
 	lfd = -1;
 	if (ret)
 		goto out_free;
 	for (long k = 0; k < nconns; k++) {
-		ret = connect_one(&a, nonblocking, t->timeout_ns, &t->conns[k].fd);
+		ret = connect_one(&a, key, nonblocking, t->timeout_ns, &t->conns[k].fd);
 		if (ret) {
 			snprintf(err, errlen,
 				 "%s: cannot connect to the server on 127.0.0.1:%u (connection %ld of %ld): %s",
-				 name, ntohs(a.sin_port), k + 1, nconns, strerror(-ret));
+				 name, ntohs(a.sin_port), k + 1, nconns,
+				 ret == -EACCES   ? "the server closed it instead of admitting it"
+				 : ret == -EPROTO ? "the server answered its key with another"
+						  : strerror(-ret));
 			goto out_free;
 		}
 	}
+	explicit_bzero(key, sizeof(key));
 	*out = t;
 	return 0;
 
 out_free:
+	explicit_bzero(key, sizeof(key));
 	if (lfd >= 0)
 		close(lfd);
 	wl__tcp_close(t);

@@ -104,12 +104,19 @@ long wl_choice(const struct wl_ctx *ctx, const char *name);
  * shared with the peers in bench/ so that they do exactly the same work. */
 uint64_t wl_workers_mix(uint64_t first, uint64_t count, uint64_t rounds);
 
-/* The tcp workloads' server process (tcp_server.c): answer every connection accepted on
- * listen_fd, echoing requests of `size` bytes after delay_ns, once `hello` and a newline
- * are written on `control`; returns when `control` reaches end of file. 0, or -errno with
- * the step that failed in *what. */
-#define WL_TCP_SERVER_MAX_SIZE 4096
-int wl_tcp_server_run(int listen_fd, int control, size_t size, uint64_t delay_ns,
+/* The tcp workloads' server process (tcp_server.c). It reads a per-run key from `control`
+ * (WL_TCP_SERVER_KEY_LEN bytes in hex, then a newline: the one secret between the
+ * workload and its server, never on a command line), drops every privilege, writes `hello`
+ * and a newline on `control`, and serves connections accepted on listen_fd. Each
+ * connection first sends the key, and the server echoes it to admit the connection or
+ * closes it (as it does one that does not send it within a few seconds); after `conns`
+ * admissions it stops listening. Then it echoes requests of `size` bytes after delay_ns,
+ * and returns when `control` reaches end of file. 0, or -errno with the step that failed
+ * in *what. */
+#define WL_TCP_SERVER_MAX_SIZE	4096
+#define WL_TCP_SERVER_MAX_CONNS 4096
+#define WL_TCP_SERVER_KEY_LEN	16
+int wl_tcp_server_run(int listen_fd, int control, size_t size, uint64_t delay_ns, long conns,
 		      const char *hello, const char **what);
 
 #endif /* SCHEDLAB_WORKLOAD_H */

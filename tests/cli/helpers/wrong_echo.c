@@ -6,13 +6,15 @@
  *
  * The tcp workloads spawn $SCHEDLAB_EXE with the server's arguments (workloads/tcp.c):
  * fd 3 listening, fd 4 the control socket, --size, --delay-us and --hello. Like the real
- * server it writes the hello token and a newline on the control socket, echoes each
- * request of --size bytes after --delay-us, and exits when the control socket reaches end
- * of file. Unlike it, it is one thread answering in turn, and each start appends a byte to
- * FILE: the SERVER-th server started (1: the first fork's, as each fork starts its own)
- * flips the low bit of the tag of every echo whose request carries op generation OP (the
- * harness's op k of a fork, counting warm-up ops, is generation k). Without WRONG_ECHO it
- * echoes every request as it came.
+ * server it writes the hello token and a newline on the control socket, echoes the key
+ * each connection opens with (admitting it: unlike the real server, it neither reads the
+ * key from the control socket nor checks it), echoes each request of --size bytes after
+ * --delay-us, and exits when the control socket reaches end of file. Unlike it, it is one
+ * thread answering in turn, and each start appends a byte to FILE: the SERVER-th server
+ * started (1: the first fork's, as each fork starts its own) flips the low bit of the tag
+ * of every echo whose request carries op generation OP (the harness's op k of a fork,
+ * counting warm-up ops, is generation k). Without WRONG_ECHO it echoes every request as it
+ * came.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,8 +34,11 @@
 struct conn {
 	int fd;
 	size_t off;
+	bool admitted; /* its first message, the key, went back */
 	struct wl__tcp_msg msg;
 };
+
+_Static_assert(sizeof(struct wl__tcp_msg) == WL_TCP_SERVER_KEY_LEN, "the key is read as a message");
 
 static long option(int argc, char **argv, const char *name, const char **text)
 {
@@ -147,6 +152,12 @@ int main(int argc, char **argv)
 			if (c[i].off < sizeof(c[i].msg))
 				continue;
 			c[i].off = 0;
+			if (!c[i].admitted) {
+				c[i].admitted = true;
+				if (write_all(c[i].fd, &c[i].msg, sizeof(c[i].msg)))
+					return 1;
+				continue;
+			}
 			nanosleep(&delay, NULL);
 			if (me && me == server && c[i].msg.gen == op)
 				c[i].msg.tag ^= 1;
