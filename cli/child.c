@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -131,16 +132,23 @@ void cli_last_line(const char *path, char *buf, size_t len)
 
 int cli_spawn(const char *const *argv, int out_fd, int err_fd)
 {
+	pid_t pid, parent = getpid();
 	int status;
-	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
+		int out;
 
+		/* A child run dies with us, as its own forks die with it (harness/controller.c):
+		 * a sweep killed must not leave its runs going. The signal comes when this
+		 * thread exits, and it waits for the child below; had we died before the prctl,
+		 * init would be the parent already. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
+		out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
 		if (out < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
 			_exit(127);
 		execv(argv[0], (char *const *)argv);

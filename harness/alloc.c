@@ -1,7 +1,9 @@
 /*
  * The alloc probe around a benchmark: attached to each fork's libc when it begins its
- * measured iterations, detached when they end, and drained then, while the fork still
- * lives, so its stacks are named against its own mappings. Folded over all forks into
+ * measured iterations, muted when they end, when the fork's mappings are read (while it
+ * lives, so that its stacks are named against its own), then detached and drained once
+ * the fork has exited (gone: the kernel can take a uprobe out of no live process while
+ * we may be killed, see hx_hooks.fork_gone). Folded over all forks into
  * alloc.folded, weighted in bytes: "[alloc]", the thread's name, the user frames root
  * first, the allocator function last (the walk starts there). Nothing is dropped: a
  * sample whose stack or key could not be kept keeps its bytes under a "[lost: ...]"
@@ -39,7 +41,8 @@ struct hx_alloc {
 	struct probe_alloc_stats stats;
 	char names[MAX_FRAMES][HX_FRAME_LEN];
 	const char *frames[MAX_FRAMES];
-	struct an_usyms *usyms;       /* the fork being drained */
+	struct an_usyms *usyms;       /* the fork being drained, its maps read at its end */
+	bool begun;                   /* attached to a fork not gone yet */
 	uint64_t truncated, truncated_bytes; /* samples drawn under [truncated], their bytes */
 	unsigned sized_threads;       /* what the maps were sized for */
 	double sized_s;
@@ -165,6 +168,15 @@ static int alloc_open(void **state, const struct hx_probe_config *cfg, char *why
 	return hx_alloc_open_sized(state, cfg, &o, why, len);
 }
 
+static int alloc_gone(void *state, pid_t pid);
+
+/* For hooks that never say the fork is gone: let go of it before anything that starts
+ * again or reads the counts. */
+static int settle(struct hx_alloc *a)
+{
+	return a->begun ? alloc_gone(a, 0) : 0;
+}
+
 static int alloc_begin(void *state, pid_t pid, int64_t tls_off)
 {
 	struct hx_alloc *a = state;
@@ -172,30 +184,53 @@ static int alloc_begin(void *state, pid_t pid, int64_t tls_off)
 	int ret;
 
 	(void)tls_off;
+	ret = settle(a);
+	if (ret)
+		return ret;
 	ret = probe_alloc_start(a->p, pid, err, sizeof(err));
 	if (ret) {
 		if (!a->start_error[0])
 			snprintf(a->start_error, sizeof(a->start_error), "%s", err);
 		return ret;
 	}
+	a->begun = true;
 	snprintf(a->libc, sizeof(a->libc), "%s", probe_alloc_libc(a->p));
 	return 0;
 }
 
+/* The fork measured: count no more, and read its mappings while it lives; the uprobes
+ * stay in it until alloc_gone(). */
 static int alloc_end(void *state, pid_t pid)
 {
 	struct hx_alloc *a = state;
 	struct an_procmaps *maps;
-	int ret;
 
-	ret = probe_alloc_stop(a->p);
-	if (ret)
-		return ret;
+	if (!a->begun)
+		return 0;
+	probe_alloc_mute(a->p);
+	an_usyms_free(a->usyms);
 	maps = an_procmaps_read(pid);
 	a->usyms = maps ? an_usyms_new(a->cache, maps) : NULL; /* owns maps */
 	if (!a->usyms)
 		return errno ? -errno : -ENOMEM;
-	ret = probe_alloc_drain(a->p, fold, a, &a->stats);
+	return 0;
+}
+
+/* The fork has exited: detach (nothing left to write back into, so the unregister
+ * cannot fail), then drain, naming the stacks by the maps its end read. Without them
+ * (its end failed, or never came) the counts stay for the next drain, as before. */
+static int alloc_gone(void *state, pid_t pid)
+{
+	struct hx_alloc *a = state;
+	int ret;
+
+	(void)pid;
+	if (!a->begun)
+		return 0;
+	a->begun = false;
+	ret = probe_alloc_stop(a->p);
+	if (!ret && a->usyms)
+		ret = probe_alloc_drain(a->p, fold, a, &a->stats);
 	an_usyms_free(a->usyms);
 	a->usyms = NULL;
 	return ret;
@@ -204,8 +239,10 @@ static int alloc_end(void *state, pid_t pid)
 static int alloc_reset(void *state)
 {
 	struct hx_alloc *a = state;
-	struct an_folded *fresh = an_folded_new();
+	struct an_folded *fresh;
 
+	settle(a);
+	fresh = an_folded_new();
 	if (!fresh)
 		return -ENOMEM;
 	an_folded_free(a->folded);
@@ -405,6 +442,9 @@ static int alloc_finish(void *state, const char *dir, struct an_probe_part *part
 	struct fg_options fo;
 	int ret;
 
+	ret = settle(a);
+	if (ret)
+		return ret;
 	snprintf(path, sizeof(path), "%s/alloc.folded", dir);
 	ret = an_folded_write_file(a->folded, path);
 	if (ret)
@@ -438,6 +478,7 @@ static void alloc_close(void *state)
 
 	if (!a)
 		return;
+	settle(a);
 	probe_alloc_free(a->p);
 	an_usyms_free(a->usyms);
 	an_symcache_free(a->cache);
@@ -455,6 +496,7 @@ const struct hx_probe_ops hx_alloc_ops = {
 	.open = alloc_open,
 	.begin = alloc_begin,
 	.end = alloc_end,
+	.gone = alloc_gone,
 	.reset = alloc_reset,
 	.finish = alloc_finish,
 	.close = alloc_close,

@@ -25,6 +25,10 @@
  * SIGTERM reach the controller only inside ppoll() (blocked elsewhere), so an
  * interrupt is never lost between checking the flag and waiting: the fork in flight
  * is drained by the probes, killed and reaped, and what was measured is kept.
+ *
+ * A fork never outlives the controller (PR_SET_PDEATHSIG, SIGKILL), and the probes take
+ * their uprobes out of a fork only after it is reaped (hx_hooks.fork_gone says why), so
+ * that a controller killed while it detaches leaves no uprobe in the kernel.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -286,14 +291,15 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 	/* the longest a fork may stay silent: setup or an iteration and its last op */
 	int timeout_ms = (int)(spec->opt.time_s * 20000) + 60000;
 	char **argv = NULL, rate[64];
-	int sv[2] = { -1, -1 }, err, status;
-	bool ended = false, measuring = false;
+	int sv[2] = { -1, -1 }, err, status, r;
+	bool ended = false, measuring = false, begun = false;
 	bool counted[PROBE_COUNTERS_MAX] = { false }; /* by this fork */
+	unsigned iters = 0; /* measured iterations this fork reported */
 	/* a fork without the probes: its figures other than throughput are not the run's */
 	bool probed = !hooks || !hooks->probed || hooks->probed(hooks->ctx, k);
 	struct hx_spec *bare = NULL;
 	struct msg m;
-	pid_t pid;
+	pid_t pid, self_pid = getpid();
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
 		err = -errno;
@@ -324,6 +330,13 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		goto out_close;
 	}
 	if (pid == 0) {
+		/* The fork dies with the controller, which alone reads it: on its own it
+		 * would notice only at its next message, an iteration (--time) later. The
+		 * signal comes when the thread that forked exits, and this one lives until
+		 * the fork is reaped; a controller gone before the prctl left us another
+		 * parent already. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != self_pid)
+			_exit(127);
 		/* the fork keeps its end of the pair across exec, and takes signals */
 		fcntl(sv[1], F_SETFD, 0);
 		sigprocmask(SIG_SETMASK, wait_mask, NULL);
@@ -371,6 +384,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 					spec->wl->unit);
 			break;
 		case MSG_MEASURE:
+			begun = true;
 			if (hooks && hooks->measure_begin &&
 			    (err = hooks->measure_begin(hooks->ctx, pid, m.tls_off))) {
 				snprintf(res->error, sizeof(res->error), "fork %u: probes: %s", k,
@@ -384,6 +398,18 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		case MSG_ITER: {
 			double v = m.ops / (m.ns / 1e9);
 
+			/* the result has room for iterations per fork and no more: a fork that
+			 * sends another breaks the protocol (a mismatched binary, or memory gone
+			 * bad), and is stopped before it writes past the samples */
+			if (iters == spec->opt.iterations ||
+			    res->nsamples >= (size_t)spec->opt.forks * spec->opt.iterations) {
+				err = -EPROTO;
+				snprintf(res->error, sizeof(res->error),
+					 "fork %u: protocol error: %u measured iterations, %u asked for; killed it",
+					 k, iters + 1, spec->opt.iterations);
+				goto out_kill;
+			}
+			iters++;
 			res->iter_rt[res->nsamples] = m.rt;
 			counters_add(res, &m, counted);
 			res->samples[res->nsamples++] = v;
@@ -408,6 +434,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			res->adaptations += m.adaptations;
 			break;
 		case MSG_METRIC:
+			/* kept and printed as strings: the fork's must end in the struct */
+			m.metric.name[sizeof(m.metric.name) - 1] = '\0';
+			m.metric.unit[sizeof(m.metric.unit) - 1] = '\0';
 			metric_add(res, &m, k - 1, spec->opt.forks);
 			break;
 		case MSG_WORKER:
@@ -445,6 +474,12 @@ out_kill:
 out_wait:
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	/* the probes let go of the fork only now that it is reaped (hx_hooks.fork_gone) */
+	if (begun && hooks && hooks->fork_gone && (r = hooks->fork_gone(hooks->ctx, pid)) &&
+	    !err && !res->error[0]) {
+		err = r;
+		snprintf(res->error, sizeof(res->error), "fork %u: probes: %s", k, strerror(-r));
+	}
 	if (!err && !res->error[0]) {
 		if (WIFSIGNALED(status))
 			snprintf(res->error, sizeof(res->error), "fork %u: killed by signal %d (%s)", k,

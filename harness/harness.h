@@ -79,6 +79,20 @@ struct hx_hooks {
 	 * throughput samples alone (samples, iter_rt), so that the result's runtime
 	 * counters, ops, workers and counters are those of the probed forks. */
 	bool (*probed)(void *ctx, unsigned k);
+	/* The fork has exited and been reaped, however it ended, after a measure_begin: what
+	 * was attached to it may go now, and a uprobe may go only now. Taking a uprobe out
+	 * writes the original instruction back into each live process that holds it, which
+	 * a task with SIGKILL pending cannot do (uprobe_unregister_nosync() ->
+	 * register_for_each_vma() -> remove_breakpoint() -> uprobe_write_opcode():
+	 * get_user_pages_remote() returns -EINTR), and the kernel then leaves the uprobe
+	 * behind for good ("uprobe: schedlab:PID failed to unregister, leaking uprobe"). So
+	 * a controller killed while it closed its links to a living fork leaked them; with
+	 * the fork reaped first no process holds a breakpoint, and there is nothing to write.
+	 * (Killed at another moment, the controller's links are closed at its exit, where the
+	 * signal has been taken and the writes succeed; only a kill that lands inside an
+	 * attach, a fraction of a millisecond a fork, can still leak.) NULL: nothing to
+	 * release. */
+	int (*fork_gone)(void *ctx, pid_t pid);
 };
 
 /* One counter over the measured iterations of every fork. Each fork counts its own
@@ -127,7 +141,7 @@ struct hx_result {
 /* Run every fork of spec. progress (may be NULL) gets a line per iteration. self is
  * the path of the schedlab binary to re-execute. 0, or -errno with res->error set;
  * a hook's failure is reported the same way. After hx_interrupt() it stops the fork
- * in flight (the probes drained first, then killed and reaped) and returns -EINTR
+ * in flight (measure_end first, then killed, reaped, fork_gone) and returns -EINTR
  * with the iterations measured so far in res, summarized, and res->error saying where
  * it stopped: "interrupted by SIGINT during fork 2 of 3 (4 of 9 measured iterations)".
  * SIGINT and SIGTERM are blocked while it runs, except while it waits for a fork. */
@@ -299,6 +313,9 @@ struct hx_probe_ops {
 	int (*open)(void **state, const struct hx_probe_config *cfg, char *why, size_t len);
 	int (*begin)(void *state, pid_t pid, int64_t phase_tls_off);
 	int (*end)(void *state, pid_t pid);
+	/* After end, once the fork has exited (hx_hooks.fork_gone): a probe with uprobes
+	 * takes them out here, not in end. NULL: nothing to do. */
+	int (*gone)(void *state, pid_t pid);
 	/* Forget what was collected, before the next benchmark. */
 	int (*reset)(void *state);
 	/* Write the probe's files into dir and describe them in part (its strings and data
@@ -381,7 +398,7 @@ int hx_probeset_open(struct hx_probeset *s, struct hx_profile *prof, unsigned ma
 int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 		    const struct hx_probe_config *cfg, char *err, size_t errlen);
 /* Hooks for hx_run() that drive the profile and every attached probe: begun in order,
- * ended in reverse. */
+ * ended in reverse, and told in reverse when the fork is gone (their gone). */
 void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h);
 int hx_probeset_reset(struct hx_probeset *s);
 /* Hand the benchmark's result to every attached probe that asks for it (observe). */

@@ -237,11 +237,26 @@ static int set_end(void *ctx, pid_t pid)
 	return first;
 }
 
+static int set_gone(void *ctx, pid_t pid)
+{
+	struct hx_probeset *s = ctx;
+	int err;
+
+	for (size_t i = s->n; i-- > 0;) {
+		struct hx_probeset_entry *e = &s->probes[i];
+
+		if (e->state && e->ops->gone && (err = e->ops->gone(e->state, pid)) && !e->error)
+			e->error = err;
+	}
+	return 0;
+}
+
 void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h)
 {
 	h->ctx = s;
 	h->measure_begin = set_begin;
 	h->measure_end = set_end;
+	h->fork_gone = set_gone;
 	h->probed = NULL;
 }
 
@@ -331,6 +346,13 @@ static int alt_end(void *ctx, pid_t pid)
 	return a->probed && a->inner.measure_end ? a->inner.measure_end(a->inner.ctx, pid) : 0;
 }
 
+static int alt_gone(void *ctx, pid_t pid)
+{
+	struct hx_alternate *a = ctx;
+
+	return a->probed && a->inner.fork_gone ? a->inner.fork_gone(a->inner.ctx, pid) : 0;
+}
+
 void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, struct hx_hooks *h)
 {
 	a->inner = *inner;
@@ -339,6 +361,7 @@ void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, st
 	h->ctx = a;
 	h->measure_begin = alt_begin;
 	h->measure_end = alt_end;
+	h->fork_gone = alt_gone;
 	h->probed = alt_probed;
 }
 

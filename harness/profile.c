@@ -618,6 +618,7 @@ void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h)
 	h->ctx = p;
 	h->measure_begin = begin;
 	h->measure_end = end;
+	h->fork_gone = NULL; /* perf events, no uprobes: all is let go in end */
 	h->probed = NULL;
 }
 

@@ -11,6 +11,10 @@
  * event the ring buffer had no room for is counted by CPU and by kind, so for each kind
  * delivered + dropped is what the runtime produced, and the check against the counters
  * says "agree" only when nothing of that kind was dropped.
+ *
+ * A fork's tracing ends with its measurement (the probe muted), but its uprobes come
+ * out, and its last events in, only once it has exited (gone; hx_hooks.fork_gone says
+ * why the kernel needs that order).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -157,6 +161,18 @@ static int rt_open(void **state, const struct hx_probe_config *cfg, char *why, s
 	return 0;
 }
 
+static int rt_gone(void *state, pid_t pid);
+
+/* For hooks that never say the fork is gone: let go of it before anything that starts
+ * again, reads the counts or frees them. */
+static void settle(struct rt_state *s)
+{
+	int r;
+
+	if (s->cur && (r = rt_gone(s, 0)) && !s->error)
+		s->error = r;
+}
+
 static int rt_begin(void *state, pid_t pid, int64_t phase_tls_off)
 {
 	struct rt_state *s = state;
@@ -165,6 +181,7 @@ static int rt_begin(void *state, pid_t pid, int64_t phase_tls_off)
 	int r;
 
 	(void)phase_tls_off;
+	settle(s);
 	if (s->nforks == s->forks_cap) {
 		size_t want = s->forks_cap ? s->forks_cap * 2 : 4;
 		void *f = realloc(s->forks, want * sizeof(*s->forks));
@@ -190,7 +207,20 @@ static int rt_begin(void *state, pid_t pid, int64_t phase_tls_off)
 	return 0;
 }
 
+/* The fork measured: trace no more of it, but leave the uprobes in it (rt_gone()). */
 static int rt_end(void *state, pid_t pid)
+{
+	struct rt_state *s = state;
+
+	(void)pid;
+	if (s->cur)
+		probe_runtime_mute(s->p);
+	return 0;
+}
+
+/* The fork has exited: only now do the uprobes come out (hx_hooks.fork_gone says why),
+ * and the last of its events with them. */
+static int rt_gone(void *state, pid_t pid)
 {
 	struct rt_state *s = state;
 	struct rt_fork *f = s->cur;
@@ -223,6 +253,7 @@ static int rt_reset(void *state)
 {
 	struct rt_state *s = state;
 
+	settle(s);
 	for (size_t i = 0; i < s->nforks; i++)
 		free(s->forks[i].ev);
 	s->nforks = 0;
@@ -244,6 +275,7 @@ static void rt_observe(void *state, const struct hx_result *res)
 {
 	struct rt_state *s = state;
 
+	settle(s);
 	s->observed = true;
 	s->counter[CK_SPAWNED] = res->rt.spawned;
 	s->counter[CK_TASKS_RUN] = res->rt.tasks_run;
@@ -719,6 +751,7 @@ static int rt_finish(void *state, const char *dir, struct an_probe_part *part)
 	char path[4096], n1[32], n2[32];
 	int err;
 
+	settle(s);
 	for (size_t i = 0; i < s->nforks; i++)
 		qsort(s->forks[i].ev, s->forks[i].n, sizeof(*s->forks[i].ev), by_time);
 	snprintf(path, sizeof(path), "%s/timeline.json", dir);
@@ -738,7 +771,7 @@ static int rt_finish(void *state, const char *dir, struct an_probe_part *part)
 	part->json = rt_json;
 	part->md = rt_md;
 	part->data = s;
-	return err;
+	return err ? err : s->error;
 }
 
 static void rt_close(void *state)
@@ -761,6 +794,7 @@ const struct hx_probe_ops hx_runtime_probe = {
 	.open = rt_open,
 	.begin = rt_begin,
 	.end = rt_end,
+	.gone = rt_gone,
 	.reset = rt_reset,
 	.finish = rt_finish,
 	.close = rt_close,

@@ -309,6 +309,10 @@ int probe_runtime_start(struct probe_runtime *p, pid_t pid, uint64_t *attach_ns,
 			size_t errlen);
 /* Detach, then hand what remains in the ring to fn. 0 or -errno. */
 int probe_runtime_stop(struct probe_runtime *p);
+/* Trace nothing more, but leave the uprobes in until probe_runtime_stop(), for a caller
+ * that must not take them out while the process lives (harness/runtime.c says why); the
+ * events in flight still arrive, and the stop hands them over. */
+void probe_runtime_mute(struct probe_runtime *p);
 
 /* Events dropped since the last call, then zeroed: per_cpu[probe_runtime_ncpus()] (may be
  * NULL) and by_kind[kind][in_window] (may be NULL), each added to. 0 or -errno. */
@@ -575,6 +579,10 @@ unsigned probe_alloc_count_entries(const struct probe_alloc *p);
  * calloc or realloc not found: -ENOENT; the aligned ones are optional). */
 int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen);
 int probe_alloc_stop(struct probe_alloc *p);
+/* Count nothing more, but leave the uprobes in until probe_alloc_stop(), for a caller
+ * that must not take them out while the process lives (harness/alloc.c says why); the
+ * drain still waits for the stop, which waits for the calls in flight. */
+void probe_alloc_mute(struct probe_alloc *p);
 /* The libc attached at the last start ("" before), and which functions were found in it
  * (1 << enum probe_alloc_fn). */
 const char *probe_alloc_libc(const struct probe_alloc *p);

@@ -297,11 +297,18 @@ int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen
 	return 0;
 }
 
+void probe_alloc_mute(struct probe_alloc *p)
+{
+	/* a flag alone, no data published with it: the program's next read sees it */
+	if (p->started)
+		__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELAXED);
+}
+
 int probe_alloc_stop(struct probe_alloc *p)
 {
 	if (!p->started)
 		return 0;
-	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
+	probe_alloc_mute(p);
 	/* Detaching waits for the programs in flight (the uprobe's SRCU grace period), so
 	 * the drain sees their counts whole. */
 	detach(p);

@@ -275,6 +275,13 @@ int probe_runtime_start(struct probe_runtime *p, pid_t pid, uint64_t *attach_ns,
 	return 0;
 }
 
+void probe_runtime_mute(struct probe_runtime *p)
+{
+	/* no process has tgid 0: every program returns before it reserves a record (a flag
+	 * alone, no data published with it) */
+	__atomic_store_n(&p->skel->bss->target_tgid, 0, __ATOMIC_RELAXED);
+}
+
 int probe_runtime_stop(struct probe_runtime *p)
 {
 	int ret;

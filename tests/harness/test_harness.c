@@ -12,19 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/harness.h"
-
-static const char *schedlab_binary(void)
-{
-	static char path[PATH_MAX];
-	const char *build = getenv("SCHEDLAB_BUILD");
-
-	snprintf(path, sizeof(path), "%s/schedlab", build ? build : "build");
-	cr_assert_eq(access(path, X_OK), 0, "%s must be built first (make)", path);
-	return path;
-}
+#include "tests/harness/hx_test.h"
 
 Test(spec, unknown_workload_and_preset_are_named_with_the_choices)
 {
@@ -114,7 +106,7 @@ static int on_end(void *ctx, pid_t pid)
 Test(run, forks_measure_and_report_every_iteration, .timeout = 120)
 {
 	struct seen seen = { 0 };
-	struct hx_hooks hooks = { &seen, on_begin, on_end, NULL };
+	struct hx_hooks hooks = { &seen, on_begin, on_end, NULL, NULL };
 	struct hx_result res;
 	struct hx_spec s;
 	char err[512];
@@ -148,7 +140,7 @@ static int refuse(void *ctx, pid_t pid, int64_t tls_off)
 
 Test(run, a_failing_hook_fails_the_run_and_kills_the_fork, .timeout = 60)
 {
-	struct hx_hooks hooks = { NULL, refuse, NULL, NULL };
+	struct hx_hooks hooks = { NULL, refuse, NULL, NULL, NULL };
 	struct hx_result res;
 	struct hx_spec s;
 	char err[512];
@@ -334,4 +326,46 @@ Test(run, a_fork_without_the_probes_opens_no_counters_and_gives_only_its_through
 		cr_expect_gt(res.iter_counters[i * PROBE_COUNTERS_MAX], 0,
 			     "the probed iterations' counts follow their samples: %zu", i);
 	hx_result_free(&res);
+}
+
+/* A fork that sends one measured iteration more than it was asked for breaks the
+ * protocol: the controller fails it, saying so, and keeps no more samples than it has
+ * room for. The fork is the real one, told by a wrapper to measure one iteration more
+ * than the controller asked. */
+Test(run, a_fork_that_sends_one_iteration_too_many_fails_with_a_protocol_error, .timeout = 60)
+{
+	char dir[] = "/tmp/schedlab-harness.XXXXXX", path[PATH_MAX], err[512];
+	struct hx_result res;
+	struct hx_spec s;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/schedlab", dir);
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/bash\n"
+		"args=()\n"
+		"for a in \"$@\"; do\n"
+		"\tcase $a in --iterations=*) a=--iterations=$((${a#--iterations=} + 1)) ;; esac\n"
+		"\targs+=(\"$a\")\n"
+		"done\n"
+		"exec '%s' \"${args[@]}\"\n",
+		schedlab_binary());
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(path, 0700), 0);
+
+	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
+	hx_spec_param(&s, "n=100", err, sizeof(err));
+	s.opt.forks = 1;
+	s.opt.warmup = 0;
+	s.opt.iterations = 2;
+	s.opt.time_s = 0.02;
+	cr_expect_eq(hx_run(&s, path, NULL, &res, NULL), -EPROTO, "%s", res.error);
+	cr_expect(strstr(res.error, "fork 1") && strstr(res.error, "protocol"), "%s", res.error);
+	cr_expect(strstr(res.error, "3 measured iterations, 2 asked for"), "%s", res.error);
+	cr_expect_leq(res.nsamples, 2, "%zu samples kept in room for 2", res.nsamples);
+	hx_result_free(&res);
+	unlink(path);
+	rmdir(dir);
 }

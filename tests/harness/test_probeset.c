@@ -106,6 +106,13 @@ static int fake_end(void *state, pid_t pid)
 	return f->fail_end;
 }
 
+static int fake_gone(void *state, pid_t pid)
+{
+	(void)pid;
+	note(state, 'G');
+	return 0;
+}
+
 static void fake_json(FILE *out, const void *data)
 {
 	fprintf(out, ", \"tag\": \"%c\"", ((const struct fake *)data)->tag);
@@ -126,7 +133,8 @@ static int fake_finish(void *state, const char *dir, struct an_probe_part *part)
 
 static const struct hx_probe_ops fake_ops = {
 	.id = HX_PROBE_OFFCPU, .name = "fake", .summary = "records its calls",
-	.open = fake_open, .begin = fake_begin, .end = fake_end, .finish = fake_finish,
+	.open = fake_open, .begin = fake_begin, .end = fake_end, .gone = fake_gone,
+	.finish = fake_finish,
 };
 
 Test(probeset, probes_begin_in_order_end_in_reverse_and_report_their_state)
@@ -157,6 +165,39 @@ Test(probeset, probes_begin_in_order_end_in_reverse_and_report_their_state)
 		  "%s", s.parts[1].status);
 	hx_probeset_reset(&s);
 	cr_assert_eq(s.probes[1].error, 0, "a reset forgets the failure");
+	hx_probeset_close(&s);
+}
+
+/* Told the fork is gone after their ends, in reverse as at the end, so that a probe takes
+ * its uprobes out only once the fork was reaped (hx_hooks.fork_gone); under --overhead
+ * only for the forks that had the probes. */
+Test(probeset, probes_hear_the_fork_is_gone_after_their_end_in_reverse)
+{
+	struct hx_probe_config cfg = { .forks = 3 };
+	struct hx_alternate alt;
+	struct hx_hooks h, outer;
+	struct hx_probeset s;
+	char err[256];
+
+	fake_log[0] = '\0';
+	next_fake = 0;
+	cr_assert_eq(hx_probeset_open(&s, NULL, 0, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(hx_probeset_add(&s, &fake_ops, &cfg, err, sizeof(err)), 0);
+	hx_probeset_hooks(&s, &h);
+	cr_assert_not_null(h.fork_gone);
+	cr_assert_eq(h.measure_begin(h.ctx, 1, 0), 0);
+	cr_assert_eq(h.measure_end(h.ctx, 1), 0);
+	cr_assert_eq(h.fork_gone(h.ctx, 1), 0);
+	cr_assert_str_eq(fake_log, "BaBbEbEaGbGa");
+	fake_log[0] = '\0';
+	hx_alternate_hooks(&alt, &h, &outer);
+	for (int fork = 0; fork < 2; fork++) {
+		cr_assert_eq(outer.measure_begin(outer.ctx, 100 + fork, 0), 0);
+		cr_assert_eq(outer.measure_end(outer.ctx, 100 + fork), 0);
+		cr_assert_eq(outer.fork_gone(outer.ctx, 100 + fork), 0);
+	}
+	cr_assert_str_eq(fake_log, "BaBbEbEaGbGa", "fork 2 alone is probed");
 	hx_probeset_close(&s);
 }
 
