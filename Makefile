@@ -91,8 +91,9 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # libjson-c-dev: reading result.json back (diagnose, compare, sweep).
 # libdw-dev: DWARF unwinding of sampled stacks; libc6-dbg: glibc's symbol table (Debian strips
 # libc.so.6), so that stacks through libc name start_thread, malloc's internals and the like.
+# strace: a test holds a run in the middle of writing its files (a delayed fsync).
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
-	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev
+	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev strace
 BENCH_PKGS := golang-go linux-perf jq
 
 # ---------------------------------------------------------------------------
@@ -411,6 +412,9 @@ clean:
 # RELIABILITY_SAN=0 leaves out the sanitizer builds and the fuzzing.
 
 RELIABILITY_SAN ?= 1
+# ss (iproute2) and pgrep (procps) find the TCP server and its port mid-run.
+RELIABILITY_PKGS := iproute2 procps
 reliability: $(BIN)
+	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(RELIABILITY_PKGS)" >/dev/null
 	$(Q)MAKE="$(MAKE)" FUZZ_SECONDS=$(FUZZ_SECONDS) RELIABILITY_SAN=$(RELIABILITY_SAN) \
 		tests/reliability/run.sh $(BUILD) RELIABILITY.md

@@ -13,6 +13,9 @@
 #   destroyed file  a path the command was not asked to write changed kind or content
 #   silent loss     a check on what was written failed (a missing result, a partial run
 #                   not said to be partial, a temporary left behind)
+#   leak            a uprobe left in the kernel, or a process that outlived its run
+#   privileged      a process kept a privilege it does not need (the TCP server)
+#   served a stranger  the TCP server answered a connection the workload did not open
 # The exit status is 1 when any row is not ok. Needs root (tmpfs mounts, a mount
 # namespace, running as nobody). RELIABILITY_SAN=0 leaves out the sanitizer and fuzz
 # runs (they rebuild the project twice); FUZZ_SECONDS sets each fuzz target's time.
@@ -77,7 +80,7 @@ record() {
 	local name=$1 want=$2 rc=$3 cmd=$4 verdict=ok note lines
 	note=$(grep -v '^Try .*--help' "$tmp/err" | head -1 | cut -c1-160)
 	lines=$(grep -vc '^Try .*--help' "$tmp/err")
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [[ "|$want|" != *"|$rc|"* ]]; then
 		verdict=hang
 	elif grep -qE 'Sanitizer|runtime error:|Segmentation fault|core dumped|Assertion .* failed' "$tmp/err"; then
 		verdict=crash
@@ -116,6 +119,9 @@ is_svg() { head -c 200 "$1" 2>/dev/null | grep -q '<svg\|<?xml'; }
 no_temporaries() { ! find "$1" \( -name '*.tmp*' -o -name '*bigout.svg?*' \) 2>/dev/null | grep -q .; }
 json_key() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null; }
 same_content() { cmp -s "$1" "$2"; }
+# await PATTERN [FILE]: until FILE ($tmp/err) holds a line matching PATTERN (grep), or the
+# time limit; a row's check then says what did not come.
+await() { local n=0; until grep -q "$1" "${2:-$tmp/err}" 2>/dev/null || [ $n -ge $((LIMIT * 10)) ]; do sleep 0.1; n=$((n + 1)); done; }
 
 # A small folded file and a large one (a few seconds to render).
 printf 'main;a;b 10\nmain;a;c 5\nmain;d 3\n' >"$tmp/small.folded"
@@ -182,7 +188,7 @@ flame_bad "flame: a negative count" "$tmp/negative.folded"
 flame_bad "flame: a count beyond 64 bits" "$tmp/overflow.folded"
 flame_bad "flame: counts whose sum overflows" "$tmp/sum.folded"
 flame_bad "flame: random bytes" "$tmp/random.folded"
-flame_bad "flame: /dev/zero (an endless line)" /dev/zero
+flame_bad "flame: /dev/zero (a device, not a regular file)" /dev/zero
 flame_bad "flame: a directory as input" "$tmp"
 flame_bad "flame: a stack too deep to draw" "$tmp/deep.folded"
 flame_bad "flame: --width 0" "$tmp/small.folded" --width 0
@@ -243,6 +249,131 @@ try "run --json with two workloads: one JSON document" 0 "$BIN" run spawn-join p
 check "silent loss" "stdout is not one JSON array of two results" \
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (isinstance(d, list) and len(d) == 2))' "$tmp/out"
 
+# ---- hostile run folders ------------------------------------------------------------------
+
+group="Hostile run folders: what a run folder says is not trusted, what is planted in one is not written through"
+
+# Two real runs to craft from; each crafted folder is a copy with result.json edited.
+"$BIN" run spawn-join --quick -o "$tmp/base" >/dev/null 2>&1 </dev/null
+"$BIN" run spawn-join --quick -o "$tmp/base" >/dev/null 2>&1 </dev/null
+runs=$(ls -d "$tmp/base"/2*/ | head -2)
+runA=$(echo "$runs" | sed -n 1p) runB=$(echo "$runs" | sed -n 2p)
+printf 'secretfn;leaked 42\nroot;private 7\n' >"$tmp/secret.txt" && chmod 0600 "$tmp/secret.txt"
+# craft NAME PYTHON: a copy of run A as $tmp/hostile/NAME with d (result.json) edited
+craft() {
+	mkdir -p "$tmp/hostile" && rm -rf "$tmp/hostile/$1" && cp -a "$runA" "$tmp/hostile/$1"
+	python3 - "$tmp/hostile/$1/result.json" "$2" <<'PY'
+import json, sys
+p, code = sys.argv[1], sys.argv[2]
+d = json.load(open(p))
+exec(code)
+s = json.dumps(d, allow_nan=True)
+open(p, "w").write(s.replace('"@NAN@"', "NaN"))
+PY
+}
+leaked() { ! grep -rqs 'secretfn\|private' "$tmp/hostile" "$tmp/base" --include='compare*' --include='diff.svg'; }
+
+craft climb 'd["probes"][0]["folded"] = "../../../secret.txt"'
+try "compare: result.json's folded climbs out of its folder" 2 "$BIN" compare "$runB" "$tmp/hostile/climb"
+says "probes.0.folded" "the error does not name the field"
+check "destroyed file" "another file's lines were copied into a compare output" leaked
+craft absolute 'd["probes"][0]["folded"] = "'"$tmp"'/secret.txt"'
+try "compare: result.json's folded is an absolute path" 2 "$BIN" compare "$runB" "$tmp/hostile/absolute"
+check "destroyed file" "another file's lines were copied into a compare output" leaked
+craft escape 'd["id"] = "x/../../escape_t"'
+try "compare: result.json's id climbs out of the results folder" 2 "$BIN" compare "$runB" "$tmp/hostile/escape"
+says '"id"' "the error does not name the field"
+check "destroyed file" "a folder was made outside the results folder" \
+	bash -c "! ls -d '$tmp'/escape_t* '$tmp'/hostile/escape_t* 2>/dev/null | grep -q ."
+
+# A compare folder that another user made, with compare.md a link to root's file.
+cp /etc/hostname "$tmp/victim" && chmod 0600 "$tmp/victim" && cp "$tmp/victim" "$tmp/victim.orig"
+idA=$(basename "$runA") idB=$(basename "$runB")
+planted="$tmp/base/compare-$idA-vs-$idB"
+mkdir -p "$planted" && ln -sf "$tmp/victim" "$planted/compare.md" && chown -h nobody "$planted" "$planted/compare.md"
+try "compare: its default folder is another user's, compare.md planted as a link" 2 "$BIN" compare "$runA" "$runB"
+check "destroyed file" "the link's target was written" same_content "$tmp/victim" "$tmp/victim.orig"
+check "destroyed file" "the link's target changed mode" test "$(stat -c %a "$tmp/victim")" = 600
+check "destroyed file" "the planted link was replaced" is_link_to "$planted/compare.md" "$tmp/victim"
+chown -h root "$planted"
+try "compare -o a folder holding a planted compare.md link" 2 "$BIN" compare "$runA" "$runB" -o "$planted"
+says "symbolic link" "the error does not say the link is refused"
+check "destroyed file" "the link's target was written" same_content "$tmp/victim" "$tmp/victim.orig"
+check "destroyed file" "the planted link was replaced" is_link_to "$planted/compare.md" "$tmp/victim"
+rm -rf "$planted"
+
+# FIFOs where files are read: refused at once, never waited on.
+saved_limit=$LIMIT
+LIMIT=20
+craft fifo_folded 'pass'
+rm "$tmp/hostile/fifo_folded/oncpu.folded" && mkfifo "$tmp/hostile/fifo_folded/oncpu.folded"
+try "diagnose: oncpu.folded is a FIFO" 0 "$BIN" diagnose "$tmp/hostile/fifo_folded"
+try "compare: oncpu.folded is a FIFO" 0 "$BIN" compare "$runA" "$tmp/hostile/fifo_folded" -o "$tmp/hostile/fifo_cmp"
+try "run --baseline a run whose oncpu.folded is a FIFO" 0 "$BIN" run spawn-join --quick --probes none -o "$tmp/hostile/fifo_base" --baseline "$tmp/hostile/fifo_folded"
+craft fifo_result 'pass'
+rm "$tmp/hostile/fifo_result/result.json" && mkfifo "$tmp/hostile/fifo_result/result.json"
+try "diagnose: result.json is a FIFO" 2 "$BIN" diagnose "$tmp/hostile/fifo_result"
+says "not a regular file" "the error does not say why"
+try "compare: result.json is a FIFO" 2 "$BIN" compare "$runA" "$tmp/hostile/fifo_result"
+mkfifo "$tmp/hostile/in.folded"
+try "flame: the input is a FIFO" 2 "$BIN" flame "$tmp/hostile/in.folded" -o "$tmp/hostile/in.svg"
+says "not a regular file" "the error does not say why"
+LIMIT=$saved_limit
+
+# Garbage read back: refused naming the field, never a verdict.
+craft null_sample 'd["samples"][1] = None'
+try "compare: a null sample" 2 "$BIN" compare "$runA" "$tmp/hostile/null_sample"
+says "samples.1" "the error does not name the sample"
+craft string_sample 'd["samples"][0] = "fast"'
+try "compare: a string sample" 2 "$BIN" compare "$runA" "$tmp/hostile/string_sample"
+craft nan_sample 'd["samples"][0] = "@NAN@"'
+try "compare: a NaN sample" 2 "$BIN" compare "$runA" "$tmp/hostile/nan_sample"
+says "finite" "the error does not say the number is not finite"
+craft negative_sample 'd["samples"][2] = -5.0'
+try "compare: a negative throughput" 2 "$BIN" compare "$runA" "$tmp/hostile/negative_sample"
+mkdir -p "$tmp/hostile/bare" && echo '{"schema":"schedlab-result/1"}' >"$tmp/hostile/bare/result.json"
+try "diagnose: a result.json that is only its schema" 2 "$BIN" diagnose "$tmp/hostile/bare"
+
+# Terminal escapes in what a run folder says are printed as text.
+craft escapes 'd["workload"] = "\u001b]0;PWNED\u0007\u001b[2J"; d["preset"] = "ce\u009b31m"'
+try "diagnose: escape sequences in result.json's strings" 0 "$BIN" diagnose "$tmp/hostile/escapes"
+check "destroyed file" "a control character reached the terminal" \
+	bash -c "! LC_ALL=C grep -q \$'\\x1b\\|\\x07\\|\\xc2\\x9b' '$tmp/out'"
+
+# Modes come from the umask; a file rewritten keeps its own.
+(umask 077 && exec "$BIN" run spawn-join --quick -o "$tmp/umask" >/dev/null 2>"$tmp/err" </dev/null)
+record "run under umask 077: files 0600, folders 0700" 0 $? "umask 077; schedlab run spawn-join --quick"
+check "silent loss" "a file is readable by others" \
+	bash -c "[ -z \"\$(find '$tmp/umask' -mindepth 1 \\( -type f -perm /077 -o -type d -perm /077 \\))\" ]"
+echo old >"$tmp/mode.svg" && chmod 0640 "$tmp/mode.svg"
+try "flame -o a 0640 file: rewritten, still 0640" 0 "$BIN" flame "$tmp/small.folded" -o "$tmp/mode.svg"
+check "silent loss" "the file's mode changed" test "$(stat -c %a "$tmp/mode.svg")" = 640
+
+# One table of exit statuses: the user's path is 2, the machine's failure 1.
+try "run -o '' (empty)" 2 "$BIN" run spawn-join --quick --probes none -o ""
+says "^schedlab: --out " "the error does not name --out"
+ln -sfn loop_b "$tmp/loop_a" && ln -sfn loop_a "$tmp/loop_b"
+try "run --out a symlink loop" 2 "$BIN" run spawn-join --quick --probes none -o "$tmp/loop_a/x"
+try "flame -o into a symlink loop" 2 "$BIN" flame "$tmp/small.folded" -o "$tmp/loop_a/x.svg"
+cp "$tmp/small.folded" "$tmp/self.folded"
+try "flame -o its own input" 2 "$BIN" flame "$tmp/self.folded" -o "$tmp/self.folded"
+check "destroyed file" "the input was overwritten" same_content "$tmp/self.folded" "$tmp/small.folded"
+try "--forks ' +1' (a space and a plus)" 2 "$BIN" run spawn-join --forks " +1" --probes none
+try "--time 0x1p-3 (hexadecimal)" 2 "$BIN" run spawn-join --time 0x1p-3 --probes none
+try "-c workers=' 2' (a leading space)" 2 "$BIN" run spawn-join -c "workers= 2" --quick --probes none
+
+# A SIGKILL before anything is written leaves no run folder.
+: >"$tmp/out"; : >"$tmp/err"
+"$BIN" run spawn-join --forks 1 --warmup 1 --iterations 5 --time 0.5 --probes none -o "$tmp/killed" \
+	>"$tmp/out" 2>"$tmp/err" </dev/null &
+pid=$!
+await 'iteration  1/5'
+kill -KILL "$pid"
+wait "$pid"
+record "SIGKILL of run while measuring" 137 $? "schedlab run spawn-join (SIGKILL)"
+check "silent loss" "an empty run folder was left" \
+	bash -c "! find '$tmp/killed' -mindepth 1 -type d -empty 2>/dev/null | grep -q ."
+
 # ---- faults ------------------------------------------------------------------------------
 
 group="Faults: a full disk, signals, killed processes, missing privileges and BTF"
@@ -268,12 +399,27 @@ if mount -t tmpfs -o size=256k tmpfs "$tmp/full" 2>/dev/null; then
 	try "run into a file system that fills mid-run" 1 "$BIN" run spawn-join --quick -o "$tmp/full"
 	says "No space left on device" "exit 1 but not ENOSPC"
 	check "silent loss" "latest was switched to a failed run" is_link_to "$tmp/full/latest" "$good"
-	rm -f "$tmp/full/filler"
+	# what it left is a failed run by its own result.json, or no run at all
+	partial=$(ls -d "$tmp/full"/2*/ | grep -v "/$good/\$" | head -1)
+	check "silent loss" "result.json says the run did not fail" \
+		bash -c "[ ! -e '${partial}result.json' ] || python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"failure\"] is None)' '${partial}result.json'"
+	if [ -n "$partial" ]; then
+		try "diagnose of what the full disk left" "1|2" "$BIN" diagnose "$partial"
+	fi
+	# compare into the full file system: exit 1, and no folder of its own left behind
+	dd if=/dev/zero of="$tmp/full/filler2" bs=4k 2>/dev/null
+	try "compare into a full file system" 1 "$BIN" compare "$tmp/full/$good" "$tmp/full/$good" -o "$tmp/full/cmp"
+	check "silent loss" "an empty or partial compare folder was left" test ! -e "$tmp/full/cmp"
+	rm -f "$tmp/full/filler" "$tmp/full/filler2"
 	# read-only: no run folder can be made, the machine's failure, exit 1
 	mount -o remount,ro "$tmp/full"
 	try "run into a read-only file system" 1 "$BIN" run spawn-join --quick --probes none -o "$tmp/full"
 	says "Read-only file system" "exit 1 but not EROFS"
 	check "silent loss" "latest was switched to a failed run" is_link_to "$tmp/full/latest" "$good"
+	try "flame -o into a read-only file system" 1 "$BIN" flame "$tmp/small.folded" -o "$tmp/full/x.svg"
+	says "Read-only file system" "exit 1 but not EROFS"
+	try "compare -o into a read-only file system" 1 "$BIN" compare "$tmp/full/$good" "$tmp/full/$good" -o "$tmp/full/cmp"
+	says "Read-only file system" "exit 1 but not EROFS"
 	umount "$tmp/full" && mounts=()
 else
 	group="$group (tmpfs refused: the full-disk rows were not run)"
@@ -297,11 +443,8 @@ signal_run() {
 	: >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 	"$BIN" run spawn-join --forks 3 --iterations 3 --time 1 --probes none -o "$dir" \
 		>"$tmp/out" 2>"$tmp/err" </dev/null &
-	local pid=$! n=0
-	until grep -q 'fork 2/3  iteration  1/3' "$tmp/err" || [ $n -ge $((LIMIT * 10)) ]; do
-		sleep 0.1
-		n=$((n + 1))
-	done
+	local pid=$!
+	await 'fork 2/3  iteration  1/3'
 	kill -s "$sig" "$pid"
 	timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
 	wait "$pid"
@@ -338,13 +481,42 @@ check "silent loss" "a temporary left behind" no_temporaries "$tmp"
 check "destroyed file" "the old output is neither kept nor replaced whole" \
 	bash -c "grep -qx old '$tmp/bigout.svg' || tail -c 10 '$tmp/bigout.svg' | grep -q '</svg>'"
 
+# Interrupted before any measured iteration: nothing to point latest at.
+: >"$tmp/out"; : >"$tmp/err"
+"$BIN" run spawn-join --quick --probes none -o "$tmp/early" >/dev/null 2>&1 </dev/null
+early=$(readlink "$tmp/early/latest")
+"$BIN" run spawn-join --forks 1 --warmup 3 --iterations 3 --time 0.5 --probes none -o "$tmp/early" \
+	>"$tmp/out" 2>"$tmp/err" </dev/null &
+pid=$!
+await 'warm-up    1/3'
+kill -INT "$pid"
+timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
+wait "$pid"
+record "SIGINT during warm-up: latest stays on the last run with data" 130 $? "schedlab run spawn-join (SIGINT in warm-up)"
+check "silent loss" "latest moved to a run with no measured iteration" is_link_to "$tmp/early/latest" "$early"
+
+# A sweep interrupted in its second point: sweep.json says so, the point too.
+: >"$tmp/out"; : >"$tmp/err"
+# its own process group, which the SIGINT goes to as a terminal's Ctrl-C does
+setsid "$BIN" sweep spawn-join -P n=100,200,400 --forks 1 --warmup 0 --iterations 4 --time 0.5 \
+	--probes none -o "$tmp/sweepint" >"$tmp/out" 2>"$tmp/err" </dev/null &
+pid=$!
+await '\[2/3\]'
+await 'iteration  1/4' "$(ls "$tmp/sweepint"/02-*.log | head -1)"
+kill -INT -- -"$pid"
+timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
+wait "$pid"
+record "SIGINT during a sweep's second point" 130 $? "schedlab sweep spawn-join -P n=100,200,400 (SIGINT)"
+check "silent loss" "sweep.json does not say it was interrupted" \
+	json_key "$tmp/sweepint/sweep.json" 'd["interrupted"] is True and d["points"][1]["status"] == "interrupted" and d["points"][2]["status"] == "not run"'
+check "silent loss" "sweep.md does not say it was interrupted" grep -q Interrupted "$tmp/sweepint/sweep.md"
+
 # A fork killed mid-run: the run fails, saying which fork and how.
 : >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 "$BIN" run spawn-join --forks 2 --iterations 3 --time 1 --probes none -o "$tmp/kill" \
 	>"$tmp/out" 2>"$tmp/err" </dev/null &
 pid=$!
-n=0
-until grep -q 'fork 1/2  iteration  1/3' "$tmp/err" || [ $n -ge $((LIMIT * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+await 'fork 1/2  iteration  1/3'
 pkill -KILL -P "$pid" -f __fork
 timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
 wait "$pid"
@@ -352,19 +524,59 @@ record "a fork killed by SIGKILL mid-run" 1 $? "schedlab run spawn-join --forks 
 says "fork 1|signal|Killed" "exit 1 but the fork's death not named"
 res=$(ls -d "$tmp/kill"/2*/ 2>/dev/null | head -1)
 check "silent loss" "no result.json saying why" json_key "${res}result.json" '"error" in str(d)'
+check "silent loss" "latest was pointed at the failed run" test ! -e "$tmp/kill/latest"
 
 # The TCP server killed mid-run.
 : >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
 "$BIN" run tcp-blocking --forks 1 --iterations 3 --time 1 --warmup 1 --probes none -o "$tmp/srv" \
 	>"$tmp/out" 2>"$tmp/err" </dev/null &
 pid=$!
-n=0
-until grep -q 'iteration  1/3' "$tmp/err" || [ $n -ge $((LIMIT * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+await 'iteration  1/3'
 pkill -KILL -f __tcp-server
 timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
 wait "$pid"
 record "the TCP server killed mid-run" 1 $? "schedlab run tcp-blocking (server killed)"
 says "server" "exit 1 but the server not named"
+
+# SIGKILL at random moments while the runtime and alloc probes are attached: no uprobe is
+# left in the kernel (dmesg: "failed to unregister, leaking uprobe", what a detach from a
+# living fork left when the kill came), and no fork outlives its killed run.
+running() { # PID runs: exists and is no zombie (a dead fork waits for init to reap it)
+	local s
+	s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$s" ] && [ "$s" != Z ]
+}
+sigkill_run() {
+	"$BIN" run spawn-join --probes runtime,alloc --forks 2 --warmup 1 --iterations 2 \
+		--time 0.5 -o "$tmp/sigkill" >/dev/null 2>"$tmp/sigkill.err" </dev/null &
+}
+t0=$(date +%s%N)
+sigkill_run
+wait $!
+len=$((($(date +%s%N) - t0) / 1000000)) # ms, the run's length unkilled
+leaks0=$(dmesg | grep -c 'leaking uprobe')
+rc=137 survivors=""
+for i in $(seq 20); do
+	sigkill_run
+	pid=$!
+	sleep "$(awk -v s="$RANDOM" -v ms="$len" 'BEGIN { srand(s); printf "%.3f", rand() * ms / 1000 }')"
+	kids=$(pgrep -P "$pid")
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	st=$?
+	[ "$st" = 137 ] || [ "$st" = 0 ] || rc=$st # 0: it ended before the kill
+	for k in $kids; do # half a second to follow
+		n=0
+		while running "$k" && [ $n -lt 10 ]; do sleep 0.05; n=$((n + 1)); done
+		running "$k" && { survivors="$survivors $k"; kill -KILL "$k"; }
+	done
+done
+leaks=$(($(dmesg | grep -c 'leaking uprobe') - leaks0))
+echo "20 runs of ${len} ms SIGKILLed at random moments: $leaks uprobes leaked," \
+	"forks outlived their run:${survivors:- none}" >"$tmp/err"
+record "SIGKILL at random moments, runtime and alloc probes attached (x20)" 137 "$rc" \
+	"schedlab run spawn-join --probes runtime,alloc (SIGKILL x20)"
+check "leak" "dmesg gained $leaks 'leaking uprobe' lines" test "$leaks" = 0
+check "leak" "forks outlived their killed run:$survivors" test -z "$survivors"
 
 # Without privileges the probe cannot attach; the run goes on and says why.
 mkdir -p "$tmp/nobody" && cp "$BIN" "$tmp/nobody/schedlab" && chown nobody "$tmp/nobody"
@@ -391,6 +603,35 @@ record "two runs at once into one folder" 0 $rc "schedlab run … -o DIR & sched
 check "silent loss" "not two complete run folders" \
 	bash -c "[ \$(ls '$tmp/two'/2*/result.json | wc -l) = 2 ]"
 check "silent loss" "latest is not a complete run" test -s "$tmp/two/latest/result.json"
+
+# ---- the TCP server ----------------------------------------------------------------------
+
+group="The TCP server: no privilege, no stranger"
+# Mid-run, the server has no capability and no way to regain one, runs as nobody, and
+# answers no stranger on its port (it stopped listening once the workload's connections
+# were in); the run passes.
+: >"$tmp/out"; : >"$tmp/err" # not an earlier row's lines for the poll below
+"$BIN" run tcp-blocking --forks 1 --iterations 3 --time 1 --warmup 1 --probes none -o "$tmp/tcpsec" \
+	>"$tmp/out" 2>"$tmp/err" </dev/null &
+pid=$!
+await 'iteration  1/3'
+srv=$(pgrep -P "$(pgrep -P "$pid" -f __fork | head -1)" -f __tcp-server | head -1)
+grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Uid):' "/proc/${srv:-0}/status" >"$tmp/srv.status" 2>/dev/null
+port=$(ss -Htnp state established 2>/dev/null | awk -v p="pid=${srv:-0}," 'index($0, p) { sub(/.*:/, "", $3); print $3; exit }')
+# a stranger on the server's port: "refused", or how many bytes of a request came back
+timeout 5 bash -c 'exec 5<>"/dev/tcp/127.0.0.1/$1" || { echo refused; exit; }
+	printf "%016d" 7 >&5; head -c 16 <&5 | wc -c' _ "${port:-0}" >"$tmp/stranger" 2>/dev/null
+timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
+wait "$pid"
+record "a stranger on the TCP server's port mid-run" 0 $? "schedlab run tcp-blocking (server checked mid-run)"
+check "silent loss" "no TCP server found mid-run" test -n "$srv" -a -n "$port"
+check "privileged" "the server keeps a capability: $(tr '\n' ' ' <"$tmp/srv.status")" \
+	awk '/^Cap/ { n++; if ($2 !~ /^0+$/) bad = 1 } END { exit bad || n != 5 }' "$tmp/srv.status"
+check "privileged" "the server may regain privileges or runs as root" \
+	awk -v n="$(id -u nobody)" '/^NoNewPrivs:/ { nnp = $2 } /^Uid:/ { ok = $2 == n && $3 == n && $4 == n && $5 == n }
+		END { exit !(nnp == 1 && ok) }' "$tmp/srv.status"
+check "served a stranger" "a stranger on the server's port got: $(cat "$tmp/stranger")" \
+	grep -qx refused "$tmp/stranger"
 
 # ---- sanitizers and fuzzing ---------------------------------------------------------------
 
@@ -455,8 +696,11 @@ for v in "${verdicts[@]}"; do [ "$v" = ok ] && ok=$((ok + 1)); done
 	echo "A row is *ok* when the exit status is the one wanted, bad input got a one-line error,"
 	echo "and each check on the files after it held. Otherwise it says what went wrong: *crash*"
 	echo "(a signal, a sanitizer report), *hang* (still running after ${LIMIT} s), *exit 0 on"
-	echo "failure*, *destroyed file* (a path the command was not asked to write changed) or"
-	echo "*silent loss* (a result missing, a partial run not marked partial, a temporary left)."
+	echo "failure*, *destroyed file* (a path the command was not asked to write changed),"
+	echo "*silent loss* (a result missing, a partial run not marked partial, a temporary left),"
+	echo "*leak* (a uprobe left in the kernel, a process that outlived its run),"
+	echo "*privileged* (a process kept a privilege it does not need) or *served a stranger* (the"
+	echo "TCP server answered a connection the workload did not open)."
 	last=""
 	for i in "${!names[@]}"; do
 		if [ "${groups[$i]}" != "$last" ]; then
