@@ -763,19 +763,21 @@ struct an_suite_cell {
 	const char *peer;
 	/* The row of this column whose figure, with the reference row's, brackets this
 	 * cell's in the study (kyo-flush between Kyo default and cats-effect): the shape
-	 * holds when ours lies between the same two, whatever the ratio. NULL: the band. */
+	 * holds when our ratios to each, with their intervals, put ours between the same two
+	 * (an_suite_shape()), whatever the band. NULL: the band. */
 	const char *between;
 	/* The row of this column that is farther from the base row than this cell, either
 	 * way (the exceptions without a trace nearer the hand-written either than the
-	 * exceptions that fill a trace): the shape holds when ours is nearer the base than
-	 * that row's, whatever the ratio. NULL: none. */
+	 * exceptions that fill a trace): the shape holds when our ratio to the base, with its
+	 * interval, is nearer 1 than that row's (an_suite_shape()). NULL: none. */
 	const char *nearer;
 	/* The row of this column this cell's ratio is to instead of the reference, where
 	 * the study's order is a chain (converted buckets against the actors, the actors
 	 * between them and the buckets). NULL: the reference. */
 	const char *against;
-	/* The shape holds when ours is at least this many times its base row's (a share
-	 * several times another's), whatever the study's ratio. 0: the band. */
+	/* The shape holds when ours is at least this many times its base row's by both
+	 * intervals (a share several times another's), whatever the study's ratio. 0: the
+	 * band. */
 	double at_least;
 };
 
@@ -791,7 +793,23 @@ struct an_suite_table {
 	const char *run_opts_after;
 	const struct an_suite_cell *cells;
 	size_t ncells;
+	/* Where the study gives no interval, a study ratio within this factor of 1 names no
+	 * winner, and a tie of ours must lie within it; 0: AN_SUITE_TIE. Where it gives one,
+	 * the study's own interval decides (an_suite_shape()). */
+	double tie;
 };
+
+/* How the shape is judged (an_suite_shape(), an_suite_claim()): from our ratio's 99.9%
+ * interval, never from the order of two means. A figure with no interval of its own (a
+ * median of fresh processes, bytes per op) is taken as ± AN_SUITE_NOISE of itself: separate
+ * runs on a shared VM differ as a whole by a few percent (AN_COMPARE_NOISE_PCT), the only
+ * spread such a figure is known to have. The same 5% is the narrowest band a tie is
+ * judged in: a closer equivalence is beyond what separate runs can show. */
+#define AN_SUITE_NOISE 0.05
+/* A study ratio with no interval within 10% of 1 names no winner: the studies' own ratio
+ * intervals reach that far where they give them (Loom against cats-effect on blocking
+ * TCP, 143.49 ± 5.65 against 145.10 ± 9.03: 0.89 to 1.10). */
+#define AN_SUITE_TIE 1.1
 
 /* A cell of a suite: its table (the index in the suite), column and row. */
 struct an_suite_ref {
@@ -799,19 +817,35 @@ struct an_suite_ref {
 	const char *column, *row;
 };
 
+/* Each judged from our ratio's interval (an_suite_ratio()): holds when the whole interval
+ * says so, does not hold when the whole interval says the opposite, else cannot tell. */
 enum an_suite_claim_kind {
-	AN_CLAIM_AHEAD,   /* a ahead of b: more per second, or less per op */
-	AN_CLAIM_SHRINKS, /* the gap a ÷ b - 1 smaller in to_column than in a's and b's */
+	AN_CLAIM_AHEAD,   /* a ahead of b (more per second, or less per op): a ÷ b's interval
+			   * excludes 1 on that side */
+	AN_CLAIM_SHRINKS, /* a ÷ b nearer 1 at `to` than at a's place: the interval's farthest
+			   * reach from 1 there under its nearest here (a log distance) */
+	AN_CLAIM_FLIPS,   /* a ÷ b on the study's side of 1 at a's place and on the other at
+			   * `to`: each interval excludes 1 on its side */
+	AN_CLAIM_GROWTH,  /* a and b the same run at sizes size_ratio apart (a the larger): the
+			   * growth exponent log(a ÷ b) / log(size_ratio), with its interval,
+			   * within exponent ± tolerance */
 };
 
 /* A finding of the study that no one cell carries, judged across columns or tables from
  * the cells it names: the run loop ahead of the pool at small tf; the exceptions' gap
- * shrinking as tf grows. The study's side comes from the cells' published figures. */
+ * shrinking as tf grows; bounded workers flipping to cats-effect with a little CPU work;
+ * the bind chain's quadratic allocation. The study's side comes from the cells' figures
+ * (published, else their study ratio to the reference). */
 struct an_suite_claim {
-	const char *text; /* the finding, as the table shows it */
+	const char *text; /* the finding, as the table shows it, with its rule */
 	enum an_suite_claim_kind kind;
 	struct an_suite_ref a, b;
-	const char *to_column; /* AN_CLAIM_SHRINKS: the column where the gap is smaller */
+	/* AN_CLAIM_SHRINKS, AN_CLAIM_FLIPS: the table and column of the second pair, a's and
+	 * b's rows there (its row is not used) */
+	struct an_suite_ref to;
+	/* AN_CLAIM_GROWTH: the sizes' ratio, the exponent the study found and how far from it
+	 * ours may be */
+	double size_ratio, exponent, tolerance;
 };
 
 struct an_suite {
@@ -849,21 +883,49 @@ struct an_suite_result {
 	double value, error, n; /* error NAN when none */
 };
 
-/* The shape of cell i of table t against its column's reference row. */
+/* a ÷ b, and in lo..hi its 99.9% interval: Fieller's (an_ratio_fieller()) from each
+ * figure's interval and n where both have one and n >= 2, else the quotient of the two
+ * intervals (the bounds' extreme ratios), a figure without one taken as ± AN_SUITE_NOISE
+ * of itself. lo = -inf, hi = +inf where b's interval reaches 0 (no bound). */
+double an_suite_ratio(const struct an_suite_result *a, const struct an_suite_result *b,
+		      double *lo, double *hi);
+
+/* The shape of cell i of table t against its column's reference row (its `against` row
+ * where it names one), by the first rule that applies:
+ * - floor (at_least): ours minus at_least × the base's, by both intervals, above 0;
+ * - position (between): our ratios to the `between` row and to the base each exclude 1,
+ *   on the sides that put ours between them as the study's figures are;
+ * - distance (nearer): our ratio's interval nearer 1 (in log) than the `nearer` row's,
+ *   by the whole of both;
+ * - tie, where the study names no winner (its ratio's interval, from its published ±,
+ *   holds 1; or, with none, the ratio is within the table's tie factor of 1): our ratio's
+ *   interval inside a band around 1, as wide as the study's interval reaches from 1 (or
+ *   the tie factor), and never under 1 ± AN_SUITE_NOISE;
+ * - winner and magnitude, else: our ratio's interval excludes 1 on the study's side and
+ *   lies inside band× of the study's ratio.
+ * A rule holds when the whole interval is where the rule says, does not hold when the
+ * whole interval is where it says not (the other side of 1, outside the band), and
+ * otherwise cannot tell (holds -1). */
 struct an_suite_shape {
 	double ratio, study_ratio; /* NAN: not computable */
+	double lo, hi;             /* our ratio's 99.9% interval (an_suite_ratio()); NAN none */
+	const char *rule;          /* "floor", "position", "distance", "tie", "winner"; NULL
+				    * when no rule applied (reference, n/a) */
 	int holds;                 /* 1, 0, or -1 when it cannot be judged */
-	char text[256];            /* "holds", "reference", "does not hold: ...", "n/a: ..." */
+	char text[256];            /* "holds: ...", "reference", "does not hold: ...", "n/a: ..."
+				    * with the interval and the tolerance it was held to */
 };
 void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result *res, size_t i,
 		    struct an_suite_shape *out);
 
 /* Claim k of suite s judged from res (the suite's cells in table order): ours and the
- * study's a ÷ b (AN_CLAIM_SHRINKS: [0] in a's column, [1] in to_column; NAN none), and
+ * study's a ÷ b (AN_CLAIM_SHRINKS, AN_CLAIM_FLIPS: [0] at a's place, [1] at `to`;
+ * AN_CLAIM_GROWTH: the study's is size_ratio ^ exponent; NAN none), and
  * whether it holds, as a cell's shape. 0; -ENOENT when a cell it names is not in the
  * suite or left out by --presets: the claim is not shown. */
 struct an_suite_verdict {
 	double ours[2], study[2];
+	double lo[2], hi[2]; /* ours[j]'s 99.9% interval (an_suite_ratio()); NAN none */
 	int holds;
 	char text[256];
 };
