@@ -785,7 +785,8 @@ struct an_suite_table {
 	const char *title;
 	const char *source;     /* where the published figures come from */
 	const char *unit;       /* of every figure in the table, ours and the study's */
-	double band;            /* the shape holds when our ratio is within band× of the study's */
+	double band;            /* a magnitude holds when our ratio's interval lies within band×
+				 * of the study's ratio */
 	const char *band_why;
 	const char *run_opts;   /* run options every cell gets, before the user's; "" none */
 	/* Run options every cell gets after the user's: what its figure cannot do without
