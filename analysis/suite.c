@@ -1,5 +1,5 @@
 /*
- * Suites: the three studies' grids (reference/studies.md), each a set of tables whose
+ * Suites: the three studies' grids (docs/studies.md), each a set of tables whose
  * cells are runs (workload, preset, -P parameters) with the study's published figure
  * beside each, and the writers of suite.md and suite.json.
  *

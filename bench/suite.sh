@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The studies' grids (reference/studies.md) at the studies' settings: `schedlab suite
+# The studies' grids (docs/studies.md) at the studies' settings: `schedlab suite
 # five-runtimes`, `kyo-blocking`, `micro` and `memory` (study 1), `sequentially` (study 2) and
 # `errors` (study 3) with the probes off, so that each figure is the runtime's speed (errors'
 # stack-capture table runs its own cells under the on-CPU probe, as the suite says). A Markdown section per suite on stdout (make bench appends them to

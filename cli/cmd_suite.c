@@ -30,7 +30,7 @@
 #define SUITE_MAX_NAMES	  8
 
 static const char doc[] =
-	"Run the grid of a study (reference/studies.md) and print each cell's figure ± error "
+	"Run the grid of a study (docs/studies.md) and print each cell's figure ± error "
 	"(n) beside the study's published figure, each row's ratio to its column's reference "
 	"row, with the ratio's 99.9% interval, beside the study's ratio, and whether the shape "
 	"holds, read off that interval: it holds when the whole interval is where the table's "
