@@ -64,6 +64,7 @@ static void preset_ce(struct rt_config *c)
 	c->steal_min_load = 1;
 	c->blocking = RT_BLOCK_HANDOFF;
 	c->blocking_flush = false;
+	c->sockets = RT_SOCKETS_BLOCK; /* IO.blocking around a blocking socket's read */
 	c->poller = RT_POLLER_WORKER;
 	c->retake_us = 20;
 	c->detect_us = 2000;
@@ -89,7 +90,8 @@ static void preset_tokio(struct rt_config *c)
 
 /* Go's G/M/P: a new or readied goroutine takes runnext (stealable on the last of four
  * passes), the global queue every 61 ticks, spinning Ms capped at half; a blocked M
- * keeps its P until sysmon retakes it after 20 us if work is waiting. */
+ * keeps its P until sysmon retakes it after 20 us if work is waiting. A goroutine's
+ * socket read is not such a block: net.Conn parks the goroutine on the netpoller. */
 static void preset_go(struct rt_config *c)
 {
 	preset_ce(c);
@@ -101,6 +103,7 @@ static void preset_go(struct rt_config *c)
 	c->search_passes = 4; /* findRunnable's four stealWork passes, runnext on the last */
 	c->blocking = RT_BLOCK_RETAKE;
 	c->retake_us = 20;
+	c->sockets = RT_SOCKETS_PARK;
 	c->poller = RT_POLLER_REACTOR; /* the netpoller is the scheduler's, not a P's */
 }
 
@@ -154,8 +157,10 @@ static void preset_kyo_tuned(struct rt_config *c)
 }
 
 /* Virtual threads on a ForkJoinPool: start() submits to the external queue, unpark
- * pushes to the carrier's queue, thieves take one task at a time, and a carrier
- * blocked in the kernel is compensated by a spare (up to 256). */
+ * pushes to the carrier's queue, thieves take one task at a time. A virtual thread
+ * blocked on a socket unmounts and parks on the read poller (its carrier runs others,
+ * none is added); a carrier blocked in the kernel otherwise (file I/O, pinning,
+ * Object.wait) is compensated by a spare, up to 256. */
 static void preset_loom(struct rt_config *c)
 {
 	preset_ce(c);
@@ -166,6 +171,7 @@ static void preset_loom(struct rt_config *c)
 	c->steal = RT_STEAL_ONE;
 	c->blocking = RT_BLOCK_COMPENSATE;
 	c->workers_max = 256;
+	c->sockets = RT_SOCKETS_PARK;
 	c->poller = RT_POLLER_REACTOR; /* the JDK's read-poller threads */
 }
 
@@ -209,8 +215,8 @@ static const struct preset presets[] = {
 	{ "tokio", "Tokio multi-thread: as ce plus a LIFO slot (not stealable, 3 runs per tick), "
 		   "adaptive global interval",
 	  preset_tokio },
-	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sysmon retakes a blocked "
-		"worker's queue after 20 us",
+	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sockets park on the "
+		"netpoller, sysmon retakes a worker blocked otherwise after 20 us",
 	  preset_go },
 	{ "kyo", "Kyo: spawn local with no wake-up, scan placement, a worker steals once as its "
 		 "queue runs dry, blocking seen only by 2 ms x 2 CPU-time samples",
@@ -219,8 +225,8 @@ static const struct preset presets[] = {
 	  preset_kyo_flush },
 	{ "kyo-tuned", "kyo-flush with 64 workers and a 64-wide scan (the studied full fix)",
 	  preset_kyo_tuned },
-	{ "loom", "virtual threads on a ForkJoinPool: spawn to the external queue, blocking "
-		  "compensated by spare workers",
+	{ "loom", "virtual threads on a ForkJoinPool: spawn to the external queue, sockets park "
+		  "on the poller, other blocking compensated by spare workers",
 	  preset_loom },
 	{ "global", "a plain thread-pool executor: one shared locked queue, no stealing",
 	  preset_global },
@@ -295,6 +301,7 @@ static const char *const adapt_words[] = { "fixed", "kyo", NULL };
 static const char *const stack_words[] = { "dedicated", "compact", NULL };
 static const char *const executor_words[] = { "pool", "threads", NULL };
 static const char *const poller_words[] = { "reactor", "worker", NULL };
+static const char *const sockets_words[] = { "block", "park", NULL };
 
 #define OFF(field) offsetof(struct rt_config, field)
 #define PLACES     "local, lifo, runnext, external, scan"
@@ -369,6 +376,9 @@ static const struct knob knobs[] = {
 	  "none, handoff, retake, detect, compensate, offload", "what a blocking section does" },
 	{ "blocking_flush", K_BOOL, OFF(blocking_flush), 0, 0, NULL, "true, false",
 	  "rt_blocking_begin() first re-places the worker's queue (rt_flush)" },
+	{ "sockets", K_ENUM, OFF(sockets), 0, 0, sockets_words, "block, park",
+	  "what a task's blocking socket call does: block its thread in a blocking section, "
+	  "or park the task on the poller until the socket is ready" },
 	{ "poller", K_ENUM, OFF(poller), 0, 0, poller_words, "reactor, worker",
 	  "who waits on a task's file descriptors: the reactor thread, or each worker's own "
 	  "epoll, waited on when it parks" },

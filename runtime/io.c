@@ -11,7 +11,8 @@
  * io_end()), so each wait ends exactly once and nothing points at it afterwards.
  * Threads do not use the reactor: they sleep and poll(2) directly. With poller=worker a
  * task's fd wait goes to its worker's own epoll instead (see "poller=worker" below);
- * sleeps stay with the reactor.
+ * sleeps stay with the reactor. A task's blocking socket calls (at the end) either
+ * block in a blocking section or, where sockets park, wait here like any fd wait.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -701,4 +703,82 @@ int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns)
 		return err;
 	rt__wait(&iw->w, io_commit, iw);
 	return iw->result;
+}
+
+/* ---- sockets ---------------------------------------------------------------------------- */
+
+/* Whether the calling task's socket calls park: a task of a scheduler whose sockets do,
+ * outside a blocking section (where the thread is the task's and may block). */
+static bool sockets_park(void)
+{
+	struct rt_task *t = rt_current();
+
+	return t && t->sched->cfg.sockets == RT_SOCKETS_PARK && rt__park_area(1);
+}
+
+int rt_socket_section(int (*fn)(void *arg), void *arg)
+{
+	struct rt_task *t = rt_current();
+
+	if (!t || t->sched->cfg.sockets == RT_SOCKETS_PARK)
+		return fn(arg);
+	return rt_blocking(fn, arg);
+}
+
+/* A socket call's failure as the callers promise it: a peer gone is -EPIPE, a blocking
+ * socket's own timeout (EAGAIN) -ETIMEDOUT. */
+static int socket_error(int err)
+{
+	if (err == EAGAIN || err == EWOULDBLOCK)
+		return -ETIMEDOUT;
+	return err == ECONNRESET || err == EPIPE ? -EPIPE : -err;
+}
+
+/* Send (send_side) or receive all len bytes on fd: blocking calls, or, where the task's
+ * sockets park, calls that do not block with a park on the poller between them, for at
+ * most timeout_ns in all (< 0: no limit). */
+static int socket_all(int fd, char *buf, size_t len, bool send_side, int64_t timeout_ns)
+{
+	bool park = sockets_park();
+	uint64_t deadline = park && timeout_ns >= 0 ? deadline_after((uint64_t)timeout_ns) : 0;
+	int flags = (send_side ? MSG_NOSIGNAL : 0) | (park ? MSG_DONTWAIT : 0);
+
+	for (size_t off = 0; off < len;) {
+		ssize_t n = send_side ? send(fd, buf + off, len - off, flags)
+				      : recv(fd, buf + off, len - off, flags);
+		int64_t left = -1;
+		int err;
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE; /* recv: the peer closed */
+		if (errno == EINTR)
+			continue;
+		if (!park || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return socket_error(errno);
+		if (deadline) {
+			uint64_t now = rt_now_ns();
+
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			left = (int64_t)(deadline - now);
+		}
+		err = rt_io_wait(fd, send_side ? EPOLLOUT : EPOLLIN, left);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int rt_socket_send_all(int fd, const void *buf, size_t len, int64_t timeout_ns)
+{
+	return socket_all(fd, (char *)buf, len, true, timeout_ns);
+}
+
+int rt_socket_recv_all(int fd, void *buf, size_t len, int64_t timeout_ns)
+{
+	return socket_all(fd, buf, len, false, timeout_ns);
 }

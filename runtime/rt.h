@@ -78,6 +78,18 @@ enum rt_blocking {
 			      * (Tokio's spawn_blocking, cats-effect's interruptible) */
 };
 
+/* What a task's blocking socket call does (rt_socket_section(), rt_socket_send_all(),
+ * rt_socket_recv_all()). */
+enum rt_sockets {
+	RT_SOCKETS_BLOCK, /* it blocks its thread, inside a blocking section, which the
+			   * blocking knob handles (cats-effect's IO.blocking around a read,
+			   * Kyo, Tokio's block_in_place, platform threads) */
+	RT_SOCKETS_PARK,  /* it is tried without blocking and, when it would block, the task
+			   * parks on the poller until the socket is ready: its worker runs
+			   * other tasks meanwhile and no spare is added (the JDK's virtual-
+			   * thread sockets, which unmount onto the read poller; Go's netpoller) */
+};
+
 /* Who waits on a task's file descriptors (rt_io_wait). */
 enum rt_poller {
 	RT_POLLER_REACTOR, /* one reactor thread per scheduler; it wakes the tasks (Kyo's
@@ -164,6 +176,7 @@ struct rt_config {
 	unsigned steal_min_load;       /* a victim must hold at least this many tasks */
 	enum rt_blocking blocking;
 	bool blocking_flush;           /* rt_blocking_begin() first calls rt_flush() (Kyo's fix) */
+	enum rt_sockets sockets;       /* what a blocking socket call does */
 	enum rt_poller poller;         /* who waits on a task's file descriptors */
 	unsigned retake_us;            /* RT_BLOCK_RETAKE: how long a blocked worker keeps its queue */
 	unsigned detect_us;            /* RT_BLOCK_DETECT: the CPU-time sampling interval */
@@ -513,6 +526,22 @@ void rt_sleep_ns(uint64_t ns);
  * poller=worker the worker it waited on, wakes it; a thread blocks in poll(2). fd must
  * stay open while a task waits on it. */
 int rt_io_wait(int fd, uint32_t events, int64_t timeout_ns);
+
+/* A task's blocking socket calls, as its runtime makes them (the sockets knob). fn(arg)
+ * makes them with rt_socket_send_all() and rt_socket_recv_all() on blocking sockets.
+ * Under sockets=block it runs in one blocking section (rt_blocking()), which the
+ * blocking knob handles; under sockets=park it runs in the task as it is, and each call
+ * that would block parks the task on the poller (rt_io_wait()) instead: no section, no
+ * spare worker, the worker free meanwhile. Outside a task, fn just runs (and blocks).
+ * fn's result. */
+int rt_socket_section(int (*fn)(void *arg), void *arg);
+/* Send, or receive, all len bytes on the blocking socket fd: in a task whose sockets
+ * park (and not in a blocking section), without blocking (MSG_DONTWAIT), parking on the
+ * poller for at most timeout_ns (< 0: no limit) each time the socket is not ready; else
+ * as blocking calls, which the socket's own SO_SNDTIMEO / SO_RCVTIMEO bound. 0;
+ * -ETIMEDOUT; -EPIPE when the peer closed or reset the connection; or -errno. */
+int rt_socket_send_all(int fd, const void *buf, size_t len, int64_t timeout_ns);
+int rt_socket_recv_all(int fd, void *buf, size_t len, int64_t timeout_ns);
 
 /* ---- the phase word at the calls above ---------------------------------------------- *
  *

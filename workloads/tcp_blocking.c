@@ -1,55 +1,24 @@
 /*
  * tcp-blocking: 256 exchanges over 64 persistent loopback connections, each a blocking
- * send and recv inside a blocking section (rt_blocking()); a separate server process
- * sleeps `delay` (1 ms) before each response.
+ * send and recv on a blocking socket, made as the runtime makes such calls
+ * (rt_socket_section()): inside a blocking section, or, where sockets park on the poller
+ * (loom, go), parking the task; a separate server process sleeps `delay` (1 ms) before
+ * each response.
  *
  * The studies' "blocking TCP" benchmark, the one that made Kyo 30x slower: the op
  * spawns a task per connection and joins them; each task runs its 4 exchanges in
  * sequence, and each exchange holds its thread in the kernel for about 1 ms. A
- * scheduler that hands the blocked worker's queue off (ce) or compensates for it (loom)
- * keeps all 64 in flight, about 4 ms per op; one that neither notices a 1 ms block nor
- * spreads the queued siblings (kyo) runs them one after another, about 256 ms. Under
- * kyo-flush the runtime itself flushes the worker's queue as each section begins (the
- * blocking_flush knob), so the workload is the same under every preset. The exchanges
+ * scheduler that hands the blocked worker's queue off (ce), or parks the task and never
+ * blocks the worker (loom, go), keeps all 64 in flight, about 4 ms per op; one that
+ * neither notices a 1 ms block nor spreads the queued siblings (kyo) runs them one after
+ * another, about 256 ms. Under kyo-flush the runtime itself flushes the worker's queue as
+ * each section begins (the blocking_flush knob), so the workload is the same under every
+ * preset. The exchanges
  * and their check are in tcp.c, and so is the report's client footprint (RSS and PSS
  * sampled at an op's middle exchange, in one more op after the measured ones).
  */
-#include <errno.h>
-#include <sys/socket.h>
-
 #include "runtime/rt.h"
 #include "workloads/internal.h"
-
-/* Blocking sockets carry SO_RCVTIMEO / SO_SNDTIMEO: EAGAIN means the server is silent. */
-static int tcp_blocking_send(int fd, const void *buf, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t n = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : errno == ECONNRESET ? -EPIPE : -errno;
-		off += (size_t)n;
-	}
-	return 0;
-}
-
-static int tcp_blocking_recv(int fd, void *buf, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t n = recv(fd, (char *)buf + off, len - off, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			return -EPIPE;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : errno == ECONNRESET ? -EPIPE : -errno;
-		off += (size_t)n;
-	}
-	return 0;
-}
 
 struct tcp_blocking_call {
 	const struct wl__tcp_conn *c;
@@ -57,24 +26,28 @@ struct tcp_blocking_call {
 	struct wl__tcp_msg *resp;
 };
 
-/* The blocking call itself: run by rt_blocking(), so that every sample of it has the
- * section's frame (and the phase word says blocking). */
+/* The blocking calls themselves, on a blocking socket whose SO_RCVTIMEO / SO_SNDTIMEO
+ * give up on a silent server. Run in the runtime's socket section: under sockets=block
+ * a blocking section, so that every sample of it has the section's frame (and the phase
+ * word says blocking); under sockets=park (loom, go) the calls park the task on the
+ * poller instead, as a virtual thread's or a goroutine's read does. */
 static int tcp_blocking_send_recv(void *arg)
 {
 	const struct tcp_blocking_call *x = arg;
-	int err = tcp_blocking_send(x->c->fd, x->req, sizeof(*x->req));
+	int64_t timeout = x->c->tcp->timeout_ns;
+	int err = rt_socket_send_all(x->c->fd, x->req, sizeof(*x->req), timeout);
 
-	return err ? err : tcp_blocking_recv(x->c->fd, x->resp, sizeof(*x->resp));
+	return err ? err : rt_socket_recv_all(x->c->fd, x->resp, sizeof(*x->resp), timeout);
 }
 
-/* Not inlined: the flame graph shows the blocking section by name. */
+/* Not inlined: the flame graph shows the exchange by name. */
 static __attribute__((noinline)) int tcp_blocking_exchange(const struct wl__tcp_conn *c,
 							   const struct wl__tcp_msg *req,
 							   struct wl__tcp_msg *resp)
 {
 	struct tcp_blocking_call x = { c, req, resp };
 
-	return rt_blocking(tcp_blocking_send_recv, &x);
+	return rt_socket_section(tcp_blocking_send_recv, &x);
 }
 
 static uint64_t tcp_blocking_connection(void *arg)

@@ -3,7 +3,8 @@
  * tasks and threads; an earlier timer registered while the reactor sleeps toward a
  * later one; a task woken by a pipe another task writes; timeouts; many descriptors at
  * once; a timer and an event racing for one wait (each wait ends exactly once); argument
- * errors; and the reactor's life: never started, started then freed, many times over.
+ * errors; the reactor's life: never started, started then freed, many times over; and
+ * socket calls that block their worker in a section or park the task (the sockets knob).
  * Sleep bounds are lower bounds, plus one generous upper bound (the reactor's kick).
  */
 #include <criterion/criterion.h>
@@ -791,4 +792,122 @@ Test(reactor, reactor_and_monitor_publish_phase_words, .timeout = 60)
 	cr_expect_eq(RT_PHASE_WORKER(word), RT_PHASE_NO_WORKER);
 	rt_join(t);
 	rt_sched_free(s);
+}
+
+/* ---- sockets: block or park (the sockets knob) -------------------------------------------- */
+
+struct sock_call {
+	int fd;
+	char buf[4];
+	int64_t timeout_ns;
+	int result;
+};
+
+static int sock_recv(void *arg)
+{
+	struct sock_call *c = arg;
+
+	return rt_socket_recv_all(c->fd, c->buf, sizeof(c->buf), c->timeout_ns);
+}
+
+static uint64_t sock_reader(void *arg)
+{
+	struct sock_call *c = arg;
+
+	c->result = rt_socket_section(sock_recv, c);
+	return 0;
+}
+
+static uint64_t sock_writer(void *arg)
+{
+	int fd = (int)(uintptr_t)arg;
+
+	CHECK(rt_socket_send_all(fd, "ping", 4, -1) == 0);
+	return 0;
+}
+
+/* One worker, a reader waiting on a socket pair and a writer queued behind it: the
+ * writer runs only if the reader's wait freed the worker (parked) or a spare took the
+ * queue (a compensated blocking section). */
+static void reader_then_writer(const char *preset, const char *sockets,
+			       struct rt_worker_stats *st, unsigned *started, struct sock_call *c)
+{
+	struct rt_sched *s = rt_test_start_with(preset, 1, "sockets", sockets, NULL);
+	struct rt_task *r, *w;
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	*c = (struct sock_call){ .fd = sv[0], .timeout_ns = 30000 * (int64_t)MS };
+	failures = 0;
+	cr_assert_not_null(r = rt_submit(s, sock_reader, c));
+	cr_assert_not_null(w = rt_submit(s, sock_writer, (void *)(uintptr_t)sv[1]));
+	rt_join(w);
+	rt_join(r);
+	cr_expect_eq(failures, 0);
+	rt_sched_stats_total(s, st);
+	*started = rt_sched_workers_started(s);
+	rt_sched_free(s);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* The JDK's virtual thread blocked on a socket unmounts and parks on the poller: no
+ * blocking section, no spare, the one carrier runs the writer meanwhile. */
+Test(sockets, a_parked_call_frees_its_worker_and_adds_no_spare, .timeout = 60)
+{
+	struct rt_worker_stats st;
+	struct sock_call c;
+	unsigned started;
+
+	reader_then_writer("loom", "park", &st, &started, &c);
+	cr_expect_eq(c.result, 0, "%s", strerror(-c.result));
+	cr_expect_eq(memcmp(c.buf, "ping", 4), 0);
+	cr_expect_eq(st.blocking_episodes, 0, "a parked socket call is no blocking section");
+	cr_expect_eq(st.compensations, 0);
+	cr_expect_eq(started, 1, "%u workers started for one carrier", started);
+}
+
+/* The same call where sockets block: a blocking section, which loom compensates with a
+ * spare worker that takes the writer. */
+Test(sockets, a_blocking_call_is_a_blocking_section, .timeout = 60)
+{
+	struct rt_worker_stats st;
+	struct sock_call c;
+	unsigned started;
+
+	reader_then_writer("loom", "block", &st, &started, &c);
+	cr_expect_eq(c.result, 0, "%s", strerror(-c.result));
+	cr_expect_eq(st.blocking_episodes, 1);
+	cr_expect_geq(st.compensations, 1, "no spare for the blocked carrier");
+	cr_expect_geq(started, 2);
+}
+
+static uint64_t sock_timeout_task(void *arg)
+{
+	struct sock_call *c = arg;
+
+	c->result = rt_socket_section(sock_recv, c);
+	return 0;
+}
+
+/* A parked call gives up at its timeout, and says when the peer is gone. */
+Test(sockets, a_parked_call_times_out_and_sees_the_peer_close, .timeout = 60)
+{
+	struct rt_sched *s = rt_test_start("loom", 1);
+	struct sock_call c;
+	uint64_t t0;
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	c = (struct sock_call){ .fd = sv[0], .timeout_ns = 20 * (int64_t)MS };
+	t0 = rt_now_ns();
+	rt_join(rt_submit(s, sock_timeout_task, &c));
+	cr_expect_eq(c.result, -ETIMEDOUT);
+	cr_expect_geq(rt_now_ns() - t0, 20 * MS, "gave up early");
+	close(sv[1]);
+	c.timeout_ns = 30000 * (int64_t)MS;
+	rt_join(rt_submit(s, sock_timeout_task, &c));
+	cr_expect_eq(c.result, -EPIPE);
+	rt_sched_free(s);
+	close(sv[0]);
 }

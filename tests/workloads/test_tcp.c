@@ -681,6 +681,39 @@ Test(tcp_blocking, kyo_collapses_and_kyo_tuned_recovers, .timeout = 120)
 	cr_expect_gt(ce.st.handoffs, 0, "%s", a);
 }
 
+/* Loom and Go park a task blocked on a socket on their poller: tcp-blocking's exchanges
+ * block no worker under them (no blocking section, no spare: the JDK adds no carrier
+ * for a socket read), and the workers stay the carriers they started as. ce's blocking
+ * sections go on as before. */
+Test(tcp_blocking, under_loom_and_go_a_socket_wait_parks_and_adds_no_worker, .timeout = 120)
+{
+	static const char *const parking[] = { "loom", "go" };
+	struct tcp_rate ce = blocking_rate("ce", 0.3);
+	char a[400];
+
+	rate_describe("ce", &ce, a, sizeof(a));
+	cr_expect_gt(ce.st.blocking_episodes, 0, "%s", a);
+	for (size_t i = 0; i < sizeof(parking) / sizeof(parking[0]); i++) {
+		struct wl_ctx ctx = tcp_ctx("tcp-blocking", parking[i], 0, "1000");
+		unsigned carriers = rt_sched_workers(ctx.sched);
+		struct rt_worker_stats st;
+		char err[512] = "";
+
+		wl_test_setup(&ctx);
+		for (int k = 0; k < 3; k++)
+			cr_assert(wl_test_op_check(&ctx, err, sizeof(err)), "%s: %s", parking[i],
+				  err);
+		rt_sched_stats_total(ctx.sched, &st);
+		cr_expect_eq(st.blocking_episodes, 0, "%s: %llu blocking sections", parking[i],
+			     (unsigned long long)st.blocking_episodes);
+		cr_expect_eq(st.compensations, 0, "%s", parking[i]);
+		cr_expect_eq(rt_sched_workers_started(ctx.sched), carriers,
+			     "%s: %u workers started for %u carriers", parking[i],
+			     rt_sched_workers_started(ctx.sched), carriers);
+		wl_test_finish(&ctx);
+	}
+}
+
 /* The client's footprint mid-op: RSS and PSS of this process, sampled while the
  * connections' tasks run (each has its stack mapped and touched by then), and ops still
  * check after the sampled one. Under ce all 64 tasks are under way at the middle
