@@ -66,6 +66,7 @@ static void preset_ce(struct rt_config *c)
 	c->blocking_flush = false;
 	c->sockets = RT_SOCKETS_BLOCK; /* IO.blocking around a blocking socket's read */
 	c->poller = RT_POLLER_WORKER;
+	c->scope = RT_SCOPE_NONE; /* a fiber is a task of its own; nothing registers it */
 	c->retake_us = 20;
 	c->detect_us = 2000;
 	c->detect_samples = 2;
@@ -175,6 +176,24 @@ static void preset_loom(struct rt_config *c)
 	c->poller = RT_POLLER_REACTOR; /* the JDK's read-poller threads */
 }
 
+/* Ox on virtual threads: loom's scheduler, and every fork is one of a supervised scope:
+ * registered in the scope's set of running forks, run under a handler whose failure
+ * cancels its siblings, unregistered at its end, and waited for by the scope's exit. */
+static void preset_ox(struct rt_config *c)
+{
+	preset_loom(c);
+	c->scope = RT_SCOPE_SUPERVISED;
+}
+
+/* Gears on virtual threads: loom's scheduler, and every fork is a Future of an Async
+ * context: registered as under ox, and also a promise a join awaits as a listener, and a
+ * member of the context's completion group, through which it is cancelled. */
+static void preset_gears(struct rt_config *c)
+{
+	preset_loom(c);
+	c->scope = RT_SCOPE_ASYNC;
+}
+
 /* A plain thread-pool executor: one shared locked queue, no per-worker queues, no
  * stealing; a yielded task is submitted to the shared queue again, and a blocking call
  * simply holds its thread. */
@@ -228,6 +247,12 @@ static const struct preset presets[] = {
 	{ "loom", "virtual threads on a ForkJoinPool: spawn to the external queue, sockets park "
 		  "on the poller, other blocking compensated by spare workers",
 	  preset_loom },
+	{ "ox", "Ox's supervised scopes on loom: each fork registered in its scope, run under a "
+		"handler whose failure cancels its siblings, waited for at the scope's end",
+	  preset_ox },
+	{ "gears", "Gears' Async and Future on loom: each fork as under ox, and a promise its join "
+		   "awaits as a listener and a member of the scope's cancellation group",
+	  preset_gears },
 	{ "global", "a plain thread-pool executor: one shared locked queue, no stealing",
 	  preset_global },
 	{ "threads", "platform threads: one OS thread per task", preset_threads },
@@ -236,7 +261,8 @@ static const struct preset presets[] = {
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
 static const char *const preset_names[] = {
-	"ce", "tokio", "go", "kyo", "kyo-flush", "kyo-tuned", "loom", "global", "threads", NULL,
+	"ce", "tokio", "go", "kyo", "kyo-flush", "kyo-tuned", "loom", "ox", "gears", "global",
+	"threads", NULL,
 };
 
 _Static_assert(sizeof(preset_names) / sizeof(preset_names[0]) == NPRESETS + 1,
@@ -302,6 +328,7 @@ static const char *const stack_words[] = { "dedicated", "compact", NULL };
 static const char *const executor_words[] = { "pool", "threads", NULL };
 static const char *const poller_words[] = { "reactor", "worker", NULL };
 static const char *const sockets_words[] = { "block", "park", NULL };
+static const char *const scope_words[] = { "none", "supervised", "async", NULL };
 
 #define OFF(field) offsetof(struct rt_config, field)
 #define PLACES     "local, lifo, runnext, external, scan"
@@ -382,6 +409,10 @@ static const struct knob knobs[] = {
 	{ "poller", K_ENUM, OFF(poller), 0, 0, poller_words, "reactor, worker",
 	  "who waits on a task's file descriptors: the reactor thread, or each worker's own "
 	  "epoll, waited on when it parks" },
+	{ "scope", K_ENUM, OFF(scope), 0, 0, scope_words, "none, supervised, async",
+	  "what a task a task spawns is: a task of its own, or a fork of the spawner's scope, "
+	  "registered, supervised and waited for (Ox), and also a promise and a group member "
+	  "(Gears)" },
 	{ "retake_us", K_UINT, OFF(retake_us), 1, 10000000, NULL, "1..10000000",
 	  "retake: how long a blocked worker keeps its queue" },
 	{ "detect_us", K_UINT, OFF(detect_us), 10, 10000000, NULL, "10..10000000",

@@ -201,6 +201,9 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 	t->state = 0;
 	t->waiter = NULL;
 	t->err_top = NULL;
+	t->scope = NULL;
+	t->fork = NULL;
+	t->promise = NULL;
 	t->own = NULL;
 	t->ready_ns = 0;
 	t->runtime = 0;

@@ -68,6 +68,12 @@ struct rt_task {
 	void *saved;
 	uint32_t saved_len, saved_cap;
 	void *err_top;             /* the innermost error handler (error.c); NULL: none */
+	/* scopes (scope.c), all NULL under scope=none: the scope its own forks belong to,
+	 * made at its first fork; its record in its spawner's scope while it runs as a fork
+	 * (the fork's own to touch); and under scope=async its Future, which a join awaits */
+	struct rt__scope *scope;
+	struct rt__fork *fork;
+	struct rt__promise *promise;
 	void *tsan_fiber;          /* ThreadSanitizer's handle for this fiber (SANITIZE=thread) */
 	void *asan_fake;           /* AddressSanitizer's fake stack while switched out */
 	/* the record of the one wait the task is in: waiters, timer nodes — whatever
@@ -488,6 +494,30 @@ struct rt_task *rt__task_new(struct rt_sched *s, struct rt__worker *w, rt_fn fn,
 void rt__task_put(struct rt_sched *s, struct rt__worker *w, struct rt_task *t);
 void rt__task_cache_drain(struct rt_sched *s, struct rt__worker *w);
 void rt__task_pool_free(struct rt_sched *s);
+
+/* ---- scope.c: structured concurrency (the scope knob) ---- */
+/* Make child, just made by the running task self's spawn and not yet placed, a fork of
+ * self's scope (made now if self has none): its record and, under scope=async, its
+ * promise and group membership. 0 or -ENOMEM (child is then no fork). */
+int rt__fork_add(struct rt_task *self, struct rt_task *child);
+/* Undo rt__fork_add() for a child that will never run (its thread could not start). */
+void rt__fork_drop(struct rt_task *child);
+/* A fork's life, on its own stack: its body under a handler (none if it was cancelled
+ * before it began), the end of its own scope, its failure to its spawner's scope, and
+ * its end there; sets t->result (0 when it failed or was cancelled). */
+void rt__fork_run(struct rt_task *t);
+/* At rt_preempt_point() in a fork (t->fork set): raise ECANCELED if it was cancelled. */
+void rt__fork_check(struct rt_task *t);
+/* The end of t's own scope once its body has returned: wait until no fork runs, free the
+ * scope. The failure it held (the caller's now), or NULL. */
+struct rt_error *rt__scope_exit(struct rt_task *t);
+/* scope=async: await a fork's promise as a listener (a join), and drop the handle's
+ * reference; the fork's result. rt__promise_drop() drops it without waiting (a detach). */
+uint64_t rt__promise_await(struct rt__promise *p);
+void rt__promise_drop(struct rt__promise *p);
+/* For tests: t waits at its scope's exit for forks still running. Only while one of
+ * t's forks is known not to have ended (the scope is freed once none runs). */
+bool rt__scope_exiting(const struct rt_task *t);
 
 /* ---- io.c: timers and the reactor ---- */
 /* Stop the timer/reactor thread, if it was started: rt_sched_free() calls it once the

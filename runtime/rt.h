@@ -100,6 +100,19 @@ enum rt_poller {
 			    * per WorkerThread) */
 };
 
+/* What a task's spawn makes of its child (scope.c): a task of its own, or a fork of the
+ * spawner's scope, whose bookkeeping each fork pays (structured concurrency as libraries
+ * on virtual threads add it). */
+enum rt_scope {
+	RT_SCOPE_NONE,       /* a task of its own: nothing is registered anywhere */
+	RT_SCOPE_SUPERVISED, /* a fork registered in the spawner's scope, run under a handler
+			      * whose failure cancels its siblings; the scope's end waits for
+			      * it (Ox's supervised { fork(...) }) */
+	RT_SCOPE_ASYNC,      /* as supervised, and a Future: a promise the join awaits as a
+			      * listener, and a member of the scope's cancellation group
+			      * (Gears' Async context and Future) */
+};
+
 enum rt_scan_start {
 	RT_SCAN_RANDOM,      /* a random worker (Kyo) */
 	RT_SCAN_ROUND_ROBIN, /* the one after where the placing thread's last scan started */
@@ -178,6 +191,7 @@ struct rt_config {
 	bool blocking_flush;           /* rt_blocking_begin() first calls rt_flush() (Kyo's fix) */
 	enum rt_sockets sockets;       /* what a blocking socket call does */
 	enum rt_poller poller;         /* who waits on a task's file descriptors */
+	enum rt_scope scope;           /* a spawned task: its own, or a fork of its spawner's scope */
 	unsigned retake_us;            /* RT_BLOCK_RETAKE: how long a blocked worker keeps its queue */
 	unsigned detect_us;            /* RT_BLOCK_DETECT: the CPU-time sampling interval */
 	unsigned detect_samples;       /* flat samples in a row that flag a worker as blocked */
@@ -237,7 +251,8 @@ void rt_yield(void);
 /* A point where the calling task may be preempted: it yields if it has run past
  * time_slice_ms since it was last switched in (Kyo's cooperative preemption), and
  * otherwise costs a few loads. The effect interpreter calls it at every step; a
- * long loop in plain C calls it now and then. */
+ * long loop in plain C calls it now and then. It is also where a fork whose scope
+ * cancelled it stops: it raises an ECANCELED error (see "scopes" below). */
 void rt_preempt_point(void);
 /* Spawn from inside a task onto some other worker, by a scan that leaves out the
  * caller's (Kyo's scheduleExcludingCurrent); outside a task, as rt_spawn. */
@@ -406,6 +421,30 @@ static inline struct rt_result rt_result_err(struct rt_error *e)
 {
 	return (struct rt_result){ .ok = false, .err = e ? e : rt_error_oom() };
 }
+
+/* ---- scopes: structured concurrency (scope.c) ---------------------------------------- *
+ *
+ * Under -c scope=supervised (Ox's supervised { fork(...) }) or scope=async (Gears' Async
+ * and Future) every task a task spawns (rt_spawn, rt_spawn_elsewhere) is a fork of the
+ * spawner's scope, which is made at the spawner's first fork and ends when its body
+ * returns: the end waits for every fork still running, so that no fork outlives its
+ * scope. A fork's body runs under a handler: a raise that leaves it fails the scope, which
+ * keeps the first failure and cancels every other fork; a cancelled fork that has not
+ * started ends without running its body, and one that runs raises an ECANCELED error at
+ * its next rt_preempt_point(). A join of a fork that failed or was cancelled returns 0.
+ *
+ * The owner is not cancelled: it learns of a failure from its joins (0) and from
+ * rt_scope_failure(). When its body returns, a failure its scope still holds goes on as
+ * the owner's own, if the owner is a fork itself (its scope fails in turn, as an
+ * exception thrown out of a nested supervised block fails the fork around it); a task
+ * that is no fork has nobody to hand it to, and it is freed. Under scope=none (every
+ * preset but ox and gears) none of this exists and a spawn registers nothing. */
+
+/* Forks of the calling task's scope that have not ended yet; 0 with no scope. */
+unsigned rt_scope_forks(void);
+/* The first failure of the calling task's scope so far, or NULL (none yet, or no scope).
+ * The scope keeps it until the caller's body returns: not to be freed or raised. */
+const struct rt_error *rt_scope_failure(void);
 
 /* ---- waiting: semaphores and latches (sync.c) ----------------------------------------- */
 

@@ -262,7 +262,15 @@ RT_PHASE_FN __attribute__((noreturn, used)) void rt__task_main(struct rt_task *t
 	RT_ASAN_ARRIVE(NULL, NULL, NULL);
 	rt__phase_set_entry(t->fn);
 	rt__phase_set_task(t->id);
-	t->result = t->fn(t->arg);
+	if (t->fork) {
+		rt__fork_run(t); /* the body under its scope's handler, then the fork's end */
+	} else {
+		t->result = t->fn(t->arg);
+		/* a task that forked and is no fork: its scope ends with its body, and a
+		 * failure it still holds has nobody to go to (rt.h, "scopes") */
+		if (t->scope)
+			rt_error_free(rt__scope_exit(t));
+	}
 	rt__task_exit(t);
 }
 
@@ -372,7 +380,14 @@ static __attribute__((noinline)) struct rt_task *spawn_placed(rt_fn fn, void *ar
 	w = th->blocking ? NULL : th->w; /* as rt__self() */
 	if (s->cfg.executor == RT_EXEC_THREADS) {
 		t = rt__task_new(s, NULL, fn, arg);
+		if (t && s->cfg.scope != RT_SCOPE_NONE && rt__fork_add(th->current, t)) {
+			rt__task_put(s, NULL, t);
+			errno = ENOMEM;
+			return NULL;
+		}
 		if (t && rt__task_thread_start(s, t)) {
+			if (t->fork)
+				rt__fork_drop(t);
 			rt__task_put(s, NULL, t);
 			errno = EAGAIN;
 			return NULL;
@@ -380,6 +395,12 @@ static __attribute__((noinline)) struct rt_task *spawn_placed(rt_fn fn, void *ar
 		return t;
 	}
 	t = rt__task_new(s, w, fn, arg);
+	/* under a scope the child is a fork of the spawner's, registered before it can run */
+	if (t && s->cfg.scope != RT_SCOPE_NONE && rt__fork_add(th->current, t)) {
+		rt__task_put(s, w, t);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (t) {
 		if (w)
 			RT_STAT_INC(w, spawned);
@@ -533,6 +554,15 @@ RT_PHASE_FN uint64_t (rt_join)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED), result;
 
+	if (t->promise) {
+		/* scope=async: the fork is a Future, and the join awaits its promise (Gears'
+		 * await); the task itself is let go as a detach lets it go */
+		result = rt__promise_await(t->promise);
+		if (__atomic_fetch_or(&t->state, RT_TASK_DETACHED, __ATOMIC_ACQ_REL) & RT_TASK_DONE)
+			rt__task_put(t->sched, rt__self(), t);
+		rt__phase_pop(phase);
+		return result;
+	}
 	if (!(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) & RT_TASK_DONE)) {
 		struct rt__waiter local, *w = rt__park_area(sizeof(*w)) ?: &local;
 
@@ -549,8 +579,11 @@ RT_PHASE_FN uint64_t (rt_join)(struct rt_task *t)
 RT_PHASE_FN void (rt_detach)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED);
-	uint32_t old = __atomic_fetch_or(&t->state, RT_TASK_DETACHED, __ATOMIC_ACQ_REL);
+	uint32_t old;
 
+	if (t->promise)
+		rt__promise_drop(t->promise); /* scope=async: nobody will await the Future */
+	old = __atomic_fetch_or(&t->state, RT_TASK_DETACHED, __ATOMIC_ACQ_REL);
 	if (old & RT_TASK_DONE)
 		rt__task_put(t->sched, rt__self(), t);
 	rt__phase_pop(phase);
@@ -573,7 +606,12 @@ RT_PHASE_FN void (rt_yield)(void)
 
 void rt_preempt_point(void)
 {
-	struct rt__worker *w = rt__self();
+	struct rt__thread *th = rt__thread();
+	struct rt__worker *w = th && !th->blocking ? th->w : NULL; /* as rt__self() */
+
+	/* a fork stops here once its scope cancelled it */
+	if (th && th->current && th->current->fork)
+		rt__fork_check(th->current);
 
 	/* the monitor names the run it wants gone by its tick: a flag left over from an
 	 * earlier run that never reached a preemption point does not apply to this one */

@@ -13,7 +13,7 @@ Test(config, every_preset_loads_and_describes_itself)
 {
 	const char *const *names = rt_preset_names();
 	const char *want[] = { "ce", "tokio", "go", "kyo", "kyo-flush", "kyo-tuned",
-			       "loom", "global", "threads" };
+			       "loom", "ox", "gears", "global", "threads" };
 	struct rt_config c;
 	size_t n = 0;
 

@@ -5,7 +5,8 @@
  * misses 1 ms blocks; rt_flush() re-places a worker's queue; tokio's LIFO slot shows
  * in the placement counters; loom spawns to the external queue; threads runs an OS
  * thread per task; ce, go and loom keep a blocked worker's queue running (hand-off,
- * retake, compensation), kyo does not.
+ * retake, compensation), kyo does not; ox and gears run spawn-join as loom does, and
+ * pay a record per fork.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include "runtime/rt.h"
 #include "tests/runtime/rt_test.h"
+#include "tests/workloads/wl_test.h"
 
 static struct rt_sched *start(const char *preset, unsigned workers)
 {
@@ -555,6 +557,33 @@ Test(presets, every_preset_starts_runs_and_stops)
 		cr_expect_eq(rt_join(rt_submit(s, spawn_join_100, NULL)), 100, "%s", names[i]);
 		rt_sched_free(s);
 	}
+}
+
+/* ox and gears are loom with a scope per spawner (runtime/scope.c): the spawn-join
+ * workload, each child a fork of the op's scope, sums its children as under loom, and
+ * each fork is seen by the allocation counters, which loom's spawns never are. */
+Test(presets, ox_and_gears_pass_spawn_join_with_a_record_per_fork, .timeout = 60)
+{
+	static const char *const names[] = { "loom", "ox", "gears" };
+	uint64_t bytes[3];
+
+	for (size_t i = 0; i < 3; i++) {
+		struct wl_ctx ctx = wl_test_ctx("spawn-join", names[i], 2);
+		struct rt_worker_stats before, after;
+		char err[256];
+		bool ok;
+
+		rt_sched_stats_total(ctx.sched, &before);
+		cr_expect_eq(wl_test_run_op(&ctx, &ok, err, sizeof(err)), 500500, "%s", names[i]);
+		cr_expect(ok, "%s: %s", names[i], err);
+		rt_sched_stats_total(ctx.sched, &after);
+		bytes[i] = after.alloc_bytes - before.alloc_bytes;
+		wl_test_finish(&ctx);
+	}
+	cr_expect_eq(bytes[0], 0, "loom allocates nothing per spawn (%lu)",
+		     (unsigned long)bytes[0]);
+	cr_expect_geq(bytes[1], 1000, "ox: a record per fork (%lu)", (unsigned long)bytes[1]);
+	cr_expect_gt(bytes[2], bytes[1], "gears: more than ox (%lu)", (unsigned long)bytes[2]);
 }
 
 /* global: a yielded task is submitted to the shared queue again, as a thread-pool
