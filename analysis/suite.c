@@ -31,20 +31,38 @@
 /* ---- study 1: five runtimes ------------------------------------------------------------ */
 
 /* studies.md §1, "Five runtimes" (JDK 25, JMH: 3 forks, 3 × 1 s warm-up, 3 × 1 s
- * measured; ± the 99.9% half-width). Ox and Gears have no preset here; tokio and go are
- * extra rows with no published figure. */
-#define FIVE(col, wl, ce, cee, kyo, kyoe, loom, loome)                                      \
+ * measured; ± the 99.9% half-width). Ox and Gears are loom with their scopes (the ox and
+ * gears presets, runtime/scope.c); tokio and go are extra rows with no published
+ * figure. */
+#define FIVE(col, wl, ce, cee, kyo, kyoe, loom, loome, ox, oxe, gears, gearse)              \
 	CELL(col, "cats-effect", wl, "ce", "", ce, cee, true),                                \
 	CELL(col, "Kyo", wl, "kyo", "", kyo, kyoe, false),                                    \
 	CELL(col, "Loom (virtual threads)", wl, "loom", "", loom, loome, false),              \
+	CELL(col, "Ox", wl, "ox", "", ox, oxe, false),                                        \
+	CELL(col, "Gears", wl, "gears", "", gears, gearse, false),                            \
 	CELL(col, "Tokio (extra row)", wl, "tokio", "", N, N, false),                         \
 	CELL(col, "Go (extra row)", wl, "go", "", N, N, false)
 
 static const struct an_suite_cell five_cells[] = {
-	FIVE("8 workers", "workers", 3060, 92, 1399, 26, 3420, 71),
-	FIVE("spawn/join", "spawn-join", 1894, 85, 5355, 104, 558, 43),
-	FIVE("blocking TCP", "tcp-blocking", 145.10, 9.03, 4.95, 0.03, 143.49, 5.65),
-	FIVE("callback TCP", "tcp-callback", 141.53, 3.07, 139.99, 1.73, 137.69, 3.44),
+	FIVE("8 workers", "workers", 3060, 92, 1399, 26, 3420, 71, 3580, 230, 3214, 50),
+	FIVE("spawn/join", "spawn-join", 1894, 85, 5355, 104, 558, 43, 494, 51, 377, 26),
+	FIVE("blocking TCP", "tcp-blocking", 145.10, 9.03, 4.95, 0.03, 143.49, 5.65, 140.29, 6.62,
+	     140.28, 9.81),
+	FIVE("callback TCP", "tcp-callback", 141.53, 3.07, 139.99, 1.73, 137.69, 3.44, 136.78,
+	     3.48, 139.25, 2.57),
+};
+
+/* The study's order of the three on virtual threads (558 > 494 > 377): a scope's
+ * bookkeeping on every fork, Gears' more than Ox's. */
+static const struct an_suite_claim five_claims[] = {
+	{ .text = "spawn/join: Loom ahead of Ox (a supervised scope's fork costs more than a "
+		  "bare virtual thread)",
+	  .kind = AN_CLAIM_AHEAD, .a = { 0, "spawn/join", "Loom (virtual threads)" },
+	  .b = { 0, "spawn/join", "Ox" } },
+	{ .text = "spawn/join: Ox ahead of Gears (a Future per fork, and its group, cost more "
+		  "than Ox's registration)",
+	  .kind = AN_CLAIM_AHEAD, .a = { 0, "spawn/join", "Ox" },
+	  .b = { 0, "spawn/join", "Gears" } },
 };
 
 /* Another language, machine and core count (2 vCPUs here): what carries over is who
@@ -508,8 +526,9 @@ static const struct an_suite_claim err_claims[] = {
 	{ nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), c, sizeof(c) / sizeof(c[0]) }
 
 static const struct an_suite suites[] = {
-	SUITE("five-runtimes", "study 1: workers, spawn/join, blocking and callback TCP under "
-	      "ce, kyo and loom, with tokio and go as extra rows", false, five_tables),
+	SUITE_CLAIMS("five-runtimes", "study 1: workers, spawn/join, blocking and callback TCP "
+		     "under ce, kyo, loom, ox and gears, with tokio and go as extra rows", false,
+		     five_tables, five_claims),
 	SUITE_CLAIMS("kyo-blocking", "study 1: blocking TCP under ce, kyo and kyo's two fixes; "
 		     "non-blocking TCP under ce and kyo at 8 and 64 connections", false,
 		     kyo_tables, kyo_claims),
