@@ -65,6 +65,7 @@ static void preset_ce(struct rt_config *c)
 	c->blocking = RT_BLOCK_HANDOFF;
 	c->blocking_flush = false;
 	c->sockets = RT_SOCKETS_BLOCK; /* IO.blocking around a blocking socket's read */
+	c->binds = RT_BINDS_STACK;     /* the IO run loop's stack of continuations */
 	c->poller = RT_POLLER_WORKER;
 	c->scope = RT_SCOPE_NONE; /* a fiber is a task of its own; nothing registers it */
 	c->retake_us = 20;
@@ -137,6 +138,8 @@ static void preset_kyo(struct rt_config *c)
 	c->detect_us = 2000;
 	c->detect_samples = 2;
 	c->time_slice_ms = 10; /* timeSliceMs: a stalled worker is drained and preempted */
+	/* the study measured Kyo's chain of binds growing quadratically in time and bytes */
+	c->binds = RT_BINDS_COPY;
 	c->poller = RT_POLLER_REACTOR; /* kyo-net's selector threads */
 }
 
@@ -328,6 +331,7 @@ static const char *const stack_words[] = { "dedicated", "compact", NULL };
 static const char *const executor_words[] = { "pool", "threads", NULL };
 static const char *const poller_words[] = { "reactor", "worker", NULL };
 static const char *const sockets_words[] = { "block", "park", NULL };
+static const char *const binds_words[] = { "stack", "copy", NULL };
 static const char *const scope_words[] = { "none", "supervised", "async", NULL };
 
 #define OFF(field) offsetof(struct rt_config, field)
@@ -406,6 +410,9 @@ static const struct knob knobs[] = {
 	{ "sockets", K_ENUM, OFF(sockets), 0, 0, sockets_words, "block, park",
 	  "what a task's blocking socket call does: block its thread in a blocking section, "
 	  "or park the task on the poller until the socket is ready" },
+	{ "binds", K_ENUM, OFF(binds), 0, 0, binds_words, "stack, copy",
+	  "how the effect layer keeps a chain of binds: a continuation stack (linear), or the "
+	  "continuation copied at every bind (quadratic: the study's Kyo)" },
 	{ "poller", K_ENUM, OFF(poller), 0, 0, poller_words, "reactor, worker",
 	  "who waits on a task's file descriptors: the reactor thread, or each worker's own "
 	  "epoll, waited on when it parks" },

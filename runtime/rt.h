@@ -90,6 +90,16 @@ enum rt_sockets {
 			   * thread sockets, which unmount onto the read poller; Go's netpoller) */
 };
 
+/* How the effect layer (runtime/effect/) keeps a chain of binds it runs: the modelled
+ * runtime's own representation, which the bind chain's cost follows. */
+enum rt_binds {
+	RT_BINDS_STACK, /* a stack of pending continuations, pushed and popped: linear in a
+			 * left-associated chain's depth (cats-effect's run loop) */
+	RT_BINDS_COPY,  /* the pending continuation copied whole at every bind: quadratic in
+			 * time and allocation, as the study measured Kyo's chain (which left
+			 * Kyo's own cause open: this is our model of the growth, not Kyo's code) */
+};
+
 /* Who waits on a task's file descriptors (rt_io_wait). */
 enum rt_poller {
 	RT_POLLER_REACTOR, /* one reactor thread per scheduler; it wakes the tasks (Kyo's
@@ -190,6 +200,7 @@ struct rt_config {
 	enum rt_blocking blocking;
 	bool blocking_flush;           /* rt_blocking_begin() first calls rt_flush() (Kyo's fix) */
 	enum rt_sockets sockets;       /* what a blocking socket call does */
+	enum rt_binds binds;           /* how the effect layer keeps a chain of binds */
 	enum rt_poller poller;         /* who waits on a task's file descriptors */
 	enum rt_scope scope;           /* a spawned task: its own, or a fork of its spawner's scope */
 	unsigned retake_us;            /* RT_BLOCK_RETAKE: how long a blocked worker keeps its queue */
@@ -277,6 +288,9 @@ void rt_blocking_end(void);
 
 /* The running task, or NULL outside a task. */
 struct rt_task *rt_current(void);
+/* The binds knob of the running task's scheduler (RT_BINDS_STACK outside a task): how the
+ * effect layer runs a chain of binds there. */
+enum rt_binds rt_binds(void);
 /* The calling thread's worker index, or RT_NO_WORKER. */
 unsigned rt_worker_index(void);
 uint64_t rt_task_id(const struct rt_task *t);

@@ -550,6 +550,13 @@ static bool join_commit(struct rt__waiter *w, void *arg)
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+enum rt_binds rt_binds(void)
+{
+	struct rt_task *t = rt_current();
+
+	return t ? t->sched->cfg.binds : RT_BINDS_STACK;
+}
+
 RT_PHASE_FN uint64_t (rt_join)(struct rt_task *t)
 {
 	uint64_t phase = rt__phase_push(RT_PHASE_SCHED), result;

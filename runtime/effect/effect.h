@@ -63,6 +63,7 @@ typedef struct fx_io *(*fx_attempt_fn)(struct rt_result r, void *env);
 enum fx_interp {
 	FX_STACK,
 	FX_NAIVE,
+	FX_RUNTIME, /* the running scheduler's own (its binds knob: stack or copy) */
 };
 
 struct fx_io *fx_pure(uint64_t value);

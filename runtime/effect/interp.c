@@ -246,6 +246,8 @@ struct rt_result fx_run(struct fx_io *io, enum fx_interp how)
 
 	if (!io)
 		return rt_result_err(rt_error_oom());
+	if (how == FX_RUNTIME)
+		r.how = how = rt_binds() == RT_BINDS_COPY ? FX_NAIVE : FX_STACK;
 	if (how != FX_STACK && how != FX_NAIVE) {
 		fx_free(io);
 		return rt_result_err(rt_error_new(EINVAL, "fx_run: no such interpreter", false));

@@ -988,14 +988,14 @@ Test(suite, the_memory_crossover_and_the_bind_chains_growth_hold_fail_or_cannot_
 	SET(s, r, 0, "live heap", "cats-effect", 102.15, NAN);
 	SET(s, r, 0, "live heap", "Loom", 102.16, NAN);
 	claim(s, r, cross, -1, NULL);
-	/* the naive interpreter's bytes per op at depth 1,000 and 10,000 */
-	SET(s, r, 2, "bind-chain, depth 1,000", "Kyo (interpreter=naive)", 8.0e6, NAN);
-	SET(s, r, 2, "bind-chain", "Kyo (interpreter=naive)", 8.0e8, NAN);
+	/* kyo's bytes per op (its binds copied) at depth 1,000 and 10,000 */
+	SET(s, r, 2, "bind-chain, depth 1,000", "Kyo (kyo: copied at every bind)", 8.0e6, NAN);
+	SET(s, r, 2, "bind-chain", "Kyo (kyo: copied at every bind)", 8.0e8, NAN);
 	claim(s, r, growth, 1, NULL);
-	SET(s, r, 2, "bind-chain", "Kyo (interpreter=naive)", 8.0e7, NAN);
+	SET(s, r, 2, "bind-chain", "Kyo (kyo: copied at every bind)", 8.0e7, NAN);
 	claim(s, r, growth, 0, NULL);
-	SET(s, r, 2, "bind-chain, depth 1,000", "Kyo (interpreter=naive)", 8.0e6, 6.0e6);
-	SET(s, r, 2, "bind-chain", "Kyo (interpreter=naive)", 4.0e8, 1.0e8);
+	SET(s, r, 2, "bind-chain, depth 1,000", "Kyo (kyo: copied at every bind)", 8.0e6, 6.0e6);
+	SET(s, r, 2, "bind-chain", "Kyo (kyo: copied at every bind)", 4.0e8, 1.0e8);
 	claim(s, r, growth, -1, NULL);
 	free(r);
 }
@@ -1250,8 +1250,9 @@ Test(suite, every_column_has_one_reference_and_the_studies_figures_are_in_place)
 	cr_expect_float_eq(find_cell(s, "concurrency 8", "kyo")->study_ratio, 1.12, 1e-9);
 	cr_expect_float_eq(find_cell(s, "concurrency 64", "kyo")->study_ratio, 0.97, 1e-9);
 	s = an_suite_find("memory");
-	cr_expect_str_eq(s->tables[2].cells[s->tables[2].ncells - 1].params,
-			 "interpreter=naive depth=1000");
+	/* the bind chain with each preset's own interpreter: no -P choice */
+	cr_expect_str_eq(s->tables[2].cells[s->tables[2].ncells - 1].params, "depth=1000");
+	cr_expect_str_eq(s->tables[2].cells[s->tables[2].ncells - 1].preset, "kyo");
 	cr_expect_str_eq(s->tables[2].cells[s->tables[2].ncells - 1].workload, "bind-chain");
 	cr_expect_float_eq(s->tables[0].tie, 1 + AN_SUITE_NOISE, 1e-12);
 	s = an_suite_find("micro");
