@@ -830,6 +830,10 @@ enum an_suite_claim_kind {
 	AN_CLAIM_GROWTH,  /* a and b the same run at sizes size_ratio apart (a the larger): the
 			   * growth exponent log(a ÷ b) / log(size_ratio), with its interval,
 			   * within exponent ± tolerance */
+	AN_CLAIM_SPREAD,  /* a's figure spread wider than b's: the ratio of their relative
+			   * half-widths (error ÷ figure), with its interval (Fisher's F for the
+			   * two samples' variances, times the interval of b ÷ a), at least
+			   * margin */
 };
 
 /* A finding of the study that no one cell carries, judged across columns or tables from
@@ -847,6 +851,8 @@ struct an_suite_claim {
 	/* AN_CLAIM_GROWTH: the sizes' ratio, the exponent the study found and how far from it
 	 * ours may be */
 	double size_ratio, exponent, tolerance;
+	/* AN_CLAIM_SPREAD: the least ratio of a's relative half-width to b's that holds */
+	double margin;
 };
 
 struct an_suite {
@@ -921,7 +927,8 @@ void an_suite_shape(const struct an_suite_table *t, const struct an_suite_result
 
 /* Claim k of suite s judged from res (the suite's cells in table order): ours and the
  * study's a ÷ b (AN_CLAIM_SHRINKS, AN_CLAIM_FLIPS: [0] at a's place, [1] at `to`;
- * AN_CLAIM_GROWTH: the study's is size_ratio ^ exponent; NAN none), and
+ * AN_CLAIM_GROWTH: the study's is size_ratio ^ exponent; AN_CLAIM_SPREAD: a's relative
+ * half-width ÷ b's, the study's from its published ±; NAN none), and
  * whether it holds, as a cell's shape. 0; -ENOENT when a cell it names is not in the
  * suite or left out by --presets: the claim is not shown. */
 struct an_suite_verdict {

@@ -138,8 +138,9 @@ static inline double wl__draw_unit(uint64_t seed, uint64_t k)
 
 /* ---- test hooks ---------------------------------------------------------------------- */
 
-/* sequentially: make the next op break its impl's promise once (actors: two messages of
- * one key handled out of order; buckets, converted: a bucket let go while its body is
+/* sequentially: make the next op break its promise once (where the impl and form promise
+ * each key's order, actors and every sequence: a key's first operation issued after its
+ * second; buckets and converted issued concurrently: a bucket let go while its body is
  * still inside), so that a test sees the check catch it. */
 void wl__sequentially_inject(struct wl_ctx *ctx);
 

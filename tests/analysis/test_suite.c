@@ -1066,6 +1066,72 @@ Test(suite, kyos_lead_on_non_blocking_tcp_at_8_connections_holds_fails_or_cannot
 	free(r);
 }
 
+/* Study 2's spread: the actors' relative half-width ÷ the buckets', at least 2× by the whole
+ * interval (Fisher's F for the two samples' variances, times the interval of the figures'
+ * ratio), from 15 samples a row as the table runs them (3 forks × 5 iterations). */
+#define OK15(v, e) { .state = AN_CELL_OK, .value = v, .error = e, .n = 15 }
+
+Test(suite, the_actors_spread_against_the_buckets_holds_fails_or_cannot_tell)
+{
+	const struct an_suite *s = an_suite_find("sequentially");
+	size_t ib, ia, k;
+	struct an_suite_result *r;
+	struct an_suite_verdict v;
+	double reach;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_not_null(s);
+	cr_expect_str_eq(s->tables[0].run_opts, "--warmup 5 --iterations 5", "the study's");
+	r = flat(s);
+	k = claim_at(s, "the actors' figure spread at least twice as wide");
+	cr_expect_eq(s->claims[k].kind, AN_CLAIM_SPREAD);
+	ib = cell_at(s, 0, "ops/s", "semaphore buckets (CPUs × 5)");
+	ia = cell_at(s, 0, "ops/s", "one actor per key");
+	/* present: ± 10% against ± 1%, 10× as wide */
+	r[ib] = (struct an_suite_result)OK15(2000, 20);
+	r[ia] = (struct an_suite_result)OK15(1500, 150);
+	v = claim(s, r, k, 1, NULL);
+	cr_expect_float_eq(v.study[0], (528.46 / 1434.05) / (112.77 / 2058.68), 1e-9, "6.7×");
+	cr_expect_float_eq(v.ours[0], 10, 1e-9);
+	expect_verdict(v, "holds: [", "] lies above 2× (ours ± 10% against ± 1%)");
+	/* the spread of two sample deviations alone reaches sqrt(F(14, 14) at 99.95%), 2.598×,
+	 * either way; the figures' ratio (the actors' ± 10%) widens it a little more */
+	reach = sqrt(6.74995);
+	cr_expect(v.lo[0] < 10 / reach && v.lo[0] > 0.8 * 10 / reach, "lo %g", v.lo[0]);
+	cr_expect(v.hi[0] > 10 * reach && v.hi[0] < 1.2 * 10 * reach, "hi %g", v.hi[0]);
+	/* absent: the actors' spread half the buckets' */
+	r[ia] = (struct an_suite_result)OK15(1500, 7.5);
+	v = claim(s, r, k, 0, NULL);
+	expect_verdict(v, "does not hold: [", "] lies below 2× (ours ± 0.5% against ± 1%)");
+	/* 3×: the interval reaches 2 */
+	r[ia] = (struct an_suite_result)OK15(1500, 45);
+	v = claim(s, r, k, -1, NULL);
+	expect_verdict(v, "cannot tell: [", "] reaches 2× (ours ± 3% against ± 1%)");
+	/* no sample behind a figure: no interval for a spread */
+	r[ia] = (struct an_suite_result){ .state = AN_CELL_OK, .value = 1500, .error = 150 };
+	v = claim(s, r, k, -1, NULL);
+	expect_verdict(v, "cannot tell: a spread needs a sample", "(ours ± 10% against ± 1%)");
+	/* suite.json names the kind */
+	r[ia] = (struct an_suite_result)OK15(1500, 150);
+	{
+		struct an_suite_result *res[1] = { r };
+		const struct an_suite *suites[1] = { s };
+		struct an_suite_report rep = { .command = "schedlab suite sequentially",
+					       .settings = "", .suites = suites, .res = res,
+					       .nsuites = 1 };
+
+		f = open_memstream(&buf, &len);
+		cr_assert_not_null(f);
+		cr_assert_eq(an_suite_write_json(&rep, f), 0);
+		fclose(f);
+		cr_expect_not_null(strstr(buf, "\"kind\": \"spread\", \"ours\": [10]"), "%s", buf);
+		free(buf);
+	}
+	free(r);
+}
+
 /* A run's result.json with an on-CPU probe of these categories (a JSON object's members);
  * attached or not, after another probe. */
 static struct an_result *with_oncpu(const char *cats, bool attached)
@@ -1302,13 +1368,17 @@ Test(suite, every_finding_names_cells_of_its_suite_and_agrees_with_the_study)
 				cr_expect(cl->size_ratio > 1 && cl->tolerance > 0 &&
 						  cl->tolerance < 1 && v.study[0] > 1,
 					  "%s", cl->text);
+			if (cl->kind == AN_CLAIM_SPREAD)
+				cr_expect(cl->margin >= 1 && v.study[0] > cl->margin,
+					  "%s: the study's %g", cl->text, v.study[0]);
 		}
 		free(r);
 	}
-	cr_expect_eq(nclaims, 21, "five-runtimes: Loom ahead of Ox, Ox of Gears; kyo-blocking: "
+	cr_expect_eq(nclaims, 22, "five-runtimes: Loom ahead of Ox, Ox of Gears; kyo-blocking: "
 		     "Kyo's lead gone at 64; micro: a lead that shrinks, a flip; memory: the "
-		     "crossover, the bind chain's growth; errors: two gaps that shrink with tf, "
-		     "four smaller under the loop, eight loops ahead");
+		     "crossover, the bind chain's growth; sequentially: the actors' spread; "
+		     "errors: two gaps that shrink with tf, four smaller under the loop, eight "
+		     "loops ahead");
 }
 
 /* What study 2 and study 3 find, judged where the tables say: the chain of study 2, the
