@@ -855,6 +855,16 @@ struct an_suite_claim {
 	double margin;
 };
 
+/* A study's explanation of a result, and the finding of ours that accounts for it: the
+ * finding (an an_findings() id) among the findings of one cell's run, or, where the
+ * explanation is that a fix removed the cause, absent from them. */
+struct an_suite_why {
+	const char *text;   /* the study's explanation, as the table shows it */
+	struct an_suite_ref cell;
+	const char *finding;
+	bool absent;        /* the cause is gone there: the finding must not be among them */
+};
+
 struct an_suite {
 	const char *name;
 	const char *summary;
@@ -864,6 +874,8 @@ struct an_suite {
 	size_t ntables;
 	const struct an_suite_claim *claims; /* NULL: none */
 	size_t nclaims;
+	const struct an_suite_why *whys;     /* NULL: none */
+	size_t nwhys;
 };
 
 /* Every suite, NULL-terminated, in the order `all` runs them; one by name or NULL. */
@@ -883,12 +895,27 @@ enum an_cell_state {
 };
 
 /* A cell's outcome, parallel to its suite's cells in table order. */
+#define AN_SUITE_FINDINGS 3 /* the top findings a cell carries */
+
 struct an_suite_result {
 	enum an_cell_state state;
 	char reason[256];       /* FAILED, NOT_BUILT: why */
 	char link[512];         /* its run folder's report, relative to suite.md; "" none */
 	double value, error, n; /* error NAN when none */
+	/* its run's top findings (an_findings()), most important first: ids and shares
+	 * (NAN: not a share of time); findings_known false when none were looked for (no
+	 * run read back: a peer's cell, a failed or interrupted run) */
+	bool findings_known;
+	size_t nfindings;
+	char findings[AN_SUITE_FINDINGS][32];
+	double finding_share[AN_SUITE_FINDINGS];
 };
+
+/* Why k of suite s: 1 when our finding accounts for the study's explanation (present, or
+ * absent where it says a fix removed the cause), 0 when the run's findings say otherwise,
+ * -1 when the cell has no findings to look at; text says which and where. */
+int an_suite_why(const struct an_suite *s, const struct an_suite_result *res, size_t k,
+		 char *text, size_t len);
 
 /* a ÷ b, and in lo..hi its 99.9% interval: Fieller's (an_ratio_fieller()) from each
  * figure's interval and n where both have one and n >= 2, else the quotient of the two
@@ -965,6 +992,10 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out);
 /* One table, plain text for a terminal. */
 void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_result *res,
 			  FILE *out);
+/* Suite s's explanations against its runs' findings, plain text for a terminal; nothing
+ * when it has none. */
+void an_suite_print_whys(const struct an_suite *s, const struct an_suite_result *res,
+			 FILE *out);
 /* Suite s's claims, plain text for a terminal; nothing when it has none. */
 void an_suite_print_claims(const struct an_suite *s, const struct an_suite_result *res,
 			   FILE *out);

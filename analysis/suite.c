@@ -544,28 +544,66 @@ static const struct an_suite_claim err_claims[] = {
 	ERR_AHEAD("5", "exceptions without a trace (extra row)"),
 };
 
-#define SUITE(nm, sum, refuse, t) { nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), NULL, 0 }
+/* ---- why: the studies' explanations and the findings that account for them ---------- */
+
+/* Each explanation a study gives for a result, and the finding of ours (analysis/
+ * findings.c) that says the same of the cell's run: Kyo's collapse is stranded work, the
+ * flush leaves some of it, the full fix none; the transformer on futures pays in
+ * submissions, the exceptions in stack capture; the bind chain in allocation. */
+static const struct an_suite_why five_whys[] = {
+	{ "Kyo's blocking-TCP collapse: queued tasks stranded behind 1 ms blocks its scheduler "
+	  "does not see", { 0, "blocking TCP", "Kyo" }, "stranded-work", false },
+};
+
+static const struct an_suite_why kyo_whys[] = {
+	{ "Kyo default: queued children collect on a few workers, stranded behind blocks the "
+	  "detector misses", { 0, "blocking TCP", "Kyo default" }, "stranded-work", false },
+	{ "flush hands the queued tasks on but not the blocking call: some stranded work "
+	  "remains", { 0, "blocking TCP", "Kyo, flush before every exchange" }, "stranded-work",
+	  false },
+	{ "flush with 64 workers and a 64-wide scan: nothing is stranded any more",
+	  { 0, "blocking TCP", "Kyo, flush + 64 core/min/max workers, stride 64" },
+	  "stranded-work", true },
+};
+
+static const struct an_suite_why micro_whys[] = {
+	{ "the bind chain: Kyo's allocation grows with the chain's depth",
+	  { 0, "left-associated suspended binds, depth 10,000", "Kyo" }, "allocation", false },
+};
+
+static const struct an_suite_why err_whys[] = {
+	{ "futures: each of the transformer's steps is a submission to the pool, which "
+	  "dominates short tasks", { 0, "tf=2", "transformer" }, "submission-dominates", false },
+	{ "the run loop: the exceptions spend their time filling stack traces",
+	  { 3, "exec=loop, tf=2", "exceptions" }, "stack-capture", false },
+};
+
+#define SUITE(nm, sum, refuse, t)                                                            \
+	{ nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), NULL, 0, NULL, 0 }
 #define SUITE_CLAIMS(nm, sum, refuse, t, c)                                                 \
-	{ nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), c, sizeof(c) / sizeof(c[0]) }
+	{ nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), c, sizeof(c) / sizeof(c[0]), NULL, 0 }
+#define SUITE_WHY(nm, sum, refuse, t, c, w)                                                 \
+	{ nm, sum, refuse, t, sizeof(t) / sizeof(t[0]), c, sizeof(c) / sizeof(c[0]), w,         \
+	  sizeof(w) / sizeof(w[0]) }
 
 static const struct an_suite suites[] = {
-	SUITE_CLAIMS("five-runtimes", "study 1: workers, spawn/join, blocking and callback TCP "
-		     "under ce, kyo, loom, ox and gears, with tokio and go as extra rows", false,
-		     five_tables, five_claims),
-	SUITE_CLAIMS("kyo-blocking", "study 1: blocking TCP under ce, kyo and kyo's two fixes; "
-		     "non-blocking TCP under ce and kyo at 8 and 64 connections", false,
-		     kyo_tables, kyo_claims),
-	SUITE_CLAIMS("micro", "study 1: the Kyo vs cats-effect micro-benchmarks as ratios kyo "
-		     "÷ ce", false, micro_tables, micro_claims),
+	SUITE_WHY("five-runtimes", "study 1: workers, spawn/join, blocking and callback TCP "
+		  "under ce, kyo, loom, ox and gears, with tokio and go as extra rows", false,
+		  five_tables, five_claims, five_whys),
+	SUITE_WHY("kyo-blocking", "study 1: blocking TCP under ce, kyo and kyo's two fixes; "
+		  "non-blocking TCP under ce and kyo at 8 and 64 connections", false, kyo_tables,
+		  kyo_claims, kyo_whys),
+	SUITE_WHY("micro", "study 1: the Kyo vs cats-effect micro-benchmarks as ratios kyo ÷ "
+		  "ce", false, micro_tables, micro_claims, micro_whys),
 	SUITE_CLAIMS("memory", "study 1: waiting tasks' heap, RSS and PSS; the blocking-TCP "
 		     "client's footprint; bytes per op of every workload, and the bind chain's "
 		     "at two depths", false, mem_tables, mem_claims),
 	SUITE_CLAIMS("sequentially", "study 2: per-key serialization, semaphore buckets in "
 		     "sequence vs an actor per key vs buckets through a dispatcher, and the "
 		     "spread of the first two", true, seq_tables, seq_claims),
-	SUITE_CLAIMS("errors", "study 3: error style × execution style × tf, then the "
-		     "error-ratio sweep and stack capture's share of the on-CPU samples", true,
-		     err_tables, err_claims),
+	SUITE_WHY("errors", "study 3: error style × execution style × tf, then the "
+		  "error-ratio sweep and stack capture's share of the on-CPU samples", true,
+		  err_tables, err_claims, err_whys),
 };
 
 static const struct an_suite *const suite_list[] = {
@@ -1020,6 +1058,59 @@ static const struct an_suite_cell *cell_of(const struct an_suite *s, size_t k)
 	return &s->tables[t].cells[k];
 }
 
+/* "id 60%" (or "id" with no share): a finding as a cell shows it. */
+static void fmt_finding(const struct an_suite_result *r, size_t j, char *buf, size_t len)
+{
+	if (isfinite(r->finding_share[j]))
+		snprintf(buf, len, "%s %.0f%%", r->findings[j], 100 * r->finding_share[j]);
+	else
+		snprintf(buf, len, "%s", r->findings[j]);
+}
+
+int an_suite_why(const struct an_suite *s, const struct an_suite_result *res, size_t k,
+		 char *text, size_t len)
+{
+	const struct an_suite_why *w = &s->whys[k];
+	size_t i = cell_index(s, w->cell.table, w->cell.column, w->cell.row);
+	const struct an_suite_result *r;
+	bool found = false;
+	char f[64];
+
+	if (i == SIZE_MAX) {
+		snprintf(text, len, "n/a: no cell %s, %s", w->cell.column, w->cell.row);
+		return -1;
+	}
+	r = &res[i];
+	if (r->state != AN_CELL_OK || !r->findings_known) {
+		snprintf(text, len, "cannot tell: %s, %s has no findings to look at (%s)",
+			 w->cell.column, w->cell.row,
+			 r->state == AN_CELL_OK ? "its run was not read" : "no figure");
+		return -1;
+	}
+	for (size_t j = 0; j < r->nfindings && !found; j++)
+		found = !strcmp(r->findings[j], w->finding);
+	if (found != w->absent) {
+		if (found) {
+			for (size_t j = 0; j < r->nfindings; j++)
+				if (!strcmp(r->findings[j], w->finding))
+					fmt_finding(r, j, f, sizeof(f));
+			snprintf(text, len, "explained: %s", f);
+		} else {
+			snprintf(text, len, "explained: no %s among its findings", w->finding);
+		}
+		return 1;
+	}
+	if (found)
+		snprintf(text, len, "not explained: %s is still among its findings", w->finding);
+	else if (!r->nfindings)
+		snprintf(text, len, "not explained: no finding crossed its threshold");
+	else {
+		fmt_finding(r, 0, f, sizeof(f));
+		snprintf(text, len, "not explained: no %s; its top finding is %s", w->finding, f);
+	}
+	return 0;
+}
+
 /* A cell's figure in the study: published, else its study ratio to its column's
  * reference (the micro-benchmarks give only those, the reference's 1). */
 static double study_figure(const struct an_suite_cell *c)
@@ -1433,8 +1524,8 @@ static void md_table(const struct an_suite_table *t, const struct an_suite_resul
 	fprintf(out, "### %s\n\nStudy: %s. Figures in %s. Shape: %s.\n\n", t->title, t->source,
 		t->unit, t->band_why);
 	fputs("| column | row | run | ours ± error (n) | study | ours ÷ ref | study ÷ ref | "
-	      "shape | run folder |\n", out);
-	fputs("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n", out);
+	      "shape | top findings | run folder |\n", out);
+	fputs("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n", out);
 	for (size_t i = 0; i < t->ncells; i++) {
 		const struct an_suite_cell *c = &t->cells[i];
 		struct an_suite_shape sh;
@@ -1460,6 +1551,18 @@ static void md_table(const struct an_suite_table *t, const struct an_suite_resul
 		fprintf(out, "%s | ", buf);
 		fmt_ratio(c->reference ? study_one(c) : sh.study_ratio, buf, sizeof(buf));
 		fprintf(out, "%s | %s | ", buf, sh.text);
+		/* a figure's run's findings; a cell with no figure has none to give */
+		if (res[i].state != AN_CELL_OK || !res[i].findings_known)
+			fputs("—", out);
+		else if (!res[i].nfindings)
+			fputs("none", out);
+		for (size_t j = 0; res[i].state == AN_CELL_OK && res[i].findings_known &&
+				   j < res[i].nfindings;
+		     j++) {
+			fmt_finding(&res[i], j, buf, sizeof(buf));
+			fprintf(out, "%s%s", j ? ", " : "", buf);
+		}
+		fputs(" | ", out);
 		if (res[i].link[0])
 			fprintf(out, "[%s](%s)", strstr(res[i].link, "report.md") ? "report" :
 				"samples", res[i].link);
@@ -1542,6 +1645,64 @@ static void write_claims(const struct an_suite *s, const struct an_suite_result 
 		fputc('\n', out);
 }
 
+/* Whether why k's cell was left out (its preset not asked for): then it is not shown. */
+static bool why_left_out(const struct an_suite *s, const struct an_suite_result *res, size_t k)
+{
+	size_t i = cell_index(s, s->whys[k].cell.table, s->whys[k].cell.column,
+			      s->whys[k].cell.row);
+
+	return i != SIZE_MAX && res[i].state == AN_CELL_LEFT_OUT;
+}
+
+/* The study's explanations and whether our findings account for them. */
+static void write_whys(const struct an_suite *s, const struct an_suite_result *res, bool md,
+		       FILE *out)
+{
+	char text[256];
+
+	size_t shown = 0;
+
+	for (size_t k = 0; k < s->nwhys; k++)
+		shown += !why_left_out(s, res, k);
+	if (!shown)
+		return;
+	if (md)
+		fputs("### Why\n\nThe study's explanations, each beside the finding of ours that "
+		      "should say the same of the cell's run ('schedlab diagnose' on its folder): "
+		      "explained when it is among the run's findings (or, where the study says a "
+		      "fix removed the cause, when it is not), not explained when the run's "
+		      "findings say otherwise.\n\n| the study's explanation | cell | finding | ours "
+		      "|\n| --- | --- | --- | --- |\n", out);
+	else
+		fprintf(out, "Why (the study's explanations against the runs' findings)\n");
+	for (size_t k = 0; k < s->nwhys; k++) {
+		const struct an_suite_why *w = &s->whys[k];
+
+		if (why_left_out(s, res, k))
+			continue;
+		an_suite_why(s, res, k, text, sizeof(text));
+		if (!md) {
+			fprintf(out, "  %-75.75s %s\n", w->text, text);
+			continue;
+		}
+		fputs("| ", out);
+		md_cell(out, w->text);
+		fputs(" | ", out);
+		md_cell(out, w->cell.column);
+		fputs(", ", out);
+		md_cell(out, w->cell.row);
+		fprintf(out, " | %s%s | %s |\n", w->absent ? "no " : "", w->finding, text);
+	}
+	if (md)
+		fputc('\n', out);
+}
+
+void an_suite_print_whys(const struct an_suite *s, const struct an_suite_result *res,
+			 FILE *out)
+{
+	write_whys(s, res, false, out);
+}
+
 int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 {
 	size_t held = 0, judged = 0, claims = 0, claims_held = 0, claims_judged = 0;
@@ -1609,6 +1770,7 @@ int an_suite_write_md(const struct an_suite_report *r, FILE *out)
 			res += s->tables[t].ncells;
 		}
 		write_claims(s, r->res[k], true, out);
+		write_whys(s, r->res[k], true, out);
 	}
 	return ferror(out) ? -EIO : 0;
 }
@@ -1735,6 +1897,7 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 			for (size_t i = 0, first = 1; i < tb->ncells; i++) {
 				const struct an_suite_cell *c = &tb->cells[i];
 				struct an_suite_shape sh;
+				bool known;
 
 				if (res[i].state == AN_CELL_LEFT_OUT)
 					continue;
@@ -1782,6 +1945,18 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 				an_json_str(out, sh.text);
 				fputs(", \"holds\": ", out);
 				fputs(sh.holds < 0 ? "null" : sh.holds ? "true" : "false", out);
+				fputs(", \"findings\": ", out);
+				known = res[i].state == AN_CELL_OK && res[i].findings_known;
+				fputs(known ? "[" : "null", out);
+				for (size_t j = 0; known && j < res[i].nfindings; j++) {
+					fputs(j ? ", {\"id\": " : "{\"id\": ", out);
+					an_json_str(out, res[i].findings[j]);
+					fputs(", \"share\": ", out);
+					an_json_num(out, res[i].finding_share[j]);
+					fputc('}', out);
+				}
+				if (known)
+					fputc(']', out);
 				fputs(", \"run\": ", out);
 				an_json_str(out, res[i].link[0] ? res[i].link : NULL);
 				fputc('}', out);
@@ -1791,6 +1966,29 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 		}
 		fputs("],\n     \"claims\": [", out);
 		json_claims(s, r->res[k], out);
+		fputs("],\n     \"why\": [", out);
+		for (size_t w = 0, first = 1; w < s->nwhys; w++) {
+			char text[256];
+			int v;
+
+			if (why_left_out(s, r->res[k], w))
+				continue;
+			v = an_suite_why(s, r->res[k], w, text, sizeof(text));
+			fprintf(out, "%s\n       {\"explanation\": ", first ? "" : ",");
+			first = 0;
+			an_json_str(out, s->whys[w].text);
+			fputs(", \"column\": ", out);
+			an_json_str(out, s->whys[w].cell.column);
+			fputs(", \"row\": ", out);
+			an_json_str(out, s->whys[w].cell.row);
+			fputs(", \"finding\": ", out);
+			an_json_str(out, s->whys[w].finding);
+			fprintf(out, ", \"absent\": %s, \"explained\": %s, \"text\": ",
+				s->whys[w].absent ? "true" : "false",
+				v < 0 ? "null" : v ? "true" : "false");
+			an_json_str(out, text);
+			fputc('}', out);
+		}
 		fputs("]}", out);
 	}
 	fputs("\n  ]\n}\n", out);

@@ -551,6 +551,25 @@ static int run_job(struct suite_run *sr, size_t j, const char *self)
 	return 0;
 }
 
+/* The top findings of the job's run, as 'schedlab diagnose' gives them for its folder
+ * (none looked for without a run read back: a peer's samples). */
+static void cell_findings(const struct job *jb, struct an_suite_result *res)
+{
+	struct an_finding f[AN_FINDINGS_MAX];
+	int n;
+
+	if (!jb->r)
+		return;
+	n = an_findings(jb->r, f, AN_FINDINGS_MAX);
+	if (n < 0)
+		return;
+	res->findings_known = true;
+	for (int j = 0; j < n && res->nfindings < AN_SUITE_FINDINGS; j++) {
+		snprintf(res->findings[res->nfindings], sizeof(res->findings[0]), "%s", f[j].id);
+		res->finding_share[res->nfindings++] = f[j].share;
+	}
+}
+
 /* The cell's figure from its job's run. */
 static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 		      const struct job *jb, struct an_suite_result *res)
@@ -582,6 +601,7 @@ static void fill_cell(const struct suite_run *sr, const struct an_suite_cell *c,
 		return;
 	}
 	res->state = AN_CELL_OK;
+	cell_findings(jb, res);
 	forks = jb->r ? an_result_num(jb->r, "forks") : NAN;
 	switch (c->metric) {
 	case AN_SUITE_SCORE:
@@ -833,6 +853,9 @@ int cmd_suite(int argc, char **argv)
 		if (sr.suites[k]->nclaims)
 			putchar('\n');
 		an_suite_print_claims(sr.suites[k], sr.res[k], stdout);
+		if (sr.suites[k]->nwhys)
+			putchar('\n');
+		an_suite_print_whys(sr.suites[k], sr.res[k], stdout);
 	}
 	for (size_t i = 0; i < sr.nskipped; i++)
 		printf("\n%s", sr.skipped[i]);

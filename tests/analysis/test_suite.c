@@ -124,8 +124,28 @@ static const struct an_suite_claim claims[] = {
 		     .a = AT(0, "a", "who wins, too wide"), .b = AT(0, "a", "reference") },
 };
 
+enum { W_EXPLAINED, W_NOT, W_GONE, W_STILL, W_NONE_RAN, W_NO_FINDINGS };
+
+/* The study's explanations against findings results() gives the cells: one found, one
+ * another finding stands in for, a cause a fix removed (absent) and one it did not, a
+ * cell that failed, a cell whose findings were not looked for. */
+static const struct an_suite_why whys[] = {
+	[W_EXPLAINED] = { "the holds row strands its work", AT(0, "a", "holds"), "stranded-work",
+			  false },
+	[W_NOT] = { "the other row pays in stack capture", AT(0, "a", "other winner"),
+		    "stack-capture", false },
+	[W_GONE] = { "the fix: nothing stranded any more", AT(0, "a", "reference"),
+		     "stranded-work", true },
+	[W_STILL] = { "the partial fix: no allocation left", AT(0, "a", "outside the band"),
+		      "allocation", true },
+	[W_NONE_RAN] = { "a failed row's cause", AT(0, "a", "failed"), "allocation", false },
+	[W_NO_FINDINGS] = { "a row whose run was not read", AT(0, "a", "tie"), "allocation",
+			    false },
+};
+
 static const struct an_suite suite = { "synthetic", "every outcome of a cell", false, tables,
-				       4, claims, sizeof(claims) / sizeof(claims[0]) };
+				       4, claims, sizeof(claims) / sizeof(claims[0]), whys,
+				       sizeof(whys) / sizeof(whys[0]) };
 
 /* The cells, by their index in the suite (table order). */
 enum {
@@ -138,6 +158,12 @@ enum {
 };
 
 #define FIG(v, e) { .state = AN_CELL_OK, .value = v, .error = e, .n = 9 }
+
+static void finding(struct an_suite_result *r, const char *id, double share)
+{
+	snprintf(r->findings[r->nfindings], sizeof(r->findings[0]), "%s", id);
+	r->finding_share[r->nfindings++] = share;
+}
 
 static void results(struct an_suite_result *r)
 {
@@ -170,6 +196,14 @@ static void results(struct an_suite_result *r)
 	snprintf(r[R_FAILED].reason, sizeof(r[R_FAILED].reason), "check failed | in fork 1");
 	r[R_LEFT_OUT].state = AN_CELL_LEFT_OUT;
 	r[R_B_REF].state = AN_CELL_LEFT_OUT;
+	/* the runs' findings, as cmd_suite.c reads them back; R_TIE's were not looked for */
+	for (size_t i = 0; i < NRES; i++)
+		r[i].findings_known = i != R_TIE;
+	finding(&r[R_HOLDS], "stranded-work", 0.6);
+	finding(&r[R_HOLDS], "wakeup-cost", 0.2);
+	finding(&r[R_OTHER], "allocation", NAN);
+	finding(&r[R_OUTSIDE], "allocation", 0.3);
+	finding(&r[R_REF], "noisy-score", NAN);
 }
 
 static char *render(bool json)
@@ -205,6 +239,36 @@ static char *read_text(const char *path)
 	fclose(f);
 	cr_assert_geq(n, 0, "%s", path);
 	return buf;
+}
+
+/* Each explanation is explained only by the finding it names in the cell it names, a fix's
+ * only by the finding's absence, and a cell without findings cannot tell. */
+Test(suite, a_studys_explanation_is_explained_only_by_its_finding)
+{
+	static const struct {
+		int want;
+		const char *says;
+	} expect[] = {
+		[W_EXPLAINED] = { 1, "explained: stranded-work 60%" },
+		[W_NOT] = { 0, "not explained: no stack-capture; its top finding is allocation" },
+		[W_GONE] = { 1, "explained: no stranded-work among its findings" },
+		[W_STILL] = { 0, "not explained: allocation is still among its findings" },
+		[W_NONE_RAN] = { -1, "cannot tell: a, failed has no findings to look at" },
+		[W_NO_FINDINGS] = { -1, "its run was not read" },
+	};
+	struct an_suite_result r[NRES];
+	char text[256];
+
+	results(r);
+	for (size_t k = 0; k < sizeof(whys) / sizeof(whys[0]); k++) {
+		cr_expect_eq(an_suite_why(&suite, r, k, text, sizeof(text)), expect[k].want,
+			     "%s: %s", whys[k].text, text);
+		cr_expect_not_null(strstr(text, expect[k].says), "%s: %s", whys[k].text, text);
+	}
+	/* and with no finding at all where one was looked for */
+	r[R_HOLDS].nfindings = 0;
+	cr_expect_eq(an_suite_why(&suite, r, W_EXPLAINED, text, sizeof(text)), 0);
+	cr_expect_str_eq(text, "not explained: no finding crossed its threshold");
 }
 
 Test(suite, markdown_matches_the_golden_file)
@@ -282,6 +346,19 @@ Test(suite, json_reads_back_with_each_cell_its_interval_and_its_rule)
 	cr_expect(json_object_is_type(at(c, "10.ratio_interval.0"), json_type_null));
 	cr_expect_str_eq(str_at(c, "11.reason"), "check failed | in fork 1");
 	cr_expect_str_eq(str_at(c, "1.run"), "02-spawn-join/run/report.md");
+	/* each cell's top findings; null where none were looked for or no figure came */
+	cr_expect_str_eq(str_at(c, "1.findings.0.id"), "stranded-work");
+	cr_expect_float_eq(json_object_get_double(at(c, "1.findings.0.share")), 0.6, 1e-12);
+	cr_expect_str_eq(str_at(c, "1.findings.1.id"), "wakeup-cost");
+	cr_expect(json_object_is_type(at(c, "5.findings"), json_type_null), "not looked for");
+	cr_expect(json_object_is_type(at(c, "10.findings"), json_type_null), "no figure");
+	cr_expect_eq(json_object_array_length(at(c, "4.findings")), 0, "looked for, none");
+	/* the study's explanations against them */
+	cr_expect_str_eq(str_at(j, "suites.0.why.0.finding"), "stranded-work");
+	cr_expect_eq(json_object_get_boolean(at(j, "suites.0.why.0.explained")), 1);
+	cr_expect_eq(json_object_get_boolean(at(j, "suites.0.why.1.explained")), 0);
+	cr_expect_eq(json_object_get_boolean(at(j, "suites.0.why.2.absent")), 1);
+	cr_expect(json_object_is_type(at(j, "suites.0.why.4.explained"), json_type_null));
 	cr_expect_str_eq(str_at(j, "not_run.0"),
 			 "suite errors not run: workload error-pipeline is not registered in "
 			 "this build");
@@ -1347,6 +1424,23 @@ Test(suite, every_finding_names_cells_of_its_suite_and_agrees_with_the_study)
 		cr_assert_not_null(r);
 		for (size_t i = 0; i < ncells; i++)
 			r[i] = (struct an_suite_result){ .state = AN_CELL_OK, .value = 1 };
+		/* each explanation names a cell of its suite and a finding findings.c makes */
+		for (size_t k = 0; k < s->nwhys; k++) {
+			static const char *const ids[] = {
+				"stranded-work", "allocation", "stack-capture",
+				"submission-dominates", "scheduling-dominates", "wakeup-cost",
+				"missed-idle", "worker-imbalance", "idle-while-queued",
+			};
+			bool known = false;
+			char text[256];
+
+			cr_expect_eq(an_suite_why(s, r, k, text, sizeof(text)), -1, "%s: %s",
+				     s->whys[k].text, text);
+			cr_expect(strstr(text, "n/a") == NULL, "%s: %s", s->whys[k].text, text);
+			for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+				known |= !strcmp(ids[i], s->whys[k].finding);
+			cr_expect(known, "%s: no finding %s", s->whys[k].text, s->whys[k].finding);
+		}
 		for (size_t k = 0; k < s->nclaims; k++, nclaims++) {
 			const struct an_suite_claim *cl = &s->claims[k];
 			struct an_suite_verdict v;

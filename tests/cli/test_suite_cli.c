@@ -125,11 +125,15 @@ Test(suite_cli, a_real_run_writes_both_files_with_every_cell_linked, .timeout = 
 	cr_expect_not_null(strstr(md, "**--quick**: each cell ran 1 fork"), "%s", md);
 	cr_expect_not_null(strstr(md, "Rows: --presets ce,kyo."), "every preset asked for: %s", md);
 	cr_expect_not_null(strstr(md, "| ours ± error (n) | study | ours ÷ ref | study ÷ ref | "
-				      "shape | run folder |"), "%s", md);
+				      "shape | top findings | run folder |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| blocking TCP | cats-effect default | `tcp-blocking "
 				      "--preset ce` |"), "%s", md);
-	cr_expect_not_null(strstr(md, "| 149.00 ± 2.93 | 1× | 1× | reference | [report]("),
-			   "%s", md);
+	cr_expect_not_null(strstr(md, "| 149.00 ± 2.93 | 1× | 1× | reference | "), "%s", md);
+	/* each cell with a figure carries its run's top findings, 'none' when none crossed */
+	cr_expect_null(strstr(md, "| reference | — |"), "the reference's findings: %s", md);
+	/* the study's explanations, Kyo default's stranded work among them */
+	cr_expect_not_null(strstr(md, "### Why"), "%s", md);
+	cr_expect_not_null(strstr(md, "| blocking TCP, Kyo default | stranded-work |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| 4.96 ± 0.02 |"), "the study's Kyo figure: %s", md);
 	cr_expect_null(strstr(md, "kyo-flush"), "a row left out by --presets: %s", md);
 
