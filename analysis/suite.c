@@ -424,24 +424,75 @@ static const struct an_suite_cell err_loop_cells[] = {
 	ERR_TF("loop", "200", 43247, 43064, 43567),
 };
 
-/* The error-ratio sweep: (failures, invalid) per column; the study names the columns
- * and gives no figures. Invalid inputs are those at or above the threshold `valid`. */
-#define ERR_RATIO(col, fail, valid)                                                         \
-	ERR_R(col, "transformer", "combinator", fail, valid, false),                          \
-	ERR_R(col, "hand-written either", "value", fail, valid, true),                        \
-	ERR_R(col, "exceptions", "raise", fail, valid, false),                                \
-	ERR_R(col, "exceptions without a trace", "raise-notrace", fail, valid, false)
-#define ERR_R(col, rowname, style, fail, valid, ref)                                        \
-	{ .column = col, .row = rowname, .workload = "error-pipeline", .preset = "ce",         \
-	  .params = "style=" style " exec=pool tf=2 fail=" fail " valid=" valid " n=" ERR_N,  \
-	  .metric = AN_SUITE_NS_PER_OP, .per_op = 1000, .published = N, .published_err = N,  \
-	  .study_ratio = NAN, .reference = ref }
+/* studies.md §3, ZIO (1.x, the same pipeline; the outside world inside `blocking`, shifted
+ * to a blocking pool: exec=zio under -c blocking=offload, the table's run option): the
+ * four styles, the typed error channel (ZIO.fail with a value) among them. Its run loop
+ * favours long programs, so the study compares ZIO with itself only, as this table does. */
+#define ERR_ZIO(tf, tr, either, exc, typed)                                                 \
+	ERR("tf=" tf, "transformer (EitherT over UIO)", "combinator", "zio", tf, tr, false),  \
+	ERR("tf=" tf, "hand-written either (UIO[Either])", "value", "zio", tf, either, true), \
+	ERR("tf=" tf, "exceptions", "raise", "zio", tf, exc, false),                          \
+	ERR("tf=" tf, "typed error channel", "typed", "zio", tf, typed, false)
 
-static const struct an_suite_cell err_ratio_cells[] = {
-	ERR_RATIO("10% failures, 20% invalid", "0.1", "80"),
-	ERR_RATIO("25% failures, 30% invalid", "0.25", "70"),
-	ERR_RATIO("45% failures, 30% invalid", "0.45", "70"),
-	ERR_RATIO("45% failures, 50% invalid", "0.45", "50"),
+static const struct an_suite_cell err_zio_cells[] = {
+	ERR_ZIO("2", 10694, 10420, 11170, 10547),
+	ERR_ZIO("5", 11224, 11046, 11739, 11156),
+	ERR_ZIO("100", 29673, 29625, 30510, 29596),
+	ERR_ZIO("200", 49393, 49046, 49864, 49257),
+};
+
+/* The error-ratio sweeps (studies.md §3), ns/op: columns (failures, invalid) at tf=5 and
+ * tf=100, each row against the hand-written either of its column. Invalid inputs are
+ * those at or above the threshold `valid`: (10%, 20%) is fail=0.1 valid=80. */
+#define ERR_SW(col, rowname, style, exec, fail, valid, tf, pub, ref)                        \
+	{ .column = col, .row = rowname, .workload = "error-pipeline", .preset = "ce",         \
+	  .params = "style=" style " exec=" exec " tf=" tf " fail=" fail " valid=" valid      \
+		    " n=" ERR_N,                                                               \
+	  .metric = AN_SUITE_NS_PER_OP, .per_op = 1000, .published = pub, .published_err = N,  \
+	  .study_ratio = NAN, .reference = ref }
+#define ERR_SWEEP(col, exec, fail, valid, tf, exc, either)                                   \
+	ERR_SW(col, "exceptions", "raise", exec, fail, valid, tf, exc, false),                \
+	ERR_SW(col, "hand-written either", "value", exec, fail, valid, tf, either, true)
+#define ERR_SWEEP3(col, fail, valid, tf, exc, either, bif)                                   \
+	ERR_SWEEP(col, "zio", fail, valid, tf, exc, either),                                  \
+	ERR_SW(col, "typed error channel (bifunctor)", "typed", "zio", fail, valid, tf, bif,  \
+	       false)
+#define R1 "(10%, 20%)"
+#define R2 "(25%, 30%)"
+#define R3 "(45%, 30%)"
+#define R4 "(45%, 50%)"
+
+static const struct an_suite_cell err_sweep_future_cells[] = {
+	ERR_SWEEP(R1 " tf=5", "pool", "0.1", "80", "5", 8778, 6775),
+	ERR_SWEEP(R2 " tf=5", "pool", "0.25", "70", "5", 8775, 6075),
+	ERR_SWEEP(R3 " tf=5", "pool", "0.45", "70", "5", 9775, 6385),
+	ERR_SWEEP(R4 " tf=5", "pool", "0.45", "50", "5", 8275, 5246),
+	ERR_SWEEP(R1 " tf=100", "pool", "0.1", "80", "100", 28039, 26657),
+	ERR_SWEEP(R2 " tf=100", "pool", "0.25", "70", "100", 25729, 23489),
+	ERR_SWEEP(R3 " tf=100", "pool", "0.45", "70", "100", 26365, 23769),
+	ERR_SWEEP(R4 " tf=100", "pool", "0.45", "50", "100", 20736, 17514),
+};
+
+static const struct an_suite_cell err_sweep_io_cells[] = {
+	ERR_SWEEP(R1 " tf=5", "loop", "0.1", "80", "5", 5795, 5360),
+	ERR_SWEEP(R2 " tf=5", "loop", "0.25", "70", "5", 5398, 4729),
+	ERR_SWEEP(R3 " tf=5", "loop", "0.45", "70", "5", 5629, 4991),
+	ERR_SWEEP(R4 " tf=5", "loop", "0.45", "50", "5", 4374, 3681),
+	ERR_SWEEP(R1 " tf=100", "loop", "0.1", "80", "100", 24233, 23805),
+	ERR_SWEEP(R2 " tf=100", "loop", "0.25", "70", "100", 21462, 20806),
+	ERR_SWEEP(R3 " tf=100", "loop", "0.45", "70", "100", 21939, 20940),
+	ERR_SWEEP(R4 " tf=100", "loop", "0.45", "50", "100", 15871, 14966),
+};
+
+static const struct an_suite_cell err_sweep_zio_cells[] = {
+	ERR_SWEEP3(R1 " tf=5", "0.1", "80", "5", 11739, 11046, 11156),
+	ERR_SWEEP3(R2 " tf=5", "0.25", "70", "5", 10944, 9723, 9970),
+	ERR_SWEEP3(R3 " tf=5", "0.45", "70", "5", 11230, 9906, 10203),
+	ERR_SWEEP3(R4 " tf=5", "0.45", "50", "5", 8795, 7277, 7475),
+	ERR_SWEEP3(R1 " tf=100", "0.1", "80", "100", 30510, 29625, 29596),
+	ERR_SWEEP3(R2 " tf=100", "0.25", "70", "100", 27332, 25940, 26164),
+	ERR_SWEEP3(R3 " tf=100", "0.45", "70", "100", 27769, 26151, 26226),
+	ERR_SWEEP3(R4 " tf=100", "0.45", "50", "100", 20565, 18874, 19058),
 };
 
 /* Stack capture's share of the on-CPU samples (studies.md §3: "with the IO run loop,
@@ -482,10 +533,11 @@ static const struct an_suite_table err_tables[] = {
 	  "studies.md §3, error handling with an IO run loop, ns/op (lower is better)", "ns/op",
 	  2, "as with futures", "", "", err_loop_cells,
 	  sizeof(err_loop_cells) / sizeof(err_loop_cells[0]), 0 },
-	{ "Error handling, the error-ratio sweep (exec=pool, tf=2)",
-	  "studies.md §3, the error-ratio sweep's columns (the study gives no figures)",
-	  "ns/op", 2, "no study figures: the ratios are ours alone", "", "", err_ratio_cells,
-	  sizeof(err_ratio_cells) / sizeof(err_ratio_cells[0]), 0 },
+	{ "Error handling, ZIO (exec=zio, the outside world on the blocking pool)",
+	  "studies.md §3, error handling with ZIO, ns/op (lower is better)", "ns/op", 2,
+	  "as with futures: every ratio the study gives here is within 10% of 1, ties",
+	  "-c blocking=offload", "", err_zio_cells,
+	  sizeof(err_zio_cells) / sizeof(err_zio_cells[0]), 0 },
 	{ "Error handling, stack capture under the on-CPU probe (tf=2)",
 	  "studies.md §3, \"with the IO run loop, stack-trace filling was 25% of samples\"; "
 	  "ours: the on-CPU probe's samples in stack-capture, % of all its samples ± the 99.9% "
@@ -496,6 +548,20 @@ static const struct an_suite_table err_tables[] = {
 	  "exceptions' time goes",
 	  "", "--probes oncpu", err_share_cells,
 	  sizeof(err_share_cells) / sizeof(err_share_cells[0]), 0 },
+	{ "Error handling, the error-ratio sweep with futures (exec=pool)",
+	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "ns/op", 2, "as with futures, each column against its hand-written either", "", "",
+	  err_sweep_future_cells,
+	  sizeof(err_sweep_future_cells) / sizeof(err_sweep_future_cells[0]), 0 },
+	{ "Error handling, the error-ratio sweep with an IO run loop (exec=loop)",
+	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "ns/op", 2, "as with futures, each column against its hand-written either", "", "",
+	  err_sweep_io_cells, sizeof(err_sweep_io_cells) / sizeof(err_sweep_io_cells[0]), 0 },
+	{ "Error handling, the error-ratio sweep with ZIO (exec=zio)",
+	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "ns/op", 2, "as with futures, each column against its hand-written either",
+	  "-c blocking=offload", "", err_sweep_zio_cells,
+	  sizeof(err_sweep_zio_cells) / sizeof(err_sweep_zio_cells[0]), 0 },
 };
 
 /* The tables above, by their index in err_tables. */
@@ -601,9 +667,9 @@ static const struct an_suite suites[] = {
 	SUITE_CLAIMS("sequentially", "study 2: per-key serialization, semaphore buckets in "
 		     "sequence vs an actor per key vs buckets through a dispatcher, and the "
 		     "spread of the first two", true, seq_tables, seq_claims),
-	SUITE_WHY("errors", "study 3: error style × execution style × tf, then the "
-		  "error-ratio sweep and stack capture's share of the on-CPU samples", true,
-		  err_tables, err_claims, err_whys),
+	SUITE_WHY("errors", "study 3: error style × execution style (futures, an IO run "
+		  "loop, ZIO) × tf, stack capture's share of the on-CPU samples, and the "
+		  "error-ratio sweeps", true, err_tables, err_claims, err_whys),
 };
 
 static const struct an_suite *const suite_list[] = {

@@ -1510,7 +1510,7 @@ Test(suite, the_studies_orders_and_shares_are_judged_where_they_are_found)
 
 	s = an_suite_find("errors");
 	cr_assert_not_null(s);
-	cr_assert_eq(s->ntables, 4);
+	cr_assert_eq(s->ntables, 7, "futures, IO, ZIO, the share, and the three error-ratio sweeps");
 	for (size_t t = 0; t < 2; t++) {
 		tb = &s->tables[t];
 		for (size_t i = 0; i < tb->ncells; i++)
@@ -1531,4 +1531,17 @@ Test(suite, the_studies_orders_and_shares_are_judged_where_they_are_found)
 				  "%s: %s at least 3×", c->column, c->params);
 	}
 	cr_expect_float_eq(find_cell(s, "exec=loop, tf=2", "ce")->published, 25, 1e-9);
+	/* ZIO under its blocking pool; the sweeps with their published figures */
+	tb = &s->tables[2];
+	cr_expect_str_eq(tb->run_opts, "-c blocking=offload");
+	cr_expect_str_eq(tb->cells[3].params, "style=typed exec=zio tf=2 n=1000");
+	cr_expect_float_eq(tb->cells[3].published, 10547, 1e-9);
+	tb = &s->tables[4];
+	cr_expect_str_eq(tb->cells[0].params,
+			 "style=raise exec=pool tf=5 fail=0.1 valid=80 n=1000");
+	cr_expect_float_eq(tb->cells[0].published, 8778, 1e-9);
+	cr_expect(tb->cells[1].reference, "each column against its hand-written either");
+	tb = &s->tables[6];
+	cr_expect_float_eq(tb->cells[tb->ncells - 1].published, 19058, 1e-9);
+	cr_expect_str_eq(tb->run_opts, "-c blocking=offload");
 }

@@ -263,7 +263,7 @@ Test(suite_cli, errors_runs_its_stack_capture_cells_under_the_oncpu_probe, .time
 	j = json_object_from_file(in_dir("s/suite.json"));
 	cr_assert_not_null(j, "suite.json parses");
 	tables = get(json_object_array_get_idx(get(j, "suites"), 0), "tables");
-	cr_assert_eq(json_object_array_length(tables), 4);
+	cr_assert_eq(json_object_array_length(tables), 7);
 	/* the user's --probes none holds for the timed cells */
 	cr_expect(!ran_oncpu(json_object_array_get_idx(get(json_object_array_get_idx(tables, 0),
 							       "cells"), 0)),
