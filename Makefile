@@ -82,7 +82,10 @@ SL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror
 SL_LDFLAGS = -pthread $(SAN_FLAGS)
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SL_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SL_LDFLAGS)
-LDLIBS := -lbpf -ldw -lelf -lz -lpfm -ljson-c -lm
+# libstdc++'s runtime library (libstdc++6, on every Debian system) for its C++ demangler:
+# named by file so that no -dev package is needed, and shared so that none of its
+# functions, built without frame pointers, joins this binary's.
+LDLIBS := -lbpf -ldw -lelf -lz -lpfm -ljson-c -l:libstdc++.so.6 -lm
 
 BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -I$(dir $(VMLINUX_H)) -I. -I$(multiarch_dir) -MMD -MP

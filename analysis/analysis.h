@@ -211,12 +211,19 @@ void an_procmaps_free(struct an_procmaps *m);
 /* User-space symbolizer for one process. Takes ownership of maps. */
 struct an_usyms;
 struct an_usyms *an_usyms_new(struct an_symcache *cache, struct an_procmaps *maps);
-/* Name the code at addr: "function", or "module+0xOFF" when no symbol covers it (OFF is
- * the ELF virtual address when the file could be read, else the file offset), or
- * "[unknown]+0xADDR" when no mapping does. Never fails; always NUL-terminates buf.
+/* Name the code at addr: "function" (demangled), or "module+0xOFF" when no symbol covers
+ * it (OFF is the ELF virtual address when the file could be read, else the file offset),
+ * "name_[j]" for a JIT's code its perf map names, or "[unknown]+0xADDR" when no mapping
+ * does. Never fails; always NUL-terminates buf.
  * Callers pass return addresses minus one, so that a call that ends a function
  * resolves to the caller. */
 void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
+/* name as a person reads it: a C++ or Rust symbol demangled (no parameter list; Rust's
+ * hash suffix dropped), anything else as it is. Always NUL-terminates buf. */
+void an_demangle(const char *name, char *buf, size_t len);
+/* The most lines of a JIT's perf map read (/tmp/perf-PID.map): a bound on what a file in
+ * /tmp can make the symbolizer hold. */
+#define AN_JIT_MAX_SYMBOLS (1u << 22)
 void an_usyms_free(struct an_usyms *u);
 /* The base name of the file mapped at addr ("libc.so.6", "[vdso]"); false when no file
  * mapping holds addr (an anonymous one, or none: a garbage address). */

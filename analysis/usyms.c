@@ -12,6 +12,17 @@
  * /proc/PID/map_files/START-END while the process lives. The vDSO is read from this
  * process's own image: the kernel maps the same one into every process.
  *
+ * C++ names are demangled by the C++ runtime's own demangler (libstdc++'s __cxa_demangle,
+ * a shared library: nothing of it is linked into this binary, whose functions all keep
+ * their frame pointers), without parameter lists; Rust's legacy names are Itanium ones
+ * with a hash suffix, dropped, and $...$ escapes undone; Rust's v0 names (_R) are kept as
+ * they are; Go's need nothing. Code a JIT generated lies in
+ * anonymous mappings, and is named from the perf map the runtime writes for it
+ * (/tmp/perf-PID.map: a JVM with -XX:+DumpPerfMapAtExit or `jcmd PID Compiler.perfmap`,
+ * Node with --perf-basic-prof), suffixed "_[j]" as kernel frames are "_[k]". The map is
+ * anyone's to write in /tmp, so it is read only as a regular file not reached through a
+ * link, owned by the process's user or root, and each line checked.
+ *
  * A name is never refused: "function", else "module+0xOFF", else "[unknown]+0xADDR".
  * Neither the cache nor a symbolizer locks: callers serialize their use.
  */
@@ -51,11 +62,21 @@ struct map_sym {
 	enum map_state state;
 };
 
+/* A JIT's perf map: [start, end) and a name each, sorted by start. */
+struct jit_sym {
+	uint64_t start, end;
+	size_t seq; /* its line's place in the map: a later line for the same start wins */
+	char *name;
+};
+
 struct an_usyms {
 	struct an_symcache *cache;
 	struct an_symcache *own_cache; /* when the caller gave none */
 	struct an_procmaps *maps;
 	struct map_sym *res; /* parallel to maps->maps, resolved on first use */
+	struct jit_sym *jit; /* the process's perf map, read at the first address in no file */
+	size_t njit;
+	bool jit_tried;
 };
 
 struct an_symcache *an_symcache_new(void)
@@ -208,6 +229,9 @@ void an_usyms_free(struct an_usyms *u)
 		return;
 	an_procmaps_free(u->maps);
 	free(u->res);
+	for (size_t i = 0; i < u->njit; i++)
+		free(u->jit[i].name);
+	free(u->jit);
 	an_symcache_free(u->own_cache);
 	free(u);
 }
@@ -284,14 +308,244 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* libstdc++'s demangler (cxxabi.h's abi::__cxa_demangle), declared here for C. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* Rust's legacy mangling escapes what an Itanium name cannot hold: $LT$ <, $GT$ >, $RF$ &,
+ * $BP$ *, $C$ ',', $SP$ @, $uXX$ the character XX in hex, and '.' for ':' ("..": "::"). */
+static void rust_unescape(char *s)
+{
+	static const struct {
+		const char *esc;
+		char c;
+	} escs[] = { { "$LT$", '<' }, { "$GT$", '>' }, { "$RF$", '&' }, { "$BP$", '*' },
+		     { "$C$", ',' },  { "$SP$", '@' }, { "$LP$", '(' }, { "$RP$", ')' } };
+	char *w = s;
+
+	for (const char *r = s; *r;) {
+		size_t k = 0, n = sizeof(escs) / sizeof(escs[0]);
+		unsigned x;
+
+		for (; k < n && strncmp(r, escs[k].esc, strlen(escs[k].esc)); k++)
+			;
+		if (k < n) {
+			*w++ = escs[k].c;
+			r += strlen(escs[k].esc);
+		} else if (r[0] == '$' && r[1] == 'u' && sscanf(r + 2, "%2x", &x) == 1 &&
+			   r[4] == '$' && x >= 0x20 && x < 0x7f) {
+			*w++ = (char)x;
+			r += 5;
+		} else if (r[0] == '.' && r[1] == '.') {
+			*w++ = ':';
+			*w++ = ':';
+			r += 2;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+/* "ns::f(int, char) const" -> "ns::f": the parameter list that ends the name (and its
+ * qualifiers), matched from its closing parenthesis, so that "(anonymous namespace)::f"
+ * and "operator()" keep theirs. */
+static void cut_parameters(char *d)
+{
+	static const char *const quals[] = { " const", " volatile", " &&", " &" };
+	size_t n = strlen(d);
+	int depth = 0;
+
+	for (bool again = true; again;) {
+		again = false;
+		for (size_t k = 0; k < sizeof(quals) / sizeof(quals[0]); k++) {
+			size_t q = strlen(quals[k]);
+
+			if (n > q && !strcmp(d + n - q, quals[k])) {
+				n -= q;
+				d[n] = '\0';
+				again = true;
+			}
+		}
+	}
+	if (!n || d[n - 1] != ')')
+		return;
+	for (size_t i = n; i-- > 0;) {
+		depth += d[i] == ')' ? 1 : d[i] == '(' ? -1 : 0;
+		if (!depth) {
+			if (i > 0)
+				d[i] = '\0';
+			return;
+		}
+	}
+}
+
+void an_demangle(const char *name, char *buf, size_t len)
+{
+	char *d = NULL, *p;
+	size_t n;
+	int status = -1;
+
+	/* Itanium C++ and Rust's legacy names start _Z; anything else is a C or Go name (or
+	 * Rust v0, _R), which is kept */
+	if (name[0] == '_' && name[1] == 'Z')
+		d = __cxa_demangle(name, NULL, NULL, &status);
+	if (!d || status != 0) {
+		free(d);
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	/* a Rust legacy name ends in its hash, "::h" and 16 hex digits */
+	n = strlen(d);
+	p = n > 19 ? d + n - 19 : NULL;
+	if (p && !strncmp(p, "::h", 3) && strspn(p + 3, "0123456789abcdef") == 16) {
+		*p = '\0';
+		rust_unescape(d);
+	} else {
+		cut_parameters(d); /* C++: the function, not its parameter list */
+	}
+	snprintf(buf, len, "%s", d);
+	free(d);
+}
+
+/* The real uid of process pid, or -1. */
+static long process_uid(pid_t pid)
+{
+	char path[64], line[256];
+	long uid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			uid = strtol(line + 4, NULL, 10);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return uid;
+}
+
+static int jit_cmp(const void *pa, const void *pb)
+{
+	const struct jit_sym *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return (a->start > b->start) - (a->start < b->start);
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* One line of a perf map, "START SIZE NAME" with START and SIZE in hex (0x optional):
+ * 0 and *sym filled (its name still to copy), or -EINVAL. */
+static int jit_line(char *line, struct jit_sym *sym)
+{
+	char *p = line, *end;
+	uint64_t size;
+
+	errno = 0;
+	sym->start = strtoull(p, &end, 16);
+	if (errno || end == p || *end != ' ')
+		return -EINVAL;
+	p = end + 1;
+	size = strtoull(p, &end, 16);
+	if (errno || end == p || *end != ' ' || !size || sym->start + size < sym->start)
+		return -EINVAL;
+	sym->end = sym->start + size;
+	sym->name = end + 1;
+	sym->name[strcspn(sym->name, "\r\n")] = '\0';
+	return *sym->name ? 0 : -EINVAL;
+}
+
+/* Read /tmp/perf-PID.map once. A missing, foreign or malformed map names nothing: the
+ * addresses it would have named stay "[unknown]+0xADDR". */
+static void jit_load(struct an_usyms *u)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, lines = 0;
+	struct stat st;
+	long uid;
+	FILE *f;
+	int fd;
+
+	u->jit_tried = true;
+	if (!u->maps->pid)
+		return;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)u->maps->pid);
+	fd = an_open_input(AT_FDCWD, path, true);
+	if (fd < 0)
+		return;
+	uid = process_uid(u->maps->pid);
+	if (fstat(fd, &st) || (st.st_uid != 0 && st.st_uid != geteuid() &&
+			       (uid < 0 || st.st_uid != (uid_t)uid))) {
+		close(fd);
+		return; /* not the process's own map, nor root's */
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	while (getline(&line, &cap, f) > 0 && lines++ < AN_JIT_MAX_SYMBOLS) {
+		struct jit_sym sym, *v;
+
+		if (jit_line(line, &sym))
+			continue;
+		if (u->njit % 1024 == 0) {
+			v = realloc(u->jit, (u->njit + 1024) * sizeof(*v));
+			if (!v)
+				break;
+			u->jit = v;
+		}
+		sym.name = strdup(sym.name);
+		if (!sym.name)
+			break;
+		sym.seq = u->njit;
+		u->jit[u->njit++] = sym;
+	}
+	free(line);
+	fclose(f);
+	/* the runtime writes a region again when it reuses it: among entries of one start
+	 * the latest line sorts last, where the lookup looks first */
+	qsort(u->jit, u->njit, sizeof(*u->jit), jit_cmp);
+}
+
+/* The JIT's name for addr, or NULL: the last entry starting at or below it that holds it. */
+static const char *jit_name(struct an_usyms *u, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!u->jit_tried)
+		jit_load(u);
+	hi = u->njit;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->jit[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* entries may overlap: look back from the last start at or below addr */
+	for (size_t k = lo; k-- > 0 && lo - k <= 64;)
+		if (addr < u->jit[k].end)
+			return u->jit[k].name;
+	return NULL;
+}
+
 void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 {
 	if (!buf || len == 0)
 		return;
 	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
 	if (i < 0 || u->maps->maps[i].path[0] == '\0') {
-		/* No mapping, or an anonymous one: there is no module to be relative to. */
-		snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
+		/* No mapping, or an anonymous one: a JIT's code, named by its perf map, or no
+		 * module to be relative to. */
+		const char *jit = u ? jit_name(u, addr) : NULL;
+
+		if (jit)
+			snprintf(buf, len, "%s_[j]", jit);
+		else
+			snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
 		return;
 	}
 
@@ -307,7 +561,7 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 		const char *name = an_symtab_lookup(st, vaddr, NULL);
 
 		if (name)
-			snprintf(buf, len, "%s", name);
+			an_demangle(name, buf, len);
 		else
 			snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), vaddr);
 		return;

@@ -1678,3 +1678,115 @@ Test(symtab, segment_offset_that_wraps_is_not_read)
 	cr_expect(isnan(share) || (share >= 0 && share <= 1), "share %f", share);
 	an_symtab_free(st);
 }
+
+/* ---- demangling, JIT code ------------------------------------------------------------ */
+
+Test(usyms, cpp_and_rust_legacy_names_are_demangled_and_others_kept)
+{
+	static const char *const cases[][2] = {
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
+		  "std::vector<int, std::allocator<int> >::push_back" },
+		{ "_ZN5tokio7runtime4task3raw7RawTask4poll17h3b0e2a8f6c1d9e4aE",
+		  "tokio::runtime::task::raw::RawTask::poll" },
+		/* Rust's legacy escapes undone; v0 names are kept as they are */
+		{ "_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$"
+		  "closure$u7d$$u7d$$GT$17h0123456789abcdefE",
+		  "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>" },
+		{ "_RNvCs15kBYyAo9fc_7mycrate7example", "_RNvCs15kBYyAo9fc_7mycrate7example" },
+		/* C++: no parameter list, whatever the name holds */
+		{ "_ZNK3Foo3barEi", "Foo::bar" },
+		{ "_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo" },
+		{ "_ZN3FooclEv", "Foo::operator()" },
+		{ "main.foo", "main.foo" },
+		{ "runtime.mallocgc", "runtime.mallocgc" },
+		{ "malloc", "malloc" },
+		{ "_Znot_a_mangled_name", "_Znot_a_mangled_name" },
+	};
+	char buf[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		an_demangle(cases[i][0], buf, sizeof(buf));
+		cr_expect_str_eq(buf, cases[i][1], "%s", cases[i][0]);
+	}
+	an_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", buf, 8);
+	cr_expect_str_eq(buf, "std::ve", "truncated, terminated");
+}
+
+/* Write /tmp/perf-PID.map for this process; its path in path. */
+static void write_perf_map(char *path, size_t len, const char *text)
+{
+	FILE *f;
+
+	snprintf(path, len, "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* A JIT's code in an anonymous executable mapping is named from its perf map, "_[j]";
+ * a region written again takes its latest line; malformed lines name nothing. */
+Test(usyms, a_jits_perf_map_names_its_code)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *rx = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[64], text[512], want[64];
+	uintptr_t base = (uintptr_t)rx;
+
+	cr_assert(rx != MAP_FAILED);
+	snprintf(text, sizeof(text),
+		 "%" PRIxPTR " 40 Interpreter\n"
+		 "0x%" PRIxPTR " 0x20 LFoo;::bar\n"
+		 "not a line of a perf map\n"
+		 "%" PRIxPTR " 0 zero-sized\n"
+		 "%" PRIxPTR " 20 LFoo;::baz (recompiled)\n",
+		 base, base + 0x100, base + 0x300, base + 0x100);
+	write_perf_map(path, sizeof(path), text);
+	struct an_usyms *u = self_usyms(NULL);
+	expect_name(u, base + 0x10, "Interpreter_[j]");
+	expect_name(u, base + 0x110, "LFoo;::baz (recompiled)_[j]");
+	snprintf(want, sizeof(want), "[unknown]+0x%" PRIxPTR, base + 0x300);
+	expect_name(u, base + 0x300, want);
+	snprintf(want, sizeof(want), "[unknown]+0x%" PRIxPTR, base + 0x200);
+	expect_name(u, base + 0x200, want);
+	an_usyms_free(u);
+	unlink(path);
+	munmap(rx, page);
+}
+
+/* /tmp is anyone's: a map reached through a link, or owned by another user than the
+ * process's or root, names nothing. */
+Test(usyms, a_perf_map_through_a_link_or_of_another_user_is_not_read)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *rx = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[64], text[128], want[64], real[] = "/tmp/schedlab-jit-XXXXXX";
+	uintptr_t base = (uintptr_t)rx;
+	int fd;
+
+	cr_assert(rx != MAP_FAILED);
+	snprintf(text, sizeof(text), "%" PRIxPTR " 40 Planted\n", base);
+	snprintf(want, sizeof(want), "[unknown]+0x%" PRIxPTR, base + 8);
+	/* another user's */
+	write_perf_map(path, sizeof(path), text);
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(path, 65534, 65534), 0);
+		struct an_usyms *u = self_usyms(NULL);
+		expect_name(u, base + 8, want);
+		an_usyms_free(u);
+	}
+	/* a link to a map elsewhere */
+	unlink(path);
+	fd = mkstemp(real);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	cr_assert_eq(symlink(real, path), 0);
+	struct an_usyms *u = self_usyms(NULL);
+	expect_name(u, base + 8, want);
+	an_usyms_free(u);
+	unlink(path);
+	unlink(real);
+	munmap(rx, page);
+}
