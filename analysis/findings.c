@@ -1103,6 +1103,14 @@ int an_findings(const struct an_result *r, struct an_finding *out, size_t max)
 
 /* ---- at report time ---------------------------------------------------------------------- */
 
+/* The run in memory, before any of its files is read back: rendered as result.json is,
+ * into memory, and parsed as the result 'schedlab diagnose' reads from the folder. This
+ * round trip is the one seam left between a run in memory and its findings, and it is
+ * kept on purpose: the findings read a result by path, and the probes beside oncpu
+ * (sched, offcpu, ...) hold their figures only as the JSON members their callbacks write
+ * (struct an_probe_part), so a reader of struct an_run would need a second description
+ * of every probe's figures, or could say something diagnose would not. Nothing here
+ * touches result.json on disk; only the folder's oncpu.folded, written by now, is read. */
 int an_run_findings(const struct an_run *r, const char *source, struct an_finding *out,
 		    size_t max, char *err, size_t errlen)
 {

@@ -45,6 +45,13 @@ int cli_compare_check_baseline(const char *run, const char *workload);
  * EDQUOT...). 0 for 0. */
 int cli_exit_for(int err);
 
+/* Make the folder dir and those above it (0777 less the umask): 0, or -errno; what is there
+ * already must be a folder (-ENOTDIR). */
+int cli_mkdir_p(const char *dir);
+/* A results folder (out, --out as given) or a folder in it (path) that cannot be made:
+ * one line naming it with the reason; the exit status by cli_exit_for(). */
+int cli_folder_error(const char *out, const char *path, int err);
+
 /* Print "schedlab: <message>\n" to stderr; returns CLI_EXIT_USAGE for `return cli_usage_error(...)`. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,7 +1,9 @@
 /*
- * schedlab run: run workloads on the runtime under the probes, then write each run's
- * result.json, report.md, oncpu.folded and oncpu.svg into results/<run-id>/, point
- * results/latest at the newest, and print a table in the studies' form.
+ * schedlab run: run workloads on the runtime under the probes, each workload under each
+ * preset through the harness's pipeline (harness/pipeline.c: the forks, the run folder
+ * results/<run-id>/ with result.json, report.md, oncpu.folded and oncpu.svg, the findings,
+ * results/latest), and print a table in the studies' form. What is here is the command:
+ * its options, the checks before anything runs, the table, --baseline, the exit status.
  *
  * Everything the user typed is validated before the first fork starts, so a typo in
  * the second workload's parameter does not cost the first workload's minute.
@@ -11,25 +13,18 @@
  * the writing (analysis/files.c removes the temporary file) and latest stays as it was.
  */
 #include <argp.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
-#include "flamegraphs/flamegraph.h"
 #include "harness/harness.h"
 
 #define MAX_WORKLOADS 32
@@ -608,200 +603,11 @@ static int make_specs(const struct run_args *a, struct hx_spec *specs)
 	return 0;
 }
 
-/* ---- files ------------------------------------------------------------------------------ */
-
-static int write_json(void *ctx, FILE *out)
-{
-	return an_report_json(ctx, out);
-}
-
-static int write_markdown(void *ctx, FILE *out)
-{
-	return an_report_markdown(ctx, out);
-}
-
-static int write_report(const char *dir, const char *name, int (*fn)(void *ctx, FILE *out),
-			const struct an_run *r)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return an_write_file_atomic(path, fn, (void *)r);
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-
-	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) && errno != EEXIST)
-		return -errno;
-	/* something that is there already must be a folder (or a link to one) */
-	if (stat(buf, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
-/* A folder that cannot be made, named with the reason: the user's --out when it runs
- * through or onto what is not a folder, a link, or is too long (exit 2); a full,
- * read-only file system is the machine's (exit 1): cli_exit_for()'s table. */
-static int folder_error(const char *out, const char *path, int err)
-{
-	if (cli_exit_for(err) == CLI_EXIT_USAGE) {
-		cli_usage_error("--out %s: cannot create %s: %s (choose a folder with --out)", out,
-				path, strerror(-err));
-		return CLI_EXIT_USAGE;
-	}
-	cli_usage_error("cannot create %s: %s", path, strerror(-err));
-	return cli_exit_for(err);
-}
-
-/* The files of a run folder; a write leaves NAME.tmpXXXXXX only if it was stopped
- * past its own cleanup. */
-static const char *const run_files[] = { "result.json", "report.md", "oncpu.folded",
-					 "oncpu.svg", "offcpu.folded", "offcpu.svg",
-					 "wakers.folded", NULL };
-
-static bool is_our_temporary(const char *name)
-{
-	for (size_t i = 0; run_files[i]; i++) {
-		size_t n = strlen(run_files[i]);
-
-		if (!strncmp(name, run_files[i], n) && !strncmp(name + n, ".tmp", 4) &&
-		    strlen(name + n + 4) == 6)
-			return true;
-	}
-	return false;
-}
-
-/* After a failed write, remove the run folder if nothing of the run is in it: empty,
- * or holding only our temporaries (regular files, lstat'ed). Anything else keeps it,
- * untouched. Whether it went. */
-static bool remove_unwritten_dir(const char *dir)
-{
-	char temps[8][NAME_MAX + 1];
-	size_t ntemps = 0;
-	struct dirent *e;
-	bool other = false;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return false;
-	while (!other && (e = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (!is_our_temporary(e->d_name) || ntemps == 8 ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
-			other = true;
-			break;
-		}
-		snprintf(temps[ntemps++], sizeof(temps[0]), "%s", e->d_name);
-	}
-	for (size_t i = 0; !other && i < ntemps; i++)
-		if (unlinkat(dirfd(d), temps[i], 0) && errno != ENOENT)
-			other = true;
-	closedir(d);
-	/* rmdir removes only an empty folder: whatever appeared meanwhile stays */
-	return !other && !rmdir(dir);
-}
-
-/* A new folder out/<stamp>-<workload>-<preset>[-N], stamped with the run's start; its
- * name goes to id. Made only when the run has something to write, so that a run killed
- * before then (SIGKILL cannot be caught) leaves no empty folder. */
-static int make_run_dir(const char *out, const struct hx_spec *s, time_t start, char *id,
-			size_t idlen, char *dir, size_t dirlen)
-{
-	struct tm tm;
-	char stamp[32];
-
-	gmtime_r(&start, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	for (int n = 1; n < 1000; n++) {
-		if (n == 1)
-			snprintf(id, idlen, "%s-%s-%s", stamp, s->wl->name, s->rt.preset);
-		else
-			snprintf(id, idlen, "%s-%s-%s-%d", stamp, s->wl->name, s->rt.preset, n);
-		snprintf(dir, dirlen, "%s/%s", out, id);
-		if (!mkdir(dir, 0777))
-			return 0;
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
-/* Point out/latest at id: a new link under a temporary name, renamed over the old. Only
- * a symlink or nothing is replaced: anything else at out/latest is the user's, and is
- * refused (-EEXIST) rather than renamed over. The temporary name is random, made by
- * symlink() itself (which never replaces or follows what is there), so that nobody
- * writing in a shared results folder can prepare it. */
-static int update_latest(const char *out, const char *id)
-{
-	char tmp[PATH_MAX], link[PATH_MAX];
-	struct stat st;
-	int err = -EEXIST;
-
-	snprintf(link, sizeof(link), "%s/latest", out);
-	if (lstat(link, &st) == 0 && !S_ISLNK(st.st_mode))
-		return -EEXIST;
-	for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
-		uint64_t r;
-
-		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-			r = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^
-			    ((uint64_t)tries << 50);
-		snprintf(tmp, sizeof(tmp), "%s/.latest.%016" PRIx64, out, r);
-		err = symlink(id, tmp) ? -errno : 0;
-	}
-	if (err)
-		return err;
-	if (rename(tmp, link)) {
-		err = -errno;
-		unlink(tmp);
-		return err;
-	}
-	return 0;
-}
+/* ---- the results folder ---------------------------------------------------------------- */
 
 /* ---- one run ------------------------------------------------------------------------- */
 
-struct run_row {
-	const char *workload, *preset, *unit;
-	struct an_summary score;
-	size_t n;
-	char dir[PATH_MAX];
-	char svg[PATH_MAX + 32];
-	bool failed;
-	bool unwritten; /* a file of the run folder could not be written */
-	bool removed;   /* and nothing was, so the folder was removed */
-	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures, to print */
-	size_t nwl;
-	struct an_finding top; /* its first finding; top.id is "" when it has none */
-};
-
-static void describe_host(char *buf, size_t len)
-{
-	struct utsname u;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (uname(&u))
-		snprintf(buf, len, "unknown host, %ld CPUs", cpus);
-	else
-		snprintf(buf, len, "%s %s %s, %ld CPUs", u.sysname, u.release, u.machine, cpus);
-}
-
+/* The command line that reproduces the run of s, for its result.json. */
 static void reproduce_command(const struct hx_spec *s, const struct run_args *a, char *buf,
 			      size_t len)
 {
@@ -853,476 +659,64 @@ static void reproduce_command(const struct hx_spec *s, const struct run_args *a,
 		off += (size_t)snprintf(buf + off, len - off, " -P %s", p);
 }
 
-/* What the run report needs from a result that is not already in it: the knob vector,
- * counters as tables. Owned here, freed by report_parts_free(). */
-struct report_parts {
-	struct an_sv knobs[64];
-	char knob_values[64][48];
-	size_t nknobs;
-	char overrides[HX_MAX_ASSIGN * 100];
-	struct an_kv metrics[64];
-	size_t nmetrics;
-	struct an_kv wl[WL_MAX_METRICS];
-	const char *wl_units[WL_MAX_METRICS];
-	double *iter_cells, *worker_cells;
-	struct an_counter counter[PROBE_COUNTERS_MAX];
-	struct an_counters counters;
-	double *counter_iters;  /* [event * nsamples + iteration]: per op */
-	char counters_status[160];
-	char counters_summary[1024];
+/* --json: several workloads make one array; the separator goes before each document. */
+struct json_out {
+	bool array;
+	size_t printed;
 };
 
-/* The counters for the reports, and the probe's status: attached when any event could be
- * counted. */
-static int counters_make(struct report_parts *p, const struct hx_spec *s,
-			 const struct hx_result *res)
+static void print_json(void *ctx, const struct an_run *run)
 {
-	unsigned counted = 0;
+	struct json_out *j = ctx;
 
-	if (!s->events[0])
-		return 0;
-	p->counter_iters = calloc((size_t)res->ncounters * res->nsamples + 1, sizeof(double));
-	if (!p->counter_iters)
-		return -ENOMEM;
-	for (unsigned i = 0; i < res->ncounters; i++) {
-		const struct hx_counter *h = &res->counters[i];
-		struct an_counter *c = &p->counter[i];
-
-		for (size_t k = 0; k < res->nsamples; k++)
-			p->counter_iters[i * res->nsamples + k] =
-				res->iter_counters[k * PROBE_COUNTERS_MAX + i];
-		*c = (struct an_counter){
-			.name = h->name,
-			.counted = h->counted,
-			.note = h->note,
-			.total = h->total,
-			.per_op = h->ops ? h->total / (double)h->ops : NAN,
-			.uncounted = h->unscaled,
-			.running_share = h->sum.enabled ? (double)h->sum.running /
-								  (double)h->sum.enabled
-							: 1,
-			.raw = h->sum.value,
-			.per_iteration = &p->counter_iters[i * res->nsamples],
-			.niterations = res->nsamples,
-		};
-		counted += h->counted;
-	}
-	p->counters = (struct an_counters){ p->counter, res->ncounters };
-	if (counted)
-		snprintf(p->counters_status, sizeof(p->counters_status), "attached");
-	else
-		snprintf(p->counters_status, sizeof(p->counters_status),
-			 "not attached: none of the %u events could be counted here",
-			 res->ncounters);
-	an_counters_summary(&p->counters, p->counters_summary, sizeof(p->counters_summary));
-	return 0;
-}
-
-static int report_parts_make(struct report_parts *p, const struct hx_spec *s,
-			     const struct hx_result *res)
-{
-	const char *const *knobs = rt_knob_names(), *const *cols;
-	size_t ncols, off = 0;
-	double total[64];
-
-	memset(p, 0, sizeof(*p));
-	for (size_t i = 0; knobs[i] && i < 64; i++) {
-		rt_config_get(&s->rt, knobs[i], p->knob_values[i], sizeof(p->knob_values[i]));
-		p->knobs[i] = (struct an_sv){ knobs[i], p->knob_values[i] };
-		p->nknobs++;
-	}
-	for (unsigned k = 0; k < s->nknobs; k++)
-		off += (size_t)snprintf(p->overrides + off, sizeof(p->overrides) - off, "%s-c %s",
-					k ? " " : "", s->knobs[k]);
-
-	cols = hx_stat_columns(&ncols);
-	hx_stat_row(&res->rt, total);
-	p->metrics[p->nmetrics++] = (struct an_kv){ "ops", (double)res->ops };
-	for (size_t c = 0; c < ncols && p->nmetrics < 56; c++)
-		p->metrics[p->nmetrics++] = (struct an_kv){ cols[c], total[c] };
-	if (res->ops) {
-		p->metrics[p->nmetrics++] =
-			(struct an_kv){ "bytes_per_op", (double)res->rt.alloc_bytes / (double)res->ops };
-		p->metrics[p->nmetrics++] =
-			(struct an_kv){ "spawned_per_op", (double)res->rt.spawned / (double)res->ops };
-	}
-	p->metrics[p->nmetrics++] =
-		(struct an_kv){ "latency_p50_ns", hx_latency_quantile(&res->rt, 0.5) };
-	p->metrics[p->nmetrics++] =
-		(struct an_kv){ "latency_p99_ns", hx_latency_quantile(&res->rt, 0.99) };
-	p->metrics[p->nmetrics++] =
-		(struct an_kv){ "workers_started", (double)res->workers_started };
-	p->metrics[p->nmetrics++] =
-		(struct an_kv){ "workers_active", (double)res->workers_active };
-	p->metrics[p->nmetrics++] = (struct an_kv){ "adaptations", (double)res->adaptations };
-	p->metrics[p->nmetrics++] =
-		(struct an_kv){ "threads_created", (double)res->threads_created };
-
-	for (size_t i = 0; i < res->nwl_metrics; i++) {
-		p->wl[i] = (struct an_kv){ res->wl_metrics[i].name, res->wl_metrics[i].value };
-		p->wl_units[i] = res->wl_metrics[i].unit;
-	}
-	p->iter_cells = calloc(res->nsamples * ncols + 1, sizeof(double));
-	p->worker_cells = calloc((size_t)res->nper * ncols + 1, sizeof(double));
-	if (!p->iter_cells || !p->worker_cells)
-		return -ENOMEM;
-	for (size_t i = 0; i < res->nsamples; i++)
-		hx_stat_row(&res->iter_rt[i], &p->iter_cells[i * ncols]);
-	for (size_t w = 0; w < res->nper; w++)
-		hx_stat_row(&res->per_worker[w], &p->worker_cells[w * ncols]);
-	return counters_make(p, s, res);
-}
-
-static void report_parts_free(struct report_parts *p)
-{
-	free(p->iter_cells);
-	free(p->worker_cells);
-	free(p->counter_iters);
-}
-
-#define METRIC(field) { #field, (double)res->rt.field }
-
-/* The findings of run, computed from the result.json it renders to, so that report.md
- * and result.json carry what 'schedlab diagnose' would say of the folder. Without them
- * the run is still written, and the reason is said. */
-static void attach_findings(struct an_run *run, const char *dir, struct an_finding *buf)
-{
-	char path[PATH_MAX + 16], err[512];
-	int n;
-
-	snprintf(path, sizeof(path), "%s/result.json", dir);
-	n = an_run_findings(run, path, buf, AN_FINDINGS_MAX, err, sizeof(err));
-	if (n < 0) {
-		fprintf(stderr, "schedlab: %s; the report goes without findings\n", err);
-		return;
-	}
-	run->findings = buf;
-	run->nfindings = (size_t)n < AN_FINDINGS_MAX ? (size_t)n : AN_FINDINGS_MAX;
-}
-
-/* --json: several workloads make one array; the separator goes before each document. */
-static void print_json(const struct an_run *run, const struct run_args *a, size_t *printed)
-{
-	if (spec_count(a) > 1)
-		fputs(*printed ? ",\n" : "[\n", stdout);
+	if (j->array)
+		fputs(j->printed ? ",\n" : "[\n", stdout);
 	an_report_json(run, stdout);
-	(*printed)++;
+	j->printed++;
 	fflush(stdout);
 }
 
-/* --overhead: split the interleaved forks into those with the probes (kept as the run's)
- * and those without, and set the first against the second. */
-static void measure_overhead(struct hx_result *res, const struct hx_spec *s,
-			     const struct run_args *a, struct an_overhead *o, char *probes,
-			     size_t len)
+/* One workload under one preset, through the harness's pipeline (harness/pipeline.c),
+ * which says on stderr what it does; a run folder that cannot be made is said here,
+ * against --out. The exit status. */
+static int run_spec(const struct hx_spec *s, const struct run_args *a, struct hx_probeset *set,
+		    const char *self, struct hx_pipeline_row *row, struct json_out *json)
 {
+	char params[512], command[1024];
+	struct hx_pipeline o = {
+		.out = a->out,
+		.self = self,
+		.command = command,
+		.probes = a->probes,
+		.overhead = a->overhead,
+		.oncpu_maps_sized = a->oncpu_maps_sized,
+		.log = stderr,
+		.emit = a->json ? print_json : NULL,
+		.emit_ctx = json,
+	};
 	int err;
 
-	memset(o, 0, sizeof(*o));
-	hx_probes_text(a->probes, probes, len);
-	o->probes = probes;
-	o->forks = s->opt.forks;
-	err = hx_result_split_alternate(res, s->opt.iterations, &o->off);
-	o->on = res->summary;
-	if (err) {
-		o->why = err == -EINVAL ? "fewer than two iterations with or without the probes"
-					: strerror(-err);
-		return;
-	}
-	err = an_ratio_fieller(&o->on, &o->off, 0.999, &o->ratio);
-	o->measured = !err;
-	if (err)
-		o->why = strerror(-err);
-}
-
-/* The first file of the run that could not be written, as result.json's failure says it. */
-static void unwritten(char *note, size_t len, const char *path, int err)
-{
-	if (!*note)
-		snprintf(note, len, "cannot write %s: %s", path, an_file_strerror(err));
-}
-
-static int run_one(const struct hx_spec *s, const struct run_args *a, struct hx_probeset *set,
-		   const char *self, struct run_row *row, size_t *printed)
-{
-	char id[256], params[512], command[1024], host[256], started[32], note[512], nbuf[64];
-	struct an_probe_summary probe = { .name = "oncpu" };
-	struct an_finding findings[AN_FINDINGS_MAX];
-	struct hx_result res_store, *res = &res_store;
-	struct hx_profile *prof = set->oncpu;
-	struct report_parts *parts;
-	const char *const *cols;
-	size_t ncols;
-	struct hx_hooks hooks;
-	struct hx_alternate alternate;
-	struct hx_spec doubled;
-	struct an_overhead overhead;
-	char probes_text[128];
-	struct an_run run;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err, err2;
-	char path[PATH_MAX + 32], unwritten_note[PATH_MAX + 160] = "";
-	bool write_failed = false, partial;
-
-	row->workload = s->wl->name;
-	row->preset = s->rt.preset;
-	row->unit = s->wl->unit;
-	row->dir[0] = '\0';
-
-	gmtime_r(&now, &tm);
-	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	describe_host(host, sizeof(host));
 	hx_spec_params_text(s, params, sizeof(params));
 	reproduce_command(s, a, command, sizeof(command));
-
 	fprintf(stderr, "# %s · preset %s%s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
 		s->wl->name, s->rt.preset, s->nknobs ? " (with -c)" : "", params, s->opt.forks,
 		s->opt.warmup, s->opt.iterations, s->opt.time_s);
-	if (hx_probeset_reset(set))
-		return CLI_EXIT_FAIL;
-	hx_probeset_hooks(set, &hooks);
-	if (a->overhead) {
-		struct hx_hooks probed = hooks;
+	err = hx_pipeline_run(s, set, &o, row);
+	if (row->dir_error) {
+		int st = cli_folder_error(a->out, row->dir, row->dir_error);
 
-		doubled = *s;
-		doubled.opt.forks *= 2;
-		fprintf(stderr, "  --overhead: %u forks, every other one (the first) without the "
-			"probes\n", doubled.opt.forks);
-		hx_alternate_hooks(&alternate, &probed, &hooks);
-		err = hx_run(&doubled, self, &hooks, res, stderr);
-	} else {
-		err = hx_run(s, self, &hooks, res, stderr);
-	}
-	/* interrupted: what was measured is kept, and the run is not a failure */
-	partial = err == -EINTR;
-	if (partial)
-		err = 0;
-	if (a->overhead && !err)
-		measure_overhead(res, s, a, &overhead, probes_text, sizeof(probes_text));
-	parts = malloc(sizeof(*parts));
-	if (!parts) {
-		hx_result_free(res);
-		cli_usage_error("out of memory");
-		return CLI_EXIT_FAIL;
-	}
-	err2 = make_run_dir(a->out, s, now, id, sizeof(id), row->dir, sizeof(row->dir));
-	if (err2) {
-		err2 = folder_error(a->out, row->dir, err2);
 		fprintf(stderr, "schedlab: %s: nothing of the run was written\n", s->wl->name);
-		row->failed = true;
-		row->dir[0] = '\0';
-		free(parts);
-		hx_result_free(res);
-		return err2;
+		return st;
 	}
-
-	probe.attached = prof->attached;
-	probe.status = prof->status;
-	probe.attach_ns = prof->attach_ns;
-	probe.cost_ns = prof->cost_ns;
-	if (prof->attached) {
-		probe.event = probe_oncpu_event(prof->oncpu);
-		probe.event_note = probe_oncpu_event_note(prof->oncpu);
-		probe.freq = probe_oncpu_freq(prof->oncpu);
-		probe.samples = prof->stats.samples;
-		probe.ustack_full = prof->stats.ustack_full;
-		probe.kstack_full = prof->stats.kstack_full;
-		probe.ustack_errors = prof->stats.ustack_errors;
-		probe.kstack_errors = prof->stats.kstack_errors;
-		probe.counts_full = prof->stats.counts_full;
-		probe.truncated = prof->truncated; /* as drawn, DWARF's unwinds included */
-		probe.ring_full = prof->stats.ring_full;
-		/* a fork whose CPU time is unknown makes the figure a guess: none */
-		probe.expected = prof->stats.unclocked ? 0 : prof->stats.expected;
-		probe.taken = prof->stats.samples;
-		probe.cpu_ns = prof->stats.cpu_ns;
-		probe.window_ns = prof->stats.window_ns;
-		probe.cost_pct = 100 * probe_oncpu_cost_share(prof->oncpu);
-		memcpy(probe.phase_samples, prof->phase_samples, sizeof(probe.phase_samples));
-		probe.callgraph = hx_callgraph_name(probe_oncpu_callgraph(prof->oncpu));
-		probe.group = probe_oncpu_group_task(prof->oncpu) ? "task" : "thread";
-		probe.stack_copy = probe_oncpu_stack_copy(prof->oncpu);
-		probe.ring_bytes = probe_oncpu_ring_bytes(prof->oncpu);
-		probe.stack_entries = probe_oncpu_stack_entries(prof->oncpu);
-		probe.count_entries = probe_oncpu_count_entries(prof->oncpu);
-		probe.stacks_held_max = prof->stats.stacks_held_max;
-		probe.counts_held_max = prof->stats.keys_held_max;
-		probe.maps_sized = a->oncpu_maps_sized;
-		probe.stack_bytes = prof->stats.stack_bytes;
-		probe.unwind_ns = prof->unwind_ns;
-		probe.unwind_error = prof->unwind_error;
-		probe.prog_runs = prof->prog_runs;
-		probe.prog_ns = prof->prog_ns;
-		probe.quality = &prof->quality;
-		probe.agreement = &prof->agreement;
-		probe.attribution = &prof->attribution;
-		probe.nrules = an_rules_count(prof->rules);
-	}
-
-	if (prof->attached && !err) {
-		char title[256], subtitle[1024];
-		struct fg_options fo;
-		int ferr;
-
-		snprintf(path, sizeof(path), "%s/oncpu.folded", row->dir);
-		ferr = an_folded_write_file(prof->folded, path);
-		if (!ferr) {
-			probe.folded = "oncpu.folded";
-			fg_options_default(&fo);
-			snprintf(title, sizeof(title), "%s · preset %s · on-CPU", s->wl->name,
-				 s->rt.preset);
-			an_format_number((double)prof->stats.samples, 0, nbuf, sizeof(nbuf));
-			snprintf(subtitle, sizeof(subtitle), "%s · %s %u Hz · %s samples of the measured iterations",
-				 params, probe.event, probe.freq, nbuf);
-			fo.title = title;
-			fo.subtitle = subtitle;
-			snprintf(path, sizeof(path), "%s/oncpu.svg", row->dir);
-			ferr = fg_svg_write_file(prof->folded, &fo, path);
-			if (!ferr) {
-				probe.svg = "oncpu.svg";
-				snprintf(row->svg, sizeof(row->svg), "%s", path);
-			}
-		}
-		if (ferr) {
-			if (!an_files_interrupted())
-				fprintf(stderr, "schedlab: %s: cannot write the profile: %s\n", path,
-					an_file_strerror(ferr));
-			unwritten(unwritten_note, sizeof(unwritten_note), path, ferr);
-			write_failed = true;
-		}
-	}
-	if (prof->error)
-		snprintf(note, sizeof(note), "profile collection failed: %s", strerror(-prof->error));
-	/* the other probes' files; one that failed says so in its status, the run goes on */
-	/* an interrupted fork never sent the counters its events would be checked against */
-	if (!partial)
-		hx_probeset_observe(set, res);
-	if (!err && hx_probeset_finish(set, row->dir) && an_files_interrupted())
-		write_failed = true;
-
-	memset(&run, 0, sizeof(run));
-	run.id = id;
-	run.workload = s->wl->name;
-	run.op = s->wl->summary;
-	run.preset = s->rt.preset;
-	run.unit = s->wl->unit;
-	run.params = params;
-	run.command = command;
-	run.started = started;
-	run.host = host;
-	run.forks = s->opt.forks;
-	run.warmup = s->opt.warmup;
-	run.iterations = s->opt.iterations;
-	run.time_s = s->opt.time_s;
-	run.workers = res->workers;
-	run.samples = res->samples;
-	run.nsamples = err ? 0 : res->nsamples;
-	run.score = res->summary;
-	if (report_parts_make(parts, s, res)) {
-		cli_usage_error("out of memory");
-		report_parts_free(parts);
-		free(parts);
-		hx_result_free(res);
-		return CLI_EXIT_FAIL;
-	}
-	cols = hx_stat_columns(&ncols);
-	run.metrics = parts->metrics;
-	run.nmetrics = err ? 0 : parts->nmetrics;
-	run.knobs = parts->knobs;
-	run.nknobs = parts->nknobs;
-	run.overrides = parts->overrides;
-	run.per_iteration = (struct an_table){ cols, ncols, parts->iter_cells, err ? 0 : res->nsamples };
-	run.per_worker = (struct an_table){ cols, ncols, parts->worker_cells, err ? 0 : res->nper };
-	run.steals = res->steals;
-	run.latency_hist = res->rt.latency_hist;
-	run.latency_buckets = RT_LATENCY_BUCKETS;
-	run.workload_metrics = parts->wl;
-	run.workload_units = parts->wl_units;
-	run.nworkload_metrics = err ? 0 : res->nwl_metrics;
-	run.probes = &probe;
-	run.nprobes = 1;
-	run.parts = set->parts;
-	run.nparts = set->n;
-	run.overhead = a->overhead && !err ? &overhead : NULL;
-	if (s->events[0]) {
-		if (err)
-			parts->counters.n = 0;
-		run.counters = &parts->counters;
-		run.counters_status = parts->counters_status;
-		run.counters_summary = parts->counters_summary;
-		run.counters_attach_ns = res->counters_attach_ns;
-	}
-	run.error = err ? res->error : prof->error ? note : NULL;
-	run.partial = partial ? res->error : NULL;
-	attach_findings(&run, row->dir, findings);
-	if (run.nfindings)
-		row->top = run.findings[0];
-
-	/* result.json last, so that it never claims a run whose other files are missing: a
-	 * file that could not be written makes the run failed there, saying which */
-	err2 = write_report(row->dir, "report.md", write_markdown, &run);
-	if (err2) {
-		if (!an_files_interrupted())
-			fprintf(stderr, "schedlab: %s/report.md: cannot write the report: %s\n",
-				row->dir, an_file_strerror(err2));
-		snprintf(path, sizeof(path), "%s/report.md", row->dir);
-		unwritten(unwritten_note, sizeof(unwritten_note), path, err2);
-		write_failed = true;
-	}
-	if (write_failed && !err)
-		run.error = unwritten_note;
-	err2 = write_report(row->dir, "result.json", write_json, &run);
-	if (err2) {
-		if (!an_files_interrupted())
-			fprintf(stderr, "schedlab: %s/result.json: cannot write it: %s; the folder "
-				"is not a run's\n", row->dir, an_file_strerror(err2));
-		write_failed = true;
-	}
-	/* latest names a complete run folder with measured data, or stays where it was */
-	if (!write_failed && !err && run.nsamples > 0) {
-		err2 = update_latest(a->out, id);
-		if (err2) {
-			fprintf(stderr, "schedlab: cannot update %s/latest: %s%s\n", a->out,
-				strerror(-err2),
-				err2 == -EEXIST ? " (it is not a symlink; move it away)" : "");
-			write_failed = true;
-		}
-	}
-	if (a->json)
-		print_json(&run, a, printed);
-	if (an_files_interrupted())
-		fprintf(stderr, "schedlab: %s: interrupted again while writing %s; %s/latest was "
-			"left as it was\n", s->wl->name, row->dir, a->out);
-	else if (partial && !write_failed)
-		fprintf(stderr, "schedlab: %s stopped: %s; its partial results are in %s\n",
-			s->wl->name, res->error, row->dir);
-	else if (partial)
-		fprintf(stderr, "schedlab: %s stopped: %s; its partial results were not written\n",
-			s->wl->name, res->error);
-
-	row->score = res->summary;
-	row->n = run.nsamples;
-	row->nwl = run.nworkload_metrics;
-	memcpy(row->wl, res->wl_metrics, sizeof(row->wl));
-	row->failed = err != 0 || write_failed;
-	row->unwritten = write_failed;
-	/* a run folder that holds nothing of the run is not left behind */
-	row->removed = write_failed && remove_unwritten_dir(row->dir);
-	if (err)
-		fprintf(stderr, "schedlab: %s failed: %s\n", s->wl->name, res->error);
-	report_parts_free(parts);
-	free(parts);
-	hx_result_free(res);
-	return err || write_failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	return err ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-static void print_table(const struct run_row *rows, size_t n)
+static void print_table(const struct hx_pipeline_row *rows, size_t n)
 {
 	printf("\n%-16s %-10s %14s   %-12s %-7s %4s\n", "Benchmark", "Preset", "Score", "Error",
 	       "Units", "n");
 	for (size_t i = 0; i < n; i++) {
-		const struct run_row *r = &rows[i];
+		const struct hx_pipeline_row *r = &rows[i];
 		int dec = an_score_decimals(r->score.mean, r->score.ci_half);
 		char score[64], err[64];
 
@@ -1359,7 +753,7 @@ static void print_table(const struct run_row *rows, size_t n)
 	}
 	printf("\nResults:\n");
 	for (size_t i = 0; i < n; i++) {
-		if (!rows[i].dir[0])
+		if (!rows[i].dir[0] || rows[i].dir_error)
 			printf("  %-16s %-10s (no run folder)\n", rows[i].workload, rows[i].preset);
 		else if (rows[i].removed)
 			printf("  %-16s %-10s %s (not written, removed)\n", rows[i].workload,
@@ -1406,6 +800,73 @@ static unsigned oncpu_entries(long freq, double measure_s, double share, unsigne
 	return want < max ? (unsigned)want : max;
 }
 
+/* What the probes are opened with, for every spec at once: the longest measurement, the
+ * most forks and workers (the maps that must hold a fork's stacks and threads), and the
+ * oncpu maps sized for them unless --oncpu-maps gave their sizes. */
+static void configure_probes(struct run_args *a, const struct hx_spec *specs, size_t nspecs,
+			     struct probe_oncpu_opts *po, struct hx_probe_config *pc)
+{
+	for (size_t i = 0; i < nspecs; i++) {
+		double m = specs[i].opt.iterations * specs[i].opt.time_s;
+		unsigned w = specs[i].rt.workers_max ? specs[i].rt.workers_max : specs[i].rt.workers;
+
+		if (m > pc->measure_s)
+			pc->measure_s = m;
+		if (specs[i].opt.forks > pc->forks)
+			pc->forks = specs[i].opt.forks;
+		if (!w)
+			w = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+		if (w > pc->threads)
+			pc->threads = w;
+	}
+	po->freq = (unsigned)a->freq;
+	if (a->oncpu_stacks) {
+		po->stack_entries = (unsigned)a->oncpu_stacks;
+		po->count_entries = (unsigned)a->oncpu_counts;
+		snprintf(a->oncpu_maps_sized, sizeof(a->oncpu_maps_sized), "given: --oncpu-maps");
+	} else {
+		po->stack_entries = oncpu_entries(a->freq, pc->measure_s, ONCPU_STACKS_SHARE,
+						  PROBE_ONCPU_STACK_ENTRIES);
+		po->count_entries =
+			oncpu_entries(a->freq, pc->measure_s, 1, PROBE_ONCPU_COUNT_ENTRIES);
+		snprintf(a->oncpu_maps_sized, sizeof(a->oncpu_maps_sized),
+			 "for the run: counts 1.25 x %ld Hz x %ld CPUs x %g s measured, stacks a "
+			 "quarter of that; at least 1024, at most %d and %d",
+			 a->freq, sysconf(_SC_NPROCESSORS_ONLN), pc->measure_s,
+			 PROBE_ONCPU_STACK_ENTRIES, PROBE_ONCPU_COUNT_ENTRIES);
+	}
+	po->callgraph = (enum probe_callgraph)a->callgraph;
+	po->stack_copy = (unsigned)a->stack_copy;
+	po->group_task = a->group_task;
+	pc->timeline_events = (unsigned)a->timeline_events;
+	pc->min_block_us = (unsigned)a->min_block_us;
+	pc->wakers = a->wakers;
+	pc->offcpu_stacks = a->offcpu_stacks;
+	pc->offcpu_stack_entries = (unsigned)a->offcpu_stacks_n;
+	pc->offcpu_count_entries = (unsigned)a->offcpu_counts_n;
+	pc->alloc_sample = a->alloc_sample;
+}
+
+/* --baseline: each new run that succeeded against the baseline, printed (with --json,
+ * stdout holds the results alone: the comparison goes to its files) and written into the
+ * run's folder. Whether any comparison failed. */
+static bool compare_baselines(const struct run_args *a, const struct hx_pipeline_row *rows,
+			      size_t nspecs)
+{
+	bool failed = false;
+
+	for (size_t i = 0; i < nspecs && !hx_interrupted(); i++) {
+		if (rows[i].failed || !rows[i].dir[0])
+			continue;
+		if (!a->json)
+			printf("\n");
+		if (cli_compare_write(a->baseline, rows[i].dir, rows[i].dir,
+				      a->json ? CLI_COMPARE_NOTHING : CLI_COMPARE_MD))
+			failed = true;
+	}
+	return failed;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse, "WORKLOAD...", doc, NULL, NULL, NULL };
@@ -1416,14 +877,15 @@ int cmd_run(int argc, char **argv)
 	};
 	struct probe_oncpu_opts po = { 0 };
 	struct hx_spec *specs = NULL;
-	struct run_row *rows = NULL;
+	struct hx_pipeline_row *rows = NULL;
 	struct hx_profile prof;
 	struct hx_probeset set;
 	struct hx_probe_config pc = { 0 };
 	char why[HX_WHY_LEN];
 	char self[PATH_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
-	size_t printed = 0, nspecs;
+	struct json_out json = { 0 };
+	size_t nspecs;
 	ssize_t len;
 	int status = CLI_EXIT_OK, err;
 
@@ -1440,6 +902,7 @@ int cmd_run(int argc, char **argv)
 							 : "--min-block-us");
 
 	nspecs = spec_count(&a);
+	json.array = nspecs > 1;
 	specs = calloc(nspecs, sizeof(*specs));
 	rows = calloc(nspecs, sizeof(*rows));
 	if (!specs || !rows) {
@@ -1460,40 +923,13 @@ int cmd_run(int argc, char **argv)
 	}
 	self[len] = '\0';
 
-	for (size_t i = 0; i < nspecs; i++) {
-		double m = specs[i].opt.iterations * specs[i].opt.time_s;
-		unsigned w = specs[i].rt.workers_max ? specs[i].rt.workers_max : specs[i].rt.workers;
-
-		if (m > pc.measure_s)
-			pc.measure_s = m;
-		if (specs[i].opt.forks > pc.forks)
-			pc.forks = specs[i].opt.forks;
-		if (!w)
-			w = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-		if (w > pc.threads)
-			pc.threads = w;
-	}
-	po.freq = (unsigned)a.freq;
-	if (a.oncpu_stacks) {
-		po.stack_entries = (unsigned)a.oncpu_stacks;
-		po.count_entries = (unsigned)a.oncpu_counts;
-		snprintf(a.oncpu_maps_sized, sizeof(a.oncpu_maps_sized), "given: --oncpu-maps");
-	} else {
-		po.stack_entries = oncpu_entries(a.freq, pc.measure_s, ONCPU_STACKS_SHARE,
-						 PROBE_ONCPU_STACK_ENTRIES);
-		po.count_entries = oncpu_entries(a.freq, pc.measure_s, 1, PROBE_ONCPU_COUNT_ENTRIES);
-		snprintf(a.oncpu_maps_sized, sizeof(a.oncpu_maps_sized),
-			 "for the run: counts 1.25 x %ld Hz x %ld CPUs x %g s measured, stacks a "
-			 "quarter of that; at least 1024, at most %d and %d",
-			 a.freq, sysconf(_SC_NPROCESSORS_ONLN), pc.measure_s,
-			 PROBE_ONCPU_STACK_ENTRIES, PROBE_ONCPU_COUNT_ENTRIES);
-	}
-	po.callgraph = (enum probe_callgraph)a.callgraph;
-	po.stack_copy = (unsigned)a.stack_copy;
-	po.group_task = a.group_task;
-	if (hx_profile_open(&prof, a.oncpu, &po)) {
+	configure_probes(&a, specs, nspecs, &po, &pc);
+	err = hx_profile_open(&prof, a.oncpu, &po);
+	if (err) {
+		/* the built-in rules that do not parse have said why */
 		status = CLI_EXIT_FAIL;
-		cli_usage_error("out of memory");
+		if (err == -ENOMEM)
+			cli_usage_error("out of memory");
 		goto out_free;
 	}
 	if (a.oncpu && prof.open_error == -ERANGE) {
@@ -1502,24 +938,17 @@ int cmd_run(int argc, char **argv)
 					 prof.status + strlen("not attached: "));
 		goto out_close_profile;
 	}
-	err = mkdir_p(a.out);
+	err = cli_mkdir_p(a.out);
 	/* the run folders are made once there is something to write: find out now, not
 	 * after the forks, that nothing can be */
 	if (!err && access(a.out, W_OK))
 		err = -errno;
 	if (err) {
-		status = folder_error(a.out, a.out, err);
+		status = cli_folder_error(a.out, a.out, err);
 		goto out_close_profile;
 	}
 	if (a.oncpu && !prof.attached)
 		fprintf(stderr, "schedlab: oncpu: %s; the benchmarks run without it\n", prof.status);
-	pc.timeline_events = (unsigned)a.timeline_events;
-	pc.min_block_us = (unsigned)a.min_block_us;
-	pc.wakers = a.wakers;
-	pc.offcpu_stacks = a.offcpu_stacks;
-	pc.offcpu_stack_entries = (unsigned)a.offcpu_stacks_n;
-	pc.offcpu_count_entries = (unsigned)a.offcpu_counts_n;
-	pc.alloc_sample = a.alloc_sample;
 	if (hx_probeset_open(&set, &prof, a.probes, &pc, why, sizeof(why))) {
 		status = cli_usage_error("%s", why);
 		goto out_close_profile;
@@ -1538,7 +967,7 @@ int cmd_run(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	for (size_t i = 0; i < nspecs && !hx_interrupted(); i++) {
-		int st = run_one(&specs[i], &a, &set, self, &rows[i], &printed);
+		int st = run_spec(&specs[i], &a, &set, self, &rows[i], &json);
 
 		if (st == CLI_EXIT_USAGE) {
 			status = st;
@@ -1548,22 +977,11 @@ int cmd_run(int argc, char **argv)
 			status = st;
 	}
 	if (a.json && nspecs > 1)
-		fputs(printed ? "]\n" : "[]\n", stdout);
+		fputs(json.printed ? "]\n" : "[]\n", stdout);
 	if (!a.json && status != CLI_EXIT_USAGE)
 		print_table(rows, nspecs);
-	/* with --json, stdout holds the results alone: the comparison goes to its files */
-	for (size_t i = 0; a.baseline && i < nspecs && !hx_interrupted(); i++) {
-		int st;
-
-		if (rows[i].failed || !rows[i].dir[0])
-			continue;
-		if (!a.json)
-			printf("\n");
-		st = cli_compare_write(a.baseline, rows[i].dir, rows[i].dir,
-				       a.json ? CLI_COMPARE_NOTHING : CLI_COMPARE_MD);
-		if (st && status == CLI_EXIT_OK)
-			status = CLI_EXIT_FAIL;
-	}
+	if (a.baseline && compare_baselines(&a, rows, nspecs) && status == CLI_EXIT_OK)
+		status = CLI_EXIT_FAIL;
 	if (hx_interrupted() && status != CLI_EXIT_USAGE)
 		status = CLI_EXIT_INTERRUPTED;
 	hx_probeset_close(&set);

@@ -9,11 +9,13 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "version.h"
@@ -95,6 +97,43 @@ static int help(int argc, char **argv)
 		if (commands[i].summary && !strcmp(argv[1], commands[i].name))
 			return commands[i].fn(2, (char *[]){ argv[1], help_opt, NULL });
 	return cli_usage_error("no help for '%s': the commands are %s", argv[1], command_list());
+}
+
+int cli_mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		return -errno;
+	/* something that is there already must be a folder (or a link to one) */
+	if (stat(buf, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* A folder that cannot be made, named with the reason: the user's --out when it runs
+ * through or onto what is not a folder, a link, or is too long (exit 2); a full,
+ * read-only file system is the machine's (exit 1): cli_exit_for()'s table. */
+int cli_folder_error(const char *out, const char *path, int err)
+{
+	if (cli_exit_for(err) == CLI_EXIT_USAGE) {
+		cli_usage_error("--out %s: cannot create %s: %s (choose a folder with --out)", out,
+				path, strerror(-err));
+		return CLI_EXIT_USAGE;
+	}
+	cli_usage_error("cannot create %s: %s", path, strerror(-err));
+	return cli_exit_for(err);
 }
 
 /* -h, for the commands whose own options leave the key free. */

@@ -9,11 +9,14 @@
  * never kept), runs the measured iterations of fixed time, reports each iteration's
  * throughput and the runtime's counters, and stays alive until the controller has
  * read its memory map and drained the probes. The score is the mean over every
- * measured iteration of every fork, with the 99.9% Student-t half-width.
+ * measured iteration of every fork, with the 99.9% Student-t half-width. One run from
+ * spec to run folder (probes, profile, reports, findings, latest) is hx_pipeline_run(),
+ * for `schedlab run` and any command that runs a benchmark in-process.
  */
 #ifndef SCHEDLAB_HARNESS_H
 #define SCHEDLAB_HARNESS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -424,6 +427,60 @@ void hx_alternate_hooks(struct hx_alternate *a, const struct hx_hooks *inner, st
  * ops, workers and counters from those forks alone), and summarize those without into
  * *off. 0, or -EINVAL when fewer than two iterations of either kind were measured. */
 int hx_result_split_alternate(struct hx_result *res, unsigned iterations, struct an_summary *off);
+
+/* ---- one run, end to end (harness/pipeline.c) ------------------------------------------ */
+
+/* What running one configuration needs beyond its spec and the opened probe set. */
+struct hx_pipeline {
+	const char *out;         /* where run folders go: a folder the caller made and checked */
+	const char *self;        /* the schedlab binary, re-executed for each fork */
+	const char *command;     /* the command line that reproduces the run, for result.json */
+	unsigned probes;         /* the probes asked for (1 << enum hx_probe_id), as --overhead's
+				  * report names them */
+	bool overhead;           /* the probes on every other fork only (struct hx_alternate) */
+	const char *oncpu_maps_sized; /* how the oncpu maps were sized, for the report; NULL:
+				       * not said */
+	FILE *log;               /* the forks' progress and a line ("schedlab: ...") for each
+				  * trouble and for how the run ended; NULL: silent */
+	/* The finished run, as result.json holds it, before its memory goes (--json prints
+	 * it), whether or not its files could be written. NULL: not wanted. */
+	void (*emit)(void *ctx, const struct an_run *run);
+	void *emit_ctx;
+};
+
+/* What came of one run, for the caller to print. */
+struct hx_pipeline_row {
+	const char *workload, *preset, *unit; /* the spec's */
+	struct an_summary score;
+	size_t n;                /* measured iterations in the score; 0 for a failed run */
+	char dir[PATH_MAX];      /* the run folder, or, with dir_error, the one that could not
+				  * be made; "" when it never came to that */
+	char svg[PATH_MAX + 32]; /* its oncpu.svg; "" when none was written */
+	int dir_error;           /* -errno: the run folder could not be made, nothing was written */
+	bool failed;             /* the run failed, or a file of it could not be written */
+	bool partial;            /* stopped by hx_interrupt(): error says where */
+	bool unwritten;          /* a file of the run folder could not be written */
+	bool removed;            /* and nothing was, so the folder was removed */
+	struct wl_metric wl[WL_MAX_METRICS]; /* the workload's own figures */
+	size_t nwl;
+	struct an_finding top;   /* its first finding; top.id is "" when it has none */
+	char error[512];         /* why it failed or stopped (hx_result.error); "" otherwise */
+};
+
+/* Run spec under set (opened, its probes attached or not; without set->oncpu the report
+ * says oncpu was not asked for) and write its run folder out/<stamp>-<workload>-<preset>[-N]
+ * in o->out, stamped with the start and made only once there is something to write:
+ * oncpu.folded and oncpu.svg, the other probes' files, report.md and result.json last (a
+ * file that cannot be written makes the run failed there, in result.json); the findings,
+ * computed on the run in memory; out/latest pointed at it when it is complete and holds
+ * measured data; the folder removed again when nothing of the run could be written. An
+ * interrupted run (hx_interrupt()) is written as partial. Every trouble is said on o->log
+ * as it happens, except a run folder that cannot be made (row->dir_error, row->dir naming
+ * it), which is the caller's to say. Returns 0 when the run succeeded and all of it was
+ * written (a partial run too); else -errno, the run's own failure first, with row saying
+ * what happened. */
+int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const struct hx_pipeline *o,
+		    struct hx_pipeline_row *row);
 
 /* "fp", "dwarf" or "auto"; and back (-1: not a mode). */
 const char *hx_callgraph_name(enum probe_callgraph cg);
