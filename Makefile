@@ -97,7 +97,8 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # strace: a test holds a run in the middle of writing its files (a delayed fsync).
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev strace
-BENCH_PKGS := golang-go linux-perf jq
+# cargo, rustc, librust-tokio-dev and openjdk-17-jdk-headless: the Tokio and JDK peers.
+BENCH_PKGS := golang-go cargo rustc librust-tokio-dev openjdk-17-jdk-headless linux-perf jq
 
 # ---------------------------------------------------------------------------
 # Sources
@@ -162,7 +163,16 @@ TEST_SKELS := $(patsubst %.bpf.c,$(BUILD)/%.skel.h,$(TEST_BPF_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 # The programs of bench/ that tests/bench/ runs, built for `make test` as well.
-TEST_BENCH_BINS := $(if $(filter thread,$(SAN_LIST)),,$(BUILD)/bench/tcppeer)
+# The peers in other languages too, each where its toolchain is installed (tests/bench skips
+# one whose toolchain is absent, naming it), and not in sanitizer builds: they test no C.
+TEST_PEER_BINS := $(BUILD)/bench/tcpserve \
+	$(if $(wildcard /usr/bin/go),$(BUILD)/bench/gopeer) \
+	$(if $(and $(wildcard /usr/bin/cargo),$(wildcard /usr/bin/rustc), \
+		   $(wildcard /usr/share/cargo/registry/tokio-1.*)),$(BUILD)/bench/tokiopeer) \
+	$(if $(wildcard /usr/lib/jvm/java-17-openjdk-*/bin/javac),$(BUILD)/bench/jdkpeer \
+	     $(BUILD)/bench/java/Peer.class)
+TEST_BENCH_BINS := $(if $(filter thread,$(SAN_LIST)),,$(BUILD)/bench/tcppeer \
+	$(if $(SAN_LIST),,$(TEST_PEER_BINS)))
 
 # libFuzzer targets, one per parser of outside input: fuzz/fuzz_X.c -> $(FUZZ_BUILD)/fuzz/fuzz_X,
 # linked against a library built with the fuzzer's coverage, ASan and UBSan. Each run starts
@@ -181,7 +191,7 @@ DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all install FORCE run test bench bench-scaling golden vmlinux deps clean check-deps reliability fuzz fuzz-run
+.PHONY: all install FORCE run test bench bench-scaling peers golden vmlinux deps clean check-deps reliability fuzz fuzz-run
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -370,12 +380,50 @@ $(BUILD)/bench/gopeer: $(wildcard bench/go/*.go) bench/go/go.mod
 	$(Q)mkdir -p $(@D)
 	$(Q)cd bench/go && $(GO_ENV) go build -buildvcs=false -o $(abspath $@) .
 
+# The Tokio peers: Debian's cargo and rustc by path (a rustup toolchain earlier on PATH is
+# not Debian's), offline, against Debian's packaged crates (librust-tokio-dev) as a
+# directory source that replaces crates.io. The crate is copied under $(BUILD), and cargo's
+# home, lock file and target stay there: nothing is written beside the sources. Frame
+# pointers in every crate built, so that profiles walk Tokio's frames.
+CARGO ?= /usr/bin/cargo
+RUSTC ?= /usr/bin/rustc
+TOKIO_BUILD := $(abspath $(BUILD))/tokio
+$(BUILD)/bench/tokiopeer: bench/tokio/Cargo.toml $(wildcard bench/tokio/src/*.rs)
+	$(call msg,CARGO,$@)
+	$(Q)mkdir -p $(@D) $(TOKIO_BUILD)/cargo-home $(TOKIO_BUILD)/crate
+	$(Q)printf '%s\n' '[source.crates-io]' 'replace-with = "debian"' '' '[source.debian]' \
+		'directory = "/usr/share/cargo/registry"' '' '[net]' 'offline = true' \
+		>$(TOKIO_BUILD)/cargo-home/config.toml
+	$(Q)rm -rf $(TOKIO_BUILD)/crate/src && cp -r bench/tokio/src bench/tokio/Cargo.toml \
+		$(TOKIO_BUILD)/crate/
+	$(Q)cd $(TOKIO_BUILD)/crate && CARGO_HOME=$(TOKIO_BUILD)/cargo-home \
+		CARGO_TARGET_DIR=$(TOKIO_BUILD)/target RUSTC=$(RUSTC) \
+		RUSTFLAGS="-C force-frame-pointers=yes" $(CARGO) build --release --offline --quiet
+	$(Q)cp $(TOKIO_BUILD)/target/release/tokiopeer $@
+
+# The JDK peers: JDK 17's javac into $(BUILD)/bench/java, and jdkpeer, the script that runs
+# them with the same JDK's java.
+JDK_HOME ?= $(or $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*)),/usr)
+$(BUILD)/bench/java/Peer.class: bench/java/Peer.java
+	$(call msg,JAVAC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(JDK_HOME)/bin/javac --release 17 -Xlint:all -Werror -d $(@D) $<
+$(BUILD)/bench/jdkpeer: bench/java/jdkpeer.sh $(BUILD)/bench/java/Peer.class
+	$(call msg,GEN,$@)
+	$(Q)sed 's|@JAVA@|$(JDK_HOME)/bin/java|' $< >$@ && chmod 755 $@
+
+# The peers in other languages, and the program that starts the TCP server for them (the
+# classes named too, so that a missing one is remade, not taken for an intermediate).
+PEER_BINS := $(BUILD)/bench/gopeer $(BUILD)/bench/tokiopeer $(BUILD)/bench/jdkpeer \
+	     $(BUILD)/bench/java/Peer.class $(BUILD)/bench/tcpserve
+peers: $(PEER_BINS)
+
 # Each part is its own script in bench/ and can run alone; the helpers are the children
 # the probes' cost benchmarks measure.
-BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters runtime
+BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters runtime models
 bench: $(BIN) $(BENCH_BINS) $(HELPER_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/gopeer
+	$(Q)$(MAKE) --no-print-directory peers
 	$(Q)for p in $(BENCH_PARTS); do \
 		echo "bench: $$p" >&2; BUILD=$(BUILD) bench/$$p.sh || exit 1; echo; \
 	done > BENCHMARKS.md.tmp || { rm -f BENCHMARKS.md.tmp; exit 1; }

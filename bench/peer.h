@@ -2,7 +2,7 @@
  * peer.h — the driver every C program in bench/ shares, so that each peer runs the
  * iteration structure the harness runs (warm-up iterations, then measured iterations
  * of fixed time, one throughput sample a line on stdout) and `make bench` summarizes
- * every peer, the Go ones included, with one summarizer:
+ * every peer, the Go, Tokio and JDK ones included, with one summarizer:
  *
  *   PROG JOB [--warmup N] [--iterations N] [--time S]   one sample per measured iteration
  *   PROG summarize < samples                            "mean error n" (99.9% t interval)

@@ -6,6 +6,14 @@
 //	gopeer JOB [--warmup N] [--iterations N] [--time S]
 //
 //	spawn-join     1,000 times: start a goroutine, wait for it (WaitGroup); one op
+//	workers        4,096 values x 64 rounds of the workload's arithmetic, split over 8
+//	               goroutines and joined (WaitGroup); one op, checked against the
+//	               checksum 16452561075408646571
+//	tcp-blocking   256 exchanges over 64 persistent loopback connections to schedlab's
+//	               own TCP server, which waits 1 ms before each echo; a goroutine per
+//	               connection runs its 4 exchanges in sequence, each a blocking
+//	               conn.Write + io.ReadFull; one op. Every echo must match its request
+//	               and the folds match the workload's (workloads/tcp.c).
 //	chan-spsc      one producer goroutine sends 1..10,000 through a new channel of
 //	               capacity 1024 to one consumer goroutine, which sums them; one op
 //	waiting-tasks  100,000 goroutines each allocate (on the heap) and fill a 1 KiB
@@ -15,7 +23,14 @@
 //	               proportional set, read from /proc/self/smaps_rollup while the
 //	               goroutines waited, the largest over the measured iterations.
 //
-// Only the standard library; GOMAXPROCS is Go's default (one P per CPU).
+// Only the standard library; GOMAXPROCS is Go's default (one P per CPU). The ops run on
+// the main goroutine, which is a goroutine like any other on a P (unlike Tokio's block_on
+// thread, say): a spawn there is what a spawn inside a task is in the other runtimes.
+//
+// tcp-blocking's server is schedlab's (`$SCHEDLAB_EXE __tcp-server`), started through
+// bench/tcpserve (SCHEDLAB_TCPSERVE, else tcpserve beside this program), which hands it
+// the listening and control sockets as the workload does and gives this peer the port
+// and the run's key on a pipe; see tcp.go.
 package main
 
 import (
@@ -30,10 +45,14 @@ import (
 )
 
 const (
-	spawnJoinN = 1000
-	chanItems  = 10000
-	chanCap    = 1024
-	waitingN   = 100000
+	spawnJoinN    = 1000
+	chanItems     = 10000
+	chanCap       = 1024
+	waitingN      = 100000
+	workersTasks  = 8
+	workersValues = 4096
+	workersRounds = 64
+	workersExpect = 16452561075408646571
 )
 
 // payloadSize is a variable, not a constant, so that make() puts each payload on the
@@ -57,6 +76,52 @@ func spawnJoin() uint64 {
 		}(i)
 		wg.Wait()
 		sum += r
+	}
+	return sum
+}
+
+// mix is the workers workload's arithmetic (DESIGN.md, workloads/workers.c): value i
+// starts at i + 1, each round r does x = x*6364136223846793005 + 1442695040888963407 + r,
+// x ^= x >> 31, all wrapping; the sum of the values. Not inlined, so that a profile shows
+// the tasks' own work by name.
+//
+//go:noinline
+func mix(first, count, rounds uint64) uint64 {
+	var sum uint64
+	for i := first; i < first+count; i++ {
+		x := i + 1
+		for r := uint64(0); r < rounds; r++ {
+			x = x*6364136223846793005 + 1442695040888963407 + r
+			x ^= x >> 31
+		}
+		sum += x
+	}
+	return sum
+}
+
+func workers() uint64 {
+	var wg sync.WaitGroup
+	var sums [workersTasks]uint64
+	per := uint64(workersValues / workersTasks)
+	extra := uint64(workersValues % workersTasks)
+	first := uint64(0)
+
+	for k := 0; k < workersTasks; k++ {
+		count := per
+		if uint64(k) < extra {
+			count++
+		}
+		wg.Add(1)
+		go func(k int, first, count uint64) {
+			sums[k] = mix(first, count, workersRounds)
+			wg.Done()
+		}(k, first, count)
+		first += count
+	}
+	wg.Wait()
+	var sum uint64
+	for _, v := range sums {
+		sum += v
 	}
 	return sum
 }
@@ -157,17 +222,27 @@ func waitingExpect() uint64 {
 	return sum
 }
 
+type job struct {
+	op     func() (uint64, error)
+	expect func() uint64
+	setup  func() error // optional, once before the warm-up
+}
+
+// plain makes an op that cannot fail otherwise than by its result.
+func plain(op func() uint64) func() (uint64, error) {
+	return func() (uint64, error) { return op(), nil }
+}
+
 func main() {
-	jobs := map[string]struct {
-		op     func() uint64
-		expect func() uint64
-	}{
-		"spawn-join":    {spawnJoin, func() uint64 { return spawnJoinN * (spawnJoinN + 1) / 2 }},
-		"chan-spsc":     {chanSPSC, func() uint64 { return chanItems * (chanItems + 1) / 2 }},
-		"waiting-tasks": {waitingTasks, waitingExpect},
+	jobs := map[string]job{
+		"spawn-join":    {plain(spawnJoin), func() uint64 { return spawnJoinN * (spawnJoinN + 1) / 2 }, nil},
+		"chan-spsc":     {plain(chanSPSC), func() uint64 { return chanItems * (chanItems + 1) / 2 }, nil},
+		"waiting-tasks": {plain(waitingTasks), waitingExpect, nil},
+		"workers":       {plain(workers), func() uint64 { return workersExpect }, nil},
+		"tcp-blocking":  {tcpBlocking, tcpReference, tcpSetup},
 	}
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gopeer spawn-join|chan-spsc|waiting-tasks [--warmup N] [--iterations N] [--time S]")
+		fmt.Fprintln(os.Stderr, "usage: gopeer spawn-join|workers|tcp-blocking|chan-spsc|waiting-tasks [--warmup N] [--iterations N] [--time S]")
 		os.Exit(2)
 	}
 	job, ok := jobs[os.Args[1]]
@@ -182,30 +257,49 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gopeer: unknown job %q or bad counts\n", os.Args[1])
 		os.Exit(2)
 	}
+	if job.setup != nil {
+		if err := job.setup(); err != nil {
+			fmt.Fprintf(os.Stderr, "gopeer %s: setup failed: %v\n", os.Args[1], err)
+			os.Exit(1)
+		}
+	}
+	status := run(os.Args[1], job, *warmup, *iterations, *seconds)
+	tcpClose()
+	os.Exit(status)
+}
+
+// run is the iteration structure of bench/peer.h: 0, or 1 after a wrong result.
+func run(name string, job job, warmup, iterations int, seconds float64) int {
 	want := job.expect()
-	limit := time.Duration(*seconds * float64(time.Second))
-	for it := 0; it < *warmup+*iterations; it++ {
-		if it == *warmup {
+	limit := time.Duration(seconds * float64(time.Second))
+	for it := 0; it < warmup+iterations; it++ {
+		if it == warmup {
 			peakRSS, peakPSS = 0, 0 // the peak over the measured iterations only
 		}
 		t0 := time.Now()
 		ops := 0
 		var elapsed time.Duration
 		for {
-			if r := job.op(); r != want {
-				fmt.Fprintf(os.Stderr, "gopeer %s: result %d, expected %d\n", os.Args[1], r, want)
-				os.Exit(1)
+			r, err := job.op()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "gopeer %s: %v\n", name, err)
+				return 1
+			}
+			if r != want {
+				fmt.Fprintf(os.Stderr, "gopeer %s: result %d, expected %d\n", name, r, want)
+				return 1
 			}
 			ops++
 			if elapsed = time.Since(t0); elapsed >= limit {
 				break
 			}
 		}
-		if it >= *warmup {
+		if it >= warmup {
 			fmt.Printf("%.17g\n", float64(ops)/elapsed.Seconds())
 		}
 	}
 	if peakRSS > 0 {
 		fmt.Fprintf(os.Stderr, "memory %.1f %.1f\n", float64(peakRSS)/1024, float64(peakPSS)/1024)
 	}
+	return 0
 }

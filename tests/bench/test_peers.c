@@ -1,0 +1,146 @@
+/*
+ * The peers in other languages (bench/go, bench/tokio, bench/java), run as the bench scripts
+ * run them: one measured iteration of each job is one sample line on stdout and nothing
+ * else, the TCP job against schedlab's own server through bench/tcpserve; and against a
+ * server that answers one op's exchanges wrongly (tests/helpers/wrong_echo) each peer's
+ * check fails the program, with no sample. A peer whose toolchain is not installed is
+ * skipped, naming the package; one whose toolchain is installed must have been built.
+ */
+#include <glob.h>
+#include <stdlib.h>
+
+#include "tests/cli/cli_run.h"
+
+TestSuite(peers, .init = setup, .fini = teardown);
+
+struct peer {
+	const char *name;      /* the program in $(BUILD)/bench */
+	const char *toolchain[4]; /* files its toolchain installs (globs), NULL-ended */
+	const char *package;
+};
+
+/* The files the Makefile looks for before it builds each peer for `make test`. */
+static const struct peer go = { "gopeer", { "/usr/bin/go" }, "golang-go" };
+static const struct peer tokio = { "tokiopeer",
+				   { "/usr/bin/cargo", "/usr/bin/rustc",
+				     "/usr/share/cargo/registry/tokio-1.*" },
+				   "cargo, rustc and librust-tokio-dev" };
+static const struct peer jdk = { "jdkpeer", { "/usr/lib/jvm/java-17-openjdk-*/bin/javac" },
+				 "openjdk-17-jdk-headless" };
+
+static bool installed(const struct peer *p)
+{
+	for (size_t i = 0; p->toolchain[i]; i++) {
+		glob_t g;
+		int r = glob(p->toolchain[i], 0, NULL, &g);
+
+		globfree(&g);
+		if (r)
+			return false;
+	}
+	return true;
+}
+
+/* The peer's path; skips the test where its toolchain is absent. */
+static const char *peer_path(const struct peer *p, char *buf, size_t len)
+{
+	if (!installed(p))
+		cr_skip_test("%s needs %s, not installed here (make deps PKGS_EXTRA='...' or "
+			     "make bench installs it)",
+			     p->name, p->package);
+	snprintf(buf, len, "%s/bench/%s", schedlab_build(), p->name);
+	cr_assert_eq(access(buf, X_OK), 0, "%s is not built; run make test", buf);
+	return buf;
+}
+
+static void use_server(const char *program)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", schedlab_build(), program);
+	cr_assert_eq(access(path, X_OK), 0, "%s is not built; run make test", path);
+	cr_assert_eq(setenv("SCHEDLAB_EXE", path, 1), 0);
+}
+
+static int run_job(const char *path, const char *job, const char *warmup)
+{
+	const char *args[] = { job, "--warmup", warmup, "--iterations", "1", "--time", "0.01",
+			       NULL };
+
+	return run_program(path, args);
+}
+
+/* One iteration of each job: one sample line, no message, exit 0. */
+static void one_sample_each(const struct peer *p, const char *const *jobs)
+{
+	char path[512];
+
+	peer_path(p, path, sizeof(path));
+	use_server("schedlab");
+	for (size_t i = 0; jobs[i]; i++) {
+		char *end;
+		double rate;
+
+		cr_expect_eq(run_job(path, jobs[i], "0"), 0, "%s %s: %s", p->name, jobs[i],
+			     err_text);
+		cr_expect_str_eq(err_text, "", "%s %s", p->name, jobs[i]);
+		rate = strtod(out_text, &end);
+		cr_expect(end != out_text && !strcmp(end, "\n"), "%s %s: one sample line: '%s'",
+			  p->name, jobs[i], out_text);
+		cr_expect(rate > 0, "%s %s: %g ops/s", p->name, jobs[i], rate);
+	}
+}
+
+/* The server's second op (the warm-up's was the first) answers with a wrong tag. */
+static void wrong_echo_fails(const struct peer *p)
+{
+	char path[512], spec[600], want[64];
+
+	peer_path(p, path, sizeof(path));
+	use_server("tests/helpers/wrong_echo");
+	snprintf(spec, sizeof(spec), "1 2 %s", in_dir("starts"));
+	cr_assert_eq(setenv("WRONG_ECHO", spec, 1), 0);
+	cr_expect_eq(run_job(path, "tcp-blocking", "1"), 1, "%s", err_text);
+	cr_expect_str_eq(out_text, "", "no sample from a failed iteration");
+	snprintf(want, sizeof(want), "%s tcp-blocking: connection ", p->name);
+	cr_expect_not_null(strstr(err_text, want), "%s", err_text);
+	cr_expect_not_null(strstr(err_text, ": a wrong echo"), "%s", err_text);
+	unsetenv("WRONG_ECHO");
+}
+
+Test(peers, go_jobs_give_one_sample_each, .timeout = 120)
+{
+	const char *jobs[] = { "spawn-join", "workers", "tcp-blocking", NULL };
+
+	one_sample_each(&go, jobs);
+}
+
+Test(peers, tokio_jobs_give_one_sample_each, .timeout = 120)
+{
+	const char *jobs[] = { "spawn-join", "workers", "tcp-blocking", "tcp-block-in-place",
+			       NULL };
+
+	one_sample_each(&tokio, jobs);
+}
+
+Test(peers, jdk_jobs_give_one_sample_each, .timeout = 120)
+{
+	const char *jobs[] = { "spawn-join", "workers", "tcp-blocking", NULL };
+
+	one_sample_each(&jdk, jobs);
+}
+
+Test(peers, go_fails_on_a_wrong_echo, .timeout = 120)
+{
+	wrong_echo_fails(&go);
+}
+
+Test(peers, tokio_fails_on_a_wrong_echo, .timeout = 120)
+{
+	wrong_echo_fails(&tokio);
+}
+
+Test(peers, jdk_fails_on_a_wrong_echo, .timeout = 120)
+{
+	wrong_echo_fails(&jdk);
+}
