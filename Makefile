@@ -420,7 +420,7 @@ peers: $(PEER_BINS)
 
 # Each part is its own script in bench/ and can run alone; the helpers are the children
 # the probes' cost benchmarks measure.
-BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters runtime models
+BENCH_PARTS := run suite stacks oncpu attach analysis offcpu sched counters runtime models profile
 bench: $(BIN) $(BENCH_BINS) $(HELPER_BINS)
 	$(Q)$(MAKE) --no-print-directory deps PKGS_EXTRA="$(BENCH_PKGS)" >/dev/null
 	$(Q)$(MAKE) --no-print-directory peers

@@ -228,6 +228,9 @@ void an_usyms_free(struct an_usyms *u);
 /* The base name of the file mapped at addr ("libc.so.6", "[vdso]"); false when no file
  * mapping holds addr (an anonymous one, or none: a garbage address). */
 bool an_usyms_module(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
+/* Whether the process's perf map names addr, code a JIT generated outside any file
+ * (/tmp/perf-PID.map): "name_[j]" into buf then. */
+bool an_usyms_jit(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
 
 /* Code of a process that a frame-pointer stack walk looks its frames up in. */
 #define AN_CODE_NOFP 1 /* an executable mapping of an object built without frame pointers:
@@ -531,6 +534,8 @@ struct an_probe_summary {
 	const char *status;     /* "attached", or "not attached: <reason>" */
 	const char *event;      /* "cycles" or "cpu-clock"; NULL when not attached */
 	const char *event_note; /* why the event was chosen; "" when cycles */
+	bool whole_program;     /* sampled a program while profiled, not the measured
+				 * iterations of our runtime's forks */
 	unsigned freq;
 	uint64_t samples;       /* samples of the benchmark kept (losses included) */
 	uint64_t ustack_full, kstack_full, ustack_errors, kstack_errors;
@@ -709,6 +714,8 @@ struct an_run {
 	uint64_t counters_attach_ns;  /* the longest a fork took to open the events; 0: none */
 	const char *error;      /* why the run failed; NULL when it did not */
 	const char *partial;    /* why it stopped before the end (a signal); NULL when it ran out */
+	const char *profiled;   /* a profile of processes (`schedlab profile`): how it ended;
+				 * NULL for a benchmark's run */
 	const struct an_finding *findings; /* ranked; NULL: not computed (none written) */
 	size_t nfindings;
 };

@@ -135,6 +135,8 @@ struct func_row {
 
 struct an_compare {
 	struct side a, b;
+	bool profiles;     /* one side is a profile of a program (`schedlab profile`): where
+			    * the time went is compared, and no throughput */
 	bool higher_better;
 	struct an_ratio ratio;
 	enum an_verdict verdict;
@@ -164,12 +166,29 @@ static const char *run_id(const struct an_result *r)
 	return slash && slash[1] ? slash + 1 : *dir ? dir : an_result_source(r);
 }
 
+/* A profile of a program: samples, no iterations. */
+static bool is_profile(const struct an_result *r)
+{
+	const char *kind = an_result_str(r, "kind");
+
+	return kind && !strcmp(kind, "profile");
+}
+
 int an_compare_check(const struct an_result *r, char *err, size_t errlen)
 {
 	const char *failure = an_result_str(r, "failure");
 	const char *unit = an_result_str(r, "unit");
 	size_t n = an_result_len(r, "samples");
 
+	if (is_profile(r)) {
+		if (failure) {
+			snprintf(err, errlen, "%s: the profile failed (%s): compare profiles that "
+				 "were written whole", an_result_dir(r)[0] ? an_result_dir(r) :
+				 run_id(r), failure);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (n == 0) {
 		snprintf(err, errlen, "%s: the run has no measured iterations%s%s%s: compare runs "
 			 "that finished", an_result_dir(r)[0] ? an_result_dir(r) : run_id(r),
@@ -285,17 +304,23 @@ static int side_init(struct side *s, const struct an_result *r)
 	s->params = an_result_str(r, "params");
 	s->unit = an_result_str(r, "unit");
 	s->overrides = an_result_str(r, "overrides");
-	x = calloc(n, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "samples.%zu", i);
-		x[i] = an_result_num(r, path);
+	if (n) {
+		x = calloc(n, sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "samples.%zu", i);
+			x[i] = an_result_num(r, path);
+		}
+		err = an_summarize(x, n, 0.999, &s->score);
+		free(x);
+		if (err)
+			return err;
+	} else {
+		/* a profile: no score */
+		s->score = (struct an_summary){ .mean = NAN, .sd = NAN, .min = NAN, .max = NAN,
+						.ci_half = NAN };
 	}
-	err = an_summarize(x, n, 0.999, &s->score);
-	free(x);
-	if (err)
-		return err;
 	s->probe = find_probe(r, "oncpu");
 	s->cat_total = 0;
 	for (unsigned c = 0; c < AN_CAT_COUNT; c++) {
@@ -470,18 +495,22 @@ struct an_compare *an_compare_new(const struct an_result *a, const struct an_res
 	struct an_compare *c;
 	int e;
 
+	bool profiles = is_profile(a) || is_profile(b);
+
 	if (an_compare_check(a, err, errlen) || an_compare_check(b, err, errlen)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!wa || !wb || strcmp(wa, wb)) {
+	/* a profile against anything (a program against the preset named after its runtime,
+	 * say) compares where the time went: no workload or unit need agree */
+	if (!profiles && (!wa || !wb || strcmp(wa, wb))) {
 		snprintf(err, errlen, "%s is a run of %s and %s a run of %s: compare two runs of "
 			 "one workload", run_id(a), wa ? wa : "(no workload)", run_id(b),
 			 wb ? wb : "(no workload)");
 		errno = EINVAL;
 		return NULL;
 	}
-	if (strcmp(an_result_str(a, "unit"), an_result_str(b, "unit"))) {
+	if (!profiles && strcmp(an_result_str(a, "unit"), an_result_str(b, "unit"))) {
 		snprintf(err, errlen, "%s measures %s and %s measures %s: compare runs scored in "
 			 "one unit", run_id(a), an_result_str(a, "unit"), run_id(b),
 			 an_result_str(b, "unit"));
@@ -491,6 +520,7 @@ struct an_compare *an_compare_new(const struct an_result *a, const struct an_res
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto out_nomem;
+	c->profiles = profiles;
 	e = side_init(&c->a, a);
 	if (!e)
 		e = side_init(&c->b, b);
@@ -502,6 +532,11 @@ struct an_compare *an_compare_new(const struct an_result *a, const struct an_res
 		e = make_findings(c);
 	if (e)
 		goto out_free;
+	if (profiles) {
+		c->ratio = (struct an_ratio){ .value = NAN, .lo = NAN, .hi = NAN, .df = NAN };
+		c->verdict = AN_VERDICT_NO_CHANGE;
+		return c;
+	}
 	c->higher_better = an_unit_higher_is_better(c->a.unit) == 1;
 	/* throughput B / A: for a time per op, A's time over B's */
 	if (c->higher_better)
@@ -595,6 +630,14 @@ static void md_run_row(FILE *out, const char *label, const struct side *s)
 	int dec = an_score_decimals(s->score.mean, s->score.ci_half);
 	char score[64], half[64];
 
+	if (!s->score.n) {
+		/* a profile: its samples instead */
+		an_format_number(probe_num(s, "samples"), 0, score, sizeof(score));
+		fprintf(out, "| %s | %s | %s | `%s` | %s samples | - |\n", label, s->id,
+			s->preset ? s->preset : "?", s->params && *s->params ? s->params : "-",
+			score);
+		return;
+	}
 	an_format_number(s->score.mean, dec, score, sizeof(score));
 	an_format_number(s->score.ci_half, dec, half, sizeof(half));
 	fprintf(out, "| %s | %s | %s | %s | %s ± %s %s | %zu |\n", label, s->id,
@@ -608,7 +651,11 @@ static void md_header(FILE *out, const struct an_compare *c)
 	size_t nk = an_result_len(a, "knobs"), shown = 0;
 	char ma[128], mb[128];
 
-	fprintf(out, "# %s: B against A\n\n", an_result_str(a, "workload"));
+	if (c->profiles)
+		fprintf(out, "# %s against %s: where the time went\n\n",
+			an_result_str(b, "workload"), an_result_str(a, "workload"));
+	else
+		fprintf(out, "# %s: B against A\n\n", an_result_str(a, "workload"));
 	fputs("| | run | preset | parameters | score ± 99.9% | n |\n"
 	      "|---|---|---|---|---:|---:|\n", out);
 	md_run_row(out, "A", &c->a);
@@ -629,7 +676,10 @@ static void md_header(FILE *out, const struct an_compare *c)
 		fprintf(out, "%s%s %s → %s", shown++ ? ", " : "Knobs that differ (A → B): ", k,
 			va ? va : "(none)", vb ? vb : "(none)");
 	}
-	fputs(shown ? ".\n" : "The runtime's knobs are the same in both runs.\n", out);
+	if (shown)
+		fputs(".\n", out);
+	else if (!c->profiles)
+		fputs("The runtime's knobs are the same in both runs.\n", out);
 	if (params_differ(c))
 		fprintf(out, "\n**The workload's parameters differ** (A %s, B %s): the runs "
 			"measured different work, so the ratio compares more than the "
@@ -660,6 +710,14 @@ static void md_throughput(FILE *out, const struct an_compare *c)
 	double change = 100 * (r->value - 1);
 
 	fprintf(out, "## Throughput\n\n");
+	if (c->profiles) {
+		fprintf(out, "Not compared: %s a profile of a program, which measures no "
+			"throughput; the categories and functions below compare where each "
+			"spent its CPU time, as shares of its own samples.\n\n",
+			is_profile(c->a.r) && is_profile(c->b.r) ? "both are" :
+			is_profile(c->a.r) ? "A is" : "B is");
+		return;
+	}
 	fprintf(out, "B / A = %.3f", r->value);
 	if (r->bounded)
 		fprintf(out, ", 99.9%% CI %.3f to %.3f", r->lo, r->hi);
@@ -733,6 +791,8 @@ static void md_categories(FILE *out, const struct an_compare *c)
 
 static void md_counters(FILE *out, const struct an_compare *c)
 {
+	if (c->profiles)
+		return; /* a program's runtime keeps no counters of ours */
 	fputs("## Runtime counters per op\n\n", out);
 	if (!c->nmaterial) {
 		fprintf(out, "None of the %zu counters differs materially (by %g× or more, with "
@@ -929,7 +989,7 @@ int an_compare_json(const struct an_compare *c, FILE *out)
 	jnum(out, ", ", "confidence", r->confidence);
 	fprintf(out, ", \"bounded\": %s", r->bounded ? "true" : "false");
 	jnum(out, ", ", "noise_pct", AN_COMPARE_NOISE_PCT);
-	jstr(out, ", ", "verdict", an_verdict_name(c->verdict));
+	jstr(out, ", ", "verdict", c->profiles ? NULL : an_verdict_name(c->verdict));
 	fputs("},\n  \"categories\": [", out);
 	for (unsigned cat = 0; cat < AN_CAT_COUNT && c->a.cat_total > 0 && c->b.cat_total > 0;
 	     cat++) {

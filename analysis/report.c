@@ -413,6 +413,10 @@ int an_report_json(const struct an_run *r, FILE *out)
 	json_str(out, r->op);
 	fputs(",\n  \"preset\": ", out);
 	json_str(out, r->preset);
+	if (r->profiled) {
+		fputs(",\n  \"kind\": \"profile\",\n  \"ended\": ", out);
+		json_str(out, r->profiled);
+	}
 	fputs(",\n  \"params\": ", out);
 	json_str(out, r->params);
 	fputs(",\n  \"command\": ", out);
@@ -632,7 +636,7 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 }
 
 /* Which method gave the table its categories. */
-static void md_attribution(FILE *out, const struct an_attribution *a)
+static void md_attribution(FILE *out, const struct an_attribution *a, bool whole_program)
 {
 	char ph[64], ru[64], no[64];
 
@@ -641,9 +645,11 @@ static void md_attribution(FILE *out, const struct an_attribution *a)
 	an_format_number((double)a->no_rule, 0, no, sizeof(no));
 	fprintf(out,
 		"  Attributed by the phase word: %s samples (the runtime's threads); by the stack "
-		"rules: %s samples (threads without a phase word, such as the harness thread), "
-		"%s of them named by no rule and counted as other.\n\n",
-		ph, ru, no);
+		"rules: %s samples (%s), %s of them named by no rule and counted as other.\n\n",
+		ph, ru,
+		whole_program ? "the program's threads: it runs no phase word of ours"
+			      : "threads without a phase word, such as the harness thread",
+		no);
 }
 
 /* The phase word against the stack rules, on the runtime's threads. */
@@ -756,7 +762,8 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 	md_attach_time(out, p->attach_ns);
 	if (p->cost_ns)
 		fprintf(out, " and %.0f ms measuring what a sample costs", p->cost_ns / 1e6);
-	fprintf(out, "; %s samples of the measured iterations", n);
+	fprintf(out, "; %s samples %s", n,
+		p->whole_program ? "while profiled" : "of the measured iterations");
 	why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 	if (*shortfall)
 		fprintf(out, "; %s", shortfall);
@@ -796,7 +803,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		}
 		fputs("\n", out);
 		if (p->attribution)
-			md_attribution(out, p->attribution);
+			md_attribution(out, p->attribution, p->whole_program);
 	}
 	if (p->agreement)
 		md_agreement(out, p->agreement, p->nrules);
@@ -901,8 +908,14 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 	int dec = an_score_decimals(r->score.mean, r->score.ci_half);
 	char score[64], err[64];
 
-	fprintf(out, "# %s · preset %s\n\n", r->workload, r->preset);
-	fprintf(out, "One op: %s (%s).\n\n", r->op, r->params && *r->params ? r->params : "no parameters");
+	if (r->profiled) {
+		fprintf(out, "# %s · profile\n\n", r->workload);
+		fprintf(out, "Profiled: `%s`; %s.\n\n", r->params, r->profiled);
+	} else {
+		fprintf(out, "# %s · preset %s\n\n", r->workload, r->preset);
+		fprintf(out, "One op: %s (%s).\n\n", r->op,
+			r->params && *r->params ? r->params : "no parameters");
+	}
 	if (r->error)
 		fprintf(out, "**The run failed:** %s\n\n", r->error);
 	if (r->partial)

@@ -569,6 +569,20 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
 }
 
+bool an_usyms_jit(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
+{
+	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
+	const char *jit;
+
+	/* a JIT's code is in an anonymous mapping, executable when sampled */
+	if (!u || (i >= 0 && u->maps->maps[i].path[0] != '\0'))
+		return false;
+	jit = jit_name(u, addr);
+	if (jit && buf && len)
+		snprintf(buf, len, "%s_[j]", jit);
+	return jit != NULL;
+}
+
 bool an_usyms_module(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 {
 	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;

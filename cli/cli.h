@@ -22,6 +22,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 /* The re-executed fork of a benchmark; not for people. */
 int cmd_fork(int argc, char **argv);
 /* The tcp workloads' server process (workloads/tcp_server.c); not for people. */

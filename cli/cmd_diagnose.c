@@ -98,8 +98,14 @@ static void print_text(const char *run, const struct diagnosis *d)
 	const char *failure = an_result_str(d->result, "failure");
 	const char *partial = an_result_str(d->result, "partial_reason");
 
-	printf("%s: %s · preset %s%s%s\n", run, wl ? wl : "?", preset ? preset : "?",
-	       over && *over ? " " : "", over && *over ? over : "");
+	const char *kind = an_result_str(d->result, "kind");
+
+	if (kind && !strcmp(kind, "profile"))
+		printf("%s: %s · profile (%s)\n", run, wl ? wl : "?",
+		       an_result_str(d->result, "ended") ? an_result_str(d->result, "ended") : "?");
+	else
+		printf("%s: %s · preset %s%s%s\n", run, wl ? wl : "?", preset ? preset : "?",
+		       over && *over ? " " : "", over && *over ? over : "");
 	if (failure)
 		printf("  The run failed: %s. The findings below are of what it measured.\n",
 		       failure);

@@ -34,6 +34,7 @@ static const struct {
 	{ "compare", cmd_compare, "compare two runs: verdict, deltas, differential flame graph" },
 	{ "diagnose", cmd_diagnose, "why a run was slow: its findings, ranked, with evidence" },
 	{ "sweep", cmd_sweep, "run a grid of parameter values; growth exponents of time and bytes per op" },
+	{ "profile", cmd_profile, "profile any program, running (-p PID) or started (-- CMD): stacks, categories, findings" },
 	{ "suite", cmd_suite, "run a study's grid: our figures beside the published ones, and whether the shape holds" },
 	{ "__fork", cmd_fork, NULL }, /* the benchmark process `run` re-executes */
 	{ "__tcp-server", cmd_tcp_server, NULL }, /* the tcp workloads' server process */
@@ -44,7 +45,7 @@ static void usage(FILE *out)
 	fprintf(out, "Usage: schedlab COMMAND [OPTION...]\n\n"
 		     "A profiling workbench for task runtimes: it runs workloads on its own\n"
 		     "runtime under eBPF probes and writes throughput (mean ± 99.9%% CI), folded\n"
-		     "stacks and flame graphs side by side.\n\nCommands:\n");
+		     "stacks and flame graphs side by side; and it profiles any program.\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (commands[i].summary)
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
@@ -56,12 +57,14 @@ static void usage(FILE *out)
 		     "  schedlab compare results/RUN_A results/latest\n"
 		     "  schedlab diagnose results/latest\n"
 		     "  schedlab sweep bind-chain -P depth=1000,2000,5000,10000 --quick\n"
-		     "  schedlab suite kyo-blocking --quick\n\n"
+		     "  schedlab suite kyo-blocking --quick\n"
+		     "  schedlab profile -- ./server --port 8080\n\n"
 		     "'schedlab help COMMAND' (or 'schedlab COMMAND --help') shows a command's\n"
 		     "options and examples; 'schedlab --version' its version.\n");
 }
 
-/* The commands people run, "run, list, flame, compare, diagnose, sweep and suite", for error lines. */
+/* The commands people run, "run, list, flame, compare, diagnose, sweep, profile and
+ * suite", for error lines. */
 static const char *command_list(void)
 {
 	static char buf[128];

@@ -17,6 +17,7 @@
 #define SCHEDLAB_HARNESS_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -184,6 +185,7 @@ double hx_latency_quantile(const struct rt_worker_stats *st, double q);
  * threads (phase NONE) the rules do, "other" where no rule names a frame. Stacks are
  * cut at their thread's root and judged: whether they reached it, and where they broke. */
 struct hx__live;
+struct hx__proc;
 
 /* The buffers a probe's reason for not attaching is written into, and its status,
  * "attached" or "not attached: <reason and fix>": room for a refused program's line from
@@ -218,7 +220,12 @@ struct hx_profile {
 	struct an_stack_break all_breaks[64]; /* where stacks broke; quality has the top */
 	size_t nall_breaks;
 	uint64_t breaks_overflow;
-	struct hx__live *live;       /* the fork being measured */
+	struct hx__live *live;       /* the fork being measured; in hx_profile_target(), the
+				      * first process (the one DWARF samples are unwound for) */
+	bool any_process;            /* in hx_profile_target() */
+	struct hx__proc *procs;      /* there, each process seen: its mappings and unwinder */
+	size_t nprocs, procs_cap;
+	pthread_mutex_t procs_lock;  /* procs, between the reader thread and the main one */
 	int error;                   /* the first failure while collecting, -errno */
 	uint64_t attach_ns;          /* probe_oncpu_open: open, load, attach (without
 				      * measuring a sample's cost, cost_ns) */
@@ -234,6 +241,43 @@ void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
 /* Forget the collected profile before the next benchmark; the probe stays loaded. */
 int hx_profile_reset(struct hx_profile *p);
 void hx_profile_close(struct hx_profile *p);
+
+/* What `schedlab profile` samples: processes that run already (every thread of each), or
+ * a command it starts; either way the processes they start join them as they fork. */
+struct hx_target {
+	const pid_t *pids;       /* running processes... */
+	size_t npids;
+	char *const *argv;       /* ...or a command to start (argv[0] looked up in PATH) */
+	double duration_s;       /* stop after this long; 0: when the command exits, or with
+				  * pids when every one has exited (or at hx_interrupt()) */
+	FILE *log;               /* a line when the profile starts and why it ended; NULL: none */
+};
+
+/* How a profile of processes went. */
+struct hx_target_result {
+	pid_t pid;               /* the command's process; 0 with pids */
+	int wait_status;         /* its wait status once it exited; -1 while it had not */
+	bool interrupted;        /* ended by hx_interrupt() */
+	bool timed_out;          /* ended by duration_s */
+	bool stopped;            /* the command still ran at the end, and was stopped */
+	size_t processes;        /* processes sampled: the targets and those they started */
+	size_t unnamed;          /* of them, those gone before their mappings could be read:
+				  * their frames read [unknown]+0xADDR */
+	double seconds;          /* how long the probe sampled */
+	char error[512];         /* why it could not start, or where collecting failed */
+};
+
+/* Sample t's processes with the open, attached profile p (hx_profile_open()) until they
+ * exit, duration_s ends or hx_interrupt() is called, then fold what was sampled into
+ * p->folded, each process's frames named from its own mappings (read as it appears, again
+ * every half second while it lives, and at the end; a process that exits keeps the last
+ * read). In DWARF and auto modes, user stacks the frame-pointer walk cannot give are
+ * unwound for the first process only; another's are kept as lost. 0, a profile that was
+ * interrupted or timed out included; -ESRCH: a pid is no process, -EPERM: one may not be
+ * traced, -ENOENT/-EACCES/...: the command could not be started (error says which, and
+ * nothing was sampled); else the collection's -errno, with what was sampled folded. */
+int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
+		      struct hx_target_result *r);
 /* Frames as the folded files name them (harness/profile.c), for every probe that
  * folds stacks: a kernel frame "NAME_[k]" ("[k]+0xADDR_[k]" where unknown); a thread's
  * name with spaces as '_'; user frames from leaf-first ips, named leaf first into
@@ -481,6 +525,19 @@ struct hx_pipeline_row {
  * what happened. */
 int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const struct hx_pipeline *o,
 		    struct hx_pipeline_row *row);
+
+/* Profile t's processes (hx_profile_target()) with set's on-CPU probe and write their run
+ * folder out/<stamp>-<name>-profile[-N] as hx_pipeline_run() writes a run's: oncpu.folded
+ * and oncpu.svg, report.md, result.json (preset "profile", unit "samples", no iterations;
+ * params the command line or the pids), the findings, latest when it holds samples. A
+ * profile that an interrupt stopped before its command exited or its duration ended is
+ * partial; one of running processes without a duration ends with the interrupt whole.
+ * *tres says how it went. Returns 0 or -errno as hx_pipeline_run(); a pid that is no
+ * process or a command that could not start returns its -errno before anything is made,
+ * row->error saying why. */
+int hx_pipeline_profile(const struct hx_target *t, const char *name, struct hx_probeset *set,
+			const struct hx_pipeline *o, struct hx_pipeline_row *row,
+			struct hx_target_result *tres);
 
 /* "fp", "dwarf" or "auto"; and back (-1: not a mode). */
 const char *hx_callgraph_name(enum probe_callgraph cg);

@@ -3,7 +3,9 @@
  * run folder out/<stamp>-<workload>-<preset>[-N]: oncpu.folded and oncpu.svg, the other
  * probes' files, report.md, and result.json last; compute its findings on the run in
  * memory, and point out/latest at it. `schedlab run` calls this once per workload and
- * preset; `sweep` and `suite` can call it in-process.
+ * preset; `sweep` and `suite` can call it in-process. hx_pipeline_profile() writes a
+ * profile of any processes (`schedlab profile`) the same way: the same folder, reports,
+ * findings and latest, without iterations.
  *
  * Invariants: the folder is made only once the run has something to write (a run killed
  * before then leaves none) and is stamped with the run's start; result.json is written
@@ -24,6 +26,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,9 +56,11 @@ struct report_parts {
 /* One run on its way through the pipeline: what was measured, and the run as the reports
  * describe it (whose strings point into here). */
 struct pipe {
-	const struct hx_spec *s;
-	const char *name;        /* the workload's */
-	const char *preset;      /* the preset's */
+	const struct hx_spec *s; /* NULL: a profile of processes (hx_pipeline_profile()) */
+	const char *name;        /* the workload's name, or the profiled program's */
+	const char *preset;      /* the preset's, or "profile" */
+	const struct hx_target *target;
+	struct hx_target_result tres;
 	const struct hx_pipeline *o;
 	struct hx_probeset *set;
 	struct hx_pipeline_row *row;
@@ -489,10 +494,17 @@ static void write_profile(struct pipe *p)
 		p->probe.folded = "oncpu.folded";
 		fg_options_default(&fo);
 		an_format_number((double)prof->stats.samples, 0, nbuf, sizeof(nbuf));
-		snprintf(title, sizeof(title), "%s · preset %s · on-CPU", p->name, p->preset);
-		snprintf(subtitle, sizeof(subtitle),
-			 "%s · %s %u Hz · %s samples of the measured iterations", p->params,
-			 p->probe.event, p->probe.freq, nbuf);
+		if (p->s) {
+			snprintf(title, sizeof(title), "%s · preset %s · on-CPU", p->name,
+				 p->preset);
+			snprintf(subtitle, sizeof(subtitle),
+				 "%s · %s %u Hz · %s samples of the measured iterations",
+				 p->params, p->probe.event, p->probe.freq, nbuf);
+		} else {
+			snprintf(title, sizeof(title), "%s · on-CPU", p->name);
+			snprintf(subtitle, sizeof(subtitle), "%.600s · %s %u Hz · %s samples",
+				 p->params, p->probe.event, p->probe.freq, nbuf);
+		}
 		fo.title = title;
 		fo.subtitle = subtitle;
 		snprintf(p->path, sizeof(p->path), "%s/oncpu.svg", row->dir);
@@ -577,6 +589,38 @@ static int describe_run(struct pipe *p)
 	return 0;
 }
 
+/* A profile of processes as the reports describe it: no iterations, no runtime of ours;
+ * the samples and how the processes ended. 0. */
+static int describe_profile(struct pipe *p)
+{
+	struct an_run *run = &p->run;
+
+	memset(run, 0, sizeof(*run));
+	run->id = p->id;
+	run->workload = p->name;
+	run->op = "an on-CPU profile of the command line in params";
+	run->preset = p->preset;
+	run->unit = "samples";
+	run->params = p->params;
+	run->command = p->o->command;
+	run->started = p->started;
+	run->host = p->host;
+	run->time_s = p->tres.seconds;
+	run->score = (struct an_summary){ .mean = NAN, .sd = NAN, .min = NAN, .max = NAN,
+					  .ci_half = NAN };
+	run->knobs = p->parts.knobs; /* none: the program's runtime is its own */
+	run->overrides = "";
+	run->probes = &p->probe;
+	run->nprobes = 1;
+	run->parts = p->set->parts;
+	run->nparts = p->set->n;
+	run->error = p->err ? p->res.error : p->note[0] ? p->note : NULL;
+	run->partial = p->partial ? p->res.error : NULL;
+	run->profiled = p->res.error;
+	p->probe.whole_program = true;
+	return 0;
+}
+
 /* The findings of the run in memory (an_run_findings()), so that report.md and
  * result.json carry what 'schedlab diagnose' would say of the folder. Without them the
  * run is still written, and the reason is said. */
@@ -621,7 +665,9 @@ static void write_reports(struct pipe *p)
 		p->write_failed = true;
 		p->write_err = p->write_err ? p->write_err : err;
 	}
-	if (p->write_failed || p->err || p->run.nsamples == 0)
+	/* measured data: a benchmark's iterations, a profile's samples */
+	if (p->write_failed || p->err ||
+	    (p->s ? p->run.nsamples == 0 : p->probe.samples == 0))
 		return;
 	err = update_latest(p->o->out, p->id);
 	if (err) {
@@ -670,7 +716,7 @@ static int write_run(struct pipe *p)
 		p->write_failed = true;
 		p->write_err = -EINTR;
 	}
-	if (describe_run(p)) {
+	if (p->s ? describe_run(p) : describe_profile(p)) {
 		say(p, "schedlab: out of memory\n");
 		row->failed = true;
 		return -ENOMEM;
@@ -748,6 +794,107 @@ int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const stru
 out_free_result:
 	hx_result_free(&p->res);
 out_free:
+	free(p);
+	return err;
+}
+
+/* ---- a profile of processes ------------------------------------------------------------ */
+
+/* How the profile ended, into res.error, err and partial as a run's would be. */
+static void profile_ended(struct pipe *p, int err, const char *name)
+{
+	const struct hx_target_result *r = &p->tres;
+	const struct hx_target *t = p->target;
+	char *why = p->res.error;
+	size_t len = sizeof(p->res.error);
+
+	if (err) {
+		p->err = err;
+		snprintf(why, len, "%s", r->error[0] ? r->error : strerror(-err));
+	} else if (r->interrupted) {
+		/* with running processes and no duration, Ctrl-C is how a profile ends */
+		p->partial = t->argv || t->duration_s > 0;
+		snprintf(why, len, "%s after %.1f s", strsignal(hx_interrupted()), r->seconds);
+	} else if (r->timed_out) {
+		snprintf(why, len, "--duration ended after %.1f s", r->seconds);
+	} else if (r->pid && WIFEXITED(r->wait_status)) {
+		snprintf(why, len, "%s exited with status %d after %.1f s", name,
+			 WEXITSTATUS(r->wait_status), r->seconds);
+	} else if (r->pid && WIFSIGNALED(r->wait_status)) {
+		snprintf(why, len, "%s was killed by %s after %.1f s", name,
+			 strsignal(WTERMSIG(r->wait_status)), r->seconds);
+	} else {
+		snprintf(why, len, "every process had exited after %.1f s", r->seconds);
+	}
+}
+
+int hx_pipeline_profile(const struct hx_target *t, const char *name, struct hx_probeset *set,
+			const struct hx_pipeline *o, struct hx_pipeline_row *row,
+			struct hx_target_result *tres)
+{
+	struct pipe *p;
+	struct tm tm;
+	int err;
+
+	memset(row, 0, sizeof(*row));
+	row->workload = name;
+	row->preset = "profile";
+	row->unit = "samples";
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		if (o->log)
+			fprintf(o->log, "schedlab: out of memory\n");
+		row->failed = true;
+		return -ENOMEM;
+	}
+	p->name = name;
+	p->preset = "profile";
+	p->target = t;
+	p->o = o;
+	p->set = set;
+	p->row = row;
+	p->start = time(NULL);
+	gmtime_r(&p->start, &tm);
+	strftime(p->started, sizeof(p->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	describe_host(p->host, sizeof(p->host));
+	if (t->argv) {
+		size_t off = 0;
+
+		for (size_t i = 0; t->argv[i] && off < sizeof(p->params) - 1; i++)
+			off += (size_t)snprintf(p->params + off, sizeof(p->params) - off, "%s%s",
+						i ? " " : "", t->argv[i]);
+	} else {
+		size_t off = (size_t)snprintf(p->params, sizeof(p->params), "pid");
+
+		for (size_t i = 0; i < t->npids && off < sizeof(p->params) - 1; i++)
+			off += (size_t)snprintf(p->params + off, sizeof(p->params) - off, "%s%d",
+						i ? "," : " ", (int)t->pids[i]);
+	}
+
+	err = set->oncpu ? hx_profile_reset(set->oncpu) : -ENODEV;
+	if (!err)
+		err = hx_profile_target(set->oncpu, t, &p->tres);
+	*tres = p->tres;
+	/* nothing sampled: a process that is not there, a command that could not start */
+	if (err && !p->tres.seconds) {
+		snprintf(row->error, sizeof(row->error), "%s",
+			 p->tres.error[0] ? p->tres.error : strerror(-err));
+		row->failed = true;
+		free(p);
+		return err;
+	}
+	profile_ended(p, err, name);
+	if (!p->err && !p->partial)
+		say(p, "schedlab: %s\n", p->res.error);
+	err = make_run_dir(o->out, p->name, p->preset, p->start, p->id, sizeof(p->id), row->dir,
+			   sizeof(row->dir));
+	if (err) {
+		row->dir_error = err;
+		row->failed = true;
+		free(p);
+		return err;
+	}
+	err = write_run(p);
 	free(p);
 	return err;
 }

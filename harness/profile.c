@@ -19,17 +19,24 @@
  * where none names a frame.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness/harness.h"
 
 #define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
 #define NAME_LEN   HX_FRAME_LEN
 #define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
+#define UNWIND_TRIES_MAX   8 /* attempts to attach libdw to a profiled process */
 
 /* The functions that begin a thread's stack: a fiber's entry, glibc's thread start
  * (start_thread, and clone3/clone under it as DWARF sees them), and the main thread's
@@ -61,6 +68,17 @@ struct hx__live {
 	struct fold_ctx *fold;   /* for DWARF samples: the reader's, then the stop's */
 };
 
+
+/* A process of hx_profile_target(): its mappings as last read. */
+struct hx__proc {
+	pid_t pid;
+	struct an_usyms *usyms;  /* NULL: gone before they could be read */
+	bool gone;               /* its mappings could no longer be read: it exited */
+	struct an_unwind *unwind; /* DWARF samples': made at the first (NULL: none yet, or
+				   * libdw could not attach) */
+	unsigned unwind_tries;   /* attempts to make it: libdw cannot attach mid-exec */
+	unsigned refreshes;
+};
 
 /* One sample (or an aggregate of identical ones) on its way into the profile. */
 struct sample {
@@ -182,7 +200,9 @@ unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
 		char *buf = names[n];
 
 		/* every frame but the sampled pc holds a return address: one past its call */
-		if (addr < 4096 || !an_usyms_module(u, addr, NULL, 0)) {
+		if (addr >= 4096 && an_usyms_jit(u, i ? addr - 1 : addr, buf, HX_FRAME_LEN)) {
+			/* a JIT's code, named by its perf map */
+		} else if (addr < 4096 || !an_usyms_module(u, addr, NULL, 0)) {
 			/* no code is mapped there: a frame pointer that pointed at data, or a
 			 * return address of 0 or 1; shown as it was read */
 			snprintf(buf, HX_FRAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
@@ -371,6 +391,25 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 	return an_folded_add(p->folded, f->frames, nroot, s->count);
 }
 
+static struct hx__proc *proc_find(struct hx_profile *p, pid_t pid)
+{
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == pid)
+			return &p->procs[i];
+	return NULL;
+}
+
+static void procs_free(struct hx_profile *p)
+{
+	for (size_t i = 0; i < p->nprocs; i++) {
+		an_usyms_free(p->procs[i].usyms);
+		an_unwind_free(p->procs[i].unwind);
+	}
+	free(p->procs);
+	p->procs = NULL;
+	p->nprocs = p->procs_cap = 0;
+}
+
 /* An aggregate from the kernel's maps (frame-pointer stacks), at the drain. */
 static int fold_aggregate(const struct probe_stack *ps, void *arg)
 {
@@ -387,7 +426,85 @@ static int fold_aggregate(const struct probe_stack *ps, void *arg)
 		.count = ps->count,
 	};
 
+	if (f->p->procs) {
+		/* a profile of processes: each sample named from its own process's mappings */
+		struct hx__proc *pr = proc_find(f->p, (pid_t)ps->tgid);
+
+		f->usyms = pr ? pr->usyms : NULL;
+	}
 	return fold(f, &s);
+}
+
+/* Unwind ds's user stack into s with u, the unwinder of process pid whose mappings are
+ * *usyms: re-read (at most UNWIND_REFRESH_MAX times, *refreshes) when the stack runs into
+ * code mapped since they were read (a dlopen), for the names too. */
+static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sample *s,
+			  const struct probe_dwarf_sample *ds, struct an_unwind *u,
+			  struct an_usyms **usyms, pid_t pid, unsigned *refreshes,
+			  struct an_unwind_result *r)
+{
+	struct an_unwind_sample us = {
+		.tid = (pid_t)ds->tid,
+		.regs = ds->regs,
+		.stack_addr = ds->stack_addr,
+		.stack = ds->stack,
+		.stack_len = ds->stack_len,
+	};
+	uint64_t t0 = now_ns();
+
+	s->nuser = an_unwind_stack(u, &us, f->ips, PROBE_MAX_DEPTH, r);
+	if (r->end == AN_UNWIND_NO_MODULE && *refreshes < UNWIND_REFRESH_MAX) {
+		struct an_procmaps *maps = an_procmaps_read(pid);
+		struct an_usyms *fresh = maps ? an_usyms_new(p->symcache, maps) : NULL;
+
+		(*refreshes)++;
+		if (fresh && !an_unwind_refresh(u)) {
+			an_usyms_free(*usyms);
+			*usyms = fresh;
+			s->nuser = an_unwind_stack(u, &us, f->ips, PROBE_MAX_DEPTH, r);
+		} else {
+			an_usyms_free(fresh);
+		}
+	}
+	f->usyms = *usyms;
+	p->unwind_ns += now_ns() - t0;
+	s->ustack = f->ips;
+	s->unwound = r;
+	if (r->end == AN_UNWIND_DEPTH)
+		s->lost |= PROBE_TRUNCATED_USTACK;
+}
+
+static int proc_read(struct hx_profile *p, pid_t pid);
+
+/* A DWARF sample of a profile of processes: unwound with its own process's unwinder,
+ * made at its first sample (libdw attaches to the living process). The reader thread's,
+ * beside the main thread's reads of new processes: both under procs_lock. */
+static int fold_dwarf_proc(struct hx_profile *p, struct fold_ctx *f, struct sample *s,
+			   const struct probe_dwarf_sample *ds)
+{
+	struct an_unwind_result r = { 0 };
+	pid_t pid = (pid_t)ds->tgid;
+	struct hx__proc *pr;
+	int err;
+
+	pthread_mutex_lock(&p->procs_lock);
+	pr = proc_find(p, pid);
+	if (!pr && !proc_read(p, pid))
+		pr = proc_find(p, pid);
+	if (pr && !pr->unwind && pr->unwind_tries < UNWIND_TRIES_MAX && !pr->gone) {
+		pr->unwind_tries++;
+		pr->unwind = an_unwind_new(pid);
+	}
+	f->usyms = pr ? pr->usyms : NULL;
+	if (pr && pr->unwind)
+		unwind_sample(p, f, s, ds, pr->unwind, &pr->usyms, pid, &pr->refreshes, &r);
+	else
+		s->no_unwinder = pr && pr->gone && !pr->unwind_tries
+					 ? "the process exited before its stacks could be unwound"
+					 : "libdw could not attach to the process";
+	err = fold(f, s);
+	pthread_mutex_unlock(&p->procs_lock);
+	return err;
 }
 
 /* A DWARF sample, on the probe's reader thread while the fork measures. */
@@ -413,42 +530,14 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 		return -EINVAL;
 	f = live->fold;
 	f->p = p;
+	if (p->any_process)
+		return fold_dwarf_proc(p, f, &s, ds);
 	f->usyms = live->usyms;
-	if (live->unwind) {
-		struct an_unwind_sample us = {
-			.tid = (pid_t)ds->tid,
-			.regs = ds->regs,
-			.stack_addr = ds->stack_addr,
-			.stack = ds->stack,
-			.stack_len = ds->stack_len,
-		};
-		uint64_t t0 = now_ns();
-
-		s.nuser = an_unwind_stack(live->unwind, &us, f->ips, PROBE_MAX_DEPTH, &r);
-		if (r.end == AN_UNWIND_NO_MODULE && live->refreshes < UNWIND_REFRESH_MAX) {
-			/* code mapped since the fork began measuring (a dlopen): once more
-			 * with fresh mappings, for the names too */
-			struct an_procmaps *maps = an_procmaps_read(live->pid);
-			struct an_usyms *fresh = maps ? an_usyms_new(p->symcache, maps) : NULL;
-
-			live->refreshes++;
-			if (fresh && !an_unwind_refresh(live->unwind)) {
-				an_usyms_free(live->usyms);
-				live->usyms = f->usyms = fresh;
-				s.nuser = an_unwind_stack(live->unwind, &us, f->ips, PROBE_MAX_DEPTH,
-							  &r);
-			} else {
-				an_usyms_free(fresh);
-			}
-		}
-		p->unwind_ns += now_ns() - t0;
-		s.ustack = f->ips;
-		s.unwound = &r;
-		if (r.end == AN_UNWIND_DEPTH)
-			s.lost |= PROBE_TRUNCATED_USTACK;
-	} else {
+	if (live->unwind)
+		unwind_sample(p, f, &s, ds, live->unwind, &live->usyms, live->pid, &live->refreshes,
+			      &r);
+	else
 		s.no_unwinder = p->unwind_error;
-	}
 	return fold(f, &s);
 }
 
@@ -459,6 +548,7 @@ int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_on
 	char why[HX_WHY_LEN];
 
 	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->procs_lock, NULL);
 	p->folded = an_folded_new();
 	p->symcache = an_symcache_new();
 	if (!p->folded || !p->symcache) {
@@ -510,21 +600,18 @@ static void live_free(struct hx__live *live)
 	free(live);
 }
 
-/* The fork is about to measure: read its mappings (for the code ranges the walk
- * checks, and the names and unwinding of DWARF samples), then start the probe. */
-static int begin(void *ctx, pid_t pid, int64_t tls_off)
+/* What sampling pid needs beside the probe: the kernel's symbols (once), pid's mappings
+ * for the code ranges the walk checks (into ranges, *nranges of them) and for the names
+ * and (with unwinder) the unwinding of DWARF samples, as p->live. */
+static int live_open(struct hx_profile *p, pid_t pid, struct probe_range *ranges,
+		     unsigned *nranges, bool unwinder)
 {
-	struct hx_profile *p = ctx;
 	struct an_code_range cr[PROBE_MAX_RANGES];
-	struct probe_range ranges[PROBE_MAX_RANGES];
-	struct probe_target t = { .tgid = pid, .phase_tls_off = tls_off };
 	struct an_procmaps *maps;
 	struct hx__live *live;
 	size_t dropped = 0;
 	int n, err;
 
-	if (!p->attached)
-		return 0;
 	/* here, not at attach: symbolizing is not attaching, and the probes opened after
 	 * this one reuse the heap their BTF parse freed (probe__host_get()) */
 	if (!p->ksyms && !p->ksyms_tried) {
@@ -551,9 +638,8 @@ static int begin(void *ctx, pid_t pid, int64_t tls_off)
 			.end = cr[i].end,
 			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
 		};
-	t.ranges = ranges;
-	t.nranges = n > 0 ? (unsigned)n : 0;
-	if (p->callgraph != PROBE_CG_FP) {
+	*nranges = n > 0 ? (unsigned)n : 0;
+	if (p->callgraph != PROBE_CG_FP && unwinder) {
 		live->unwind = an_unwind_new(pid);
 		if (!live->unwind)
 			snprintf(p->unwind_error, sizeof(p->unwind_error),
@@ -561,14 +647,30 @@ static int begin(void *ctx, pid_t pid, int64_t tls_off)
 	}
 	live->prog_stats = !probe_oncpu_prog_stats(p->oncpu, &live->prog_runs, &live->prog_ns);
 	p->live = live;
+	return 0;
+}
+
+/* The fork is about to measure: read its mappings (for the code ranges the walk
+ * checks, and the names and unwinding of DWARF samples), then start the probe. */
+static int begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct hx_profile *p = ctx;
+	struct probe_range ranges[PROBE_MAX_RANGES];
+	struct probe_target t = { .tgid = pid, .phase_tls_off = tls_off, .ranges = ranges };
+	int err;
+
+	if (!p->attached)
+		return 0;
+	err = live_open(p, pid, ranges, &t.nranges, true);
+	if (err)
+		return err;
 	err = probe_oncpu_start(p->oncpu, &t);
 	if (err) {
+		live_free(p->live);
 		p->live = NULL;
-		live_free(live);
 	}
 	return err;
 }
-
 static int end(void *ctx, pid_t pid)
 {
 	struct hx_profile *p = ctx;
@@ -640,16 +742,429 @@ int hx_profile_reset(struct hx_profile *p)
 	p->nall_breaks = 0;
 	p->breaks_overflow = 0;
 	p->error = 0;
+	procs_free(p);
 	return 0;
 }
 
 void hx_profile_close(struct hx_profile *p)
 {
+	procs_free(p);
 	live_free(p->live);
 	probe_oncpu_free(p->oncpu);
 	an_rules_free(p->rules);
 	an_ksyms_free(p->ksyms);
 	an_symcache_free(p->symcache);
 	an_folded_free(p->folded);
+	pthread_mutex_destroy(&p->procs_lock);
 	memset(p, 0, sizeof(*p));
+}
+
+/* ---- any process (schedlab profile) -------------------------------------------------- */
+
+#define TARGET_POLL_NS    (50 * 1000000ull)  /* new processes' mappings read this often */
+#define TARGET_REREAD_NS  (500 * 1000000ull) /* a living one's again (dlopen, exec) */
+
+/* Read pid's mappings into its entry (made if new); a read that fails keeps the last
+ * (the process exited, and its frames keep the names they had). */
+static int proc_read(struct hx_profile *p, pid_t pid)
+{
+	struct hx__proc *pr = proc_find(p, pid);
+	struct an_procmaps *maps;
+	struct an_usyms *u;
+
+	if (!pr) {
+		if (p->nprocs == p->procs_cap) {
+			size_t cap = p->procs_cap ? 2 * p->procs_cap : 16;
+			struct hx__proc *v = realloc(p->procs, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			p->procs = v;
+			p->procs_cap = cap;
+		}
+		pr = &p->procs[p->nprocs++];
+		*pr = (struct hx__proc){ .pid = pid };
+	}
+	if (pr->gone)
+		return 0;
+	maps = an_procmaps_read(pid);
+	u = maps ? an_usyms_new(p->symcache, maps) : NULL;
+	if (!u) {
+		pr->gone = true;
+		return 0;
+	}
+	an_usyms_free(pr->usyms);
+	pr->usyms = u;
+	return 0;
+}
+
+/* Every process of the set as the kernel holds it now: the new ones' mappings read, and
+ * with all, every living one's again. */
+static int procs_refresh(struct hx_profile *p, bool all)
+{
+	pid_t pids[256];
+	int n = probe_oncpu_targets(p->oncpu, pids, sizeof(pids) / sizeof(pids[0]));
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		struct hx__proc *pr;
+		int err = 0;
+
+		pthread_mutex_lock(&p->procs_lock);
+		pr = proc_find(p, pids[i]);
+		if (!pr || (all && !pr->gone))
+			err = proc_read(p, pids[i]);
+		pthread_mutex_unlock(&p->procs_lock);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Forget what was read of pid before its exec (its profiler's image): the mappings are
+ * read again, and the unwinder made again at its next DWARF sample. */
+static void proc_forget(struct hx_profile *p, pid_t pid)
+{
+	struct hx__proc *pr;
+
+	pthread_mutex_lock(&p->procs_lock);
+	pr = proc_find(p, pid);
+	if (pr) {
+		an_unwind_free(pr->unwind);
+		an_usyms_free(pr->usyms);
+		*pr = (struct hx__proc){ .pid = pid };
+		proc_read(p, pid);
+	}
+	pthread_mutex_unlock(&p->procs_lock);
+}
+
+/* The walk's code ranges from pid's mappings as they are now: the command's after its
+ * exec (its profiler's own until then). */
+static void ranges_of(struct hx_profile *p, pid_t pid)
+{
+	struct an_code_range cr[PROBE_MAX_RANGES];
+	struct probe_range ranges[PROBE_MAX_RANGES];
+	struct an_procmaps *maps = an_procmaps_read(pid);
+	struct an_usyms *u = maps ? an_usyms_new(p->symcache, maps) : NULL;
+	size_t dropped = 0;
+	int n;
+
+	if (!u)
+		return;
+	n = an_usyms_code_ranges(u, thread_roots, cr, PROBE_MAX_RANGES, &dropped);
+	for (int i = 0; i < n; i++)
+		ranges[i] = (struct probe_range){
+			.start = cr[i].start,
+			.end = cr[i].end,
+			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
+		};
+	probe_oncpu_set_ranges(p->oncpu, pid, ranges, n > 0 ? (unsigned)n : 0);
+	an_usyms_free(u);
+}
+
+/* Whether process pid has exited: gone, or a zombie nobody has reaped yet. */
+static bool exited(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "PID (COMM) STATE ...": the name may hold ')' */
+	paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Whether pid may be sampled by this process: it exists (-ESRCH), and its mappings can
+ * be read (-EPERM: ptrace access, as /proc/PID/maps requires). */
+static int check_pid(pid_t pid, char *err, size_t errlen)
+{
+	char path[64];
+	int fd;
+
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH) || exited(pid)) {
+		snprintf(err, errlen, "no process %d", (int)pid);
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "process %d: cannot read its mappings: %s", (int)pid,
+			 strerror(e));
+		return e == ENOENT || e == ESRCH ? -ESRCH : -EPERM;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Start argv stopped before its exec: the caller adds it to the targets, then lets it go
+ * (go_fd) and learns from exec_fd whether the exec failed (an errno) or happened (EOF). */
+static pid_t spawn_held(char *const *argv, int *go_fd, int *exec_fd)
+{
+	int go[2], ex[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(ex, O_CLOEXEC)) {
+		int e = errno;
+
+		close(go[0]);
+		close(go[1]);
+		return -e;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(go[0]);
+		close(go[1]);
+		close(ex[0]);
+		close(ex[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ex[0]);
+		/* the command outlives no profiler: it ends with it (SIGTERM, to clean up) */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127); /* the profiler gave up on it */
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	*go_fd = go[1];
+	*exec_fd = ex[0];
+	return pid;
+}
+
+/* A command still running when its profile ends (a duration, an interrupt) ends with it:
+ * SIGTERM, and SIGKILL if it has not exited two seconds later (at once when it never
+ * ran); reaped either way. */
+static void stop_command(struct hx_target_result *r, bool never_ran)
+{
+	int status = 0;
+	pid_t w;
+
+	r->stopped = true;
+	kill(r->pid, never_ran ? SIGKILL : SIGTERM);
+	for (int i = 0; i < 40 && !never_ran; i++) {
+		struct timespec nap = { 0, 50 * 1000000L };
+
+		if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+			r->wait_status = status;
+			return;
+		}
+		nanosleep(&nap, NULL);
+	}
+	kill(r->pid, SIGKILL);
+	while ((w = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	if (w == r->pid)
+		r->wait_status = status;
+}
+
+/* Sample until the command exits, every pid has, duration_s ends or a signal asks. */
+static void target_wait(struct hx_profile *p, const struct hx_target *t,
+			struct hx_target_result *r, uint64_t t0)
+{
+	uint64_t last_all = t0;
+
+	for (;;) {
+		struct timespec nap = { 0, (long)TARGET_POLL_NS };
+		uint64_t now;
+		int status, err;
+
+		if (hx_interrupted()) {
+			r->interrupted = true;
+			return;
+		}
+		if (r->pid) {
+			pid_t w = waitpid(r->pid, &status, WNOHANG);
+
+			if (w == r->pid) {
+				r->wait_status = status;
+				return;
+			}
+		} else {
+			bool all = true;
+
+			for (size_t i = 0; i < t->npids && all; i++)
+				all = exited(t->pids[i]);
+			if (all)
+				return;
+		}
+		now = now_ns();
+		if (t->duration_s > 0 && (double)(now - t0) >= t->duration_s * 1e9) {
+			r->timed_out = true;
+			return;
+		}
+		err = procs_refresh(p, now - last_all >= TARGET_REREAD_NS);
+		if (now - last_all >= TARGET_REREAD_NS)
+			last_all = now;
+		if (err && !p->error)
+			p->error = err;
+		nanosleep(&nap, NULL); /* a signal cuts it short: the loop looks again */
+	}
+}
+
+/* Stop sampling, read the living processes' mappings a last time, and fold. */
+static int target_finish(struct hx_profile *p)
+{
+	struct hx__live *live = p->live;
+	struct fold_ctx *f;
+	uint64_t runs, ns;
+	int err;
+
+	err = probe_oncpu_stop(p->oncpu); /* the last DWARF samples are folded by now */
+	if (live && live->prog_stats && !probe_oncpu_prog_stats(p->oncpu, &runs, &ns)) {
+		p->prog_runs += runs - live->prog_runs;
+		p->prog_ns += ns - live->prog_ns;
+	}
+	p->live = NULL;
+	live_free(live);
+	if (err && !p->error)
+		p->error = err;
+	err = procs_refresh(p, true);
+	if (err && !p->error)
+		p->error = err;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->p = p;
+	err = probe_oncpu_drain(p->oncpu, fold_aggregate, f, &p->stats);
+	summarize_breaks(p);
+	free(f);
+	if (err && !p->error)
+		p->error = err;
+	return err;
+}
+
+int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
+		      struct hx_target_result *r)
+{
+	struct probe_range ranges[PROBE_MAX_RANGES];
+	struct probe_target pt = { .ranges = ranges, .follow = true };
+	int go_fd = -1, exec_fd = -1, exec_errno = 0, err;
+	pid_t first;
+	uint64_t t0;
+
+	memset(r, 0, sizeof(*r));
+	r->wait_status = -1;
+	if (!p->attached) {
+		snprintf(r->error, sizeof(r->error), "the on-CPU probe is %s", p->status);
+		return -ENODEV;
+	}
+	if ((!t->argv) == (t->npids == 0) || t->npids > PROBE_ONCPU_MAX_TARGETS) {
+		snprintf(r->error, sizeof(r->error), "a command or up to %d processes to profile",
+			 PROBE_ONCPU_MAX_TARGETS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < t->npids; i++) {
+		err = check_pid(t->pids[i], r->error, sizeof(r->error));
+		if (err)
+			return err;
+	}
+	if (t->argv) {
+		r->pid = spawn_held(t->argv, &go_fd, &exec_fd);
+		if (r->pid < 0) {
+			err = r->pid;
+			r->pid = 0;
+			snprintf(r->error, sizeof(r->error), "cannot start %s: %s", t->argv[0],
+				 strerror(-err));
+			return err;
+		}
+		pt.tgids = &r->pid;
+		pt.ntgids = 1;
+	} else {
+		pt.tgids = t->pids;
+		pt.ntgids = (unsigned)t->npids;
+	}
+	first = pt.tgids[0];
+	/* the first process's mappings for the walk's code ranges and DWARF's unwinding (a
+	 * command's are its profiler's copy until it execs: read again as it runs) */
+	p->any_process = true;
+	err = live_open(p, first, ranges, &pt.nranges, false);
+	if (!err)
+		err = probe_oncpu_start(p->oncpu, &pt);
+	if (err) {
+		live_free(p->live);
+		p->live = NULL;
+		snprintf(r->error, sizeof(r->error), "cannot start sampling: %s", strerror(-err));
+		goto out_reap;
+	}
+	t0 = now_ns();
+	if (t->argv) {
+		ssize_t n;
+
+		/* go, then wait for the exec: EOF when it happened, its errno when not */
+		if (write(go_fd, "g", 1) != 1) {
+			err = -errno;
+			goto out_stop;
+		}
+		do
+			n = read(exec_fd, &exec_errno, sizeof(exec_errno));
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)sizeof(exec_errno)) {
+			err = -exec_errno;
+			snprintf(r->error, sizeof(r->error), "cannot start %s: %s", t->argv[0],
+				 strerror(exec_errno));
+			goto out_stop;
+		}
+		ranges_of(p, r->pid);
+		proc_forget(p, r->pid);
+	}
+	err = procs_refresh(p, true);
+	if (err)
+		goto out_stop;
+	if (t->log)
+		fprintf(t->log, "schedlab: profiling %s%s at %u Hz (%s)%s\n",
+			t->argv ? "" : "pid ", t->argv ? t->argv[0] : "", probe_oncpu_freq(p->oncpu),
+			probe_oncpu_event(p->oncpu),
+			t->duration_s > 0 ? "" : "; Ctrl-C ends it");
+	target_wait(p, t, r, t0);
+	r->seconds = (double)(now_ns() - t0) / 1e9;
+	err = target_finish(p);
+	r->processes = p->nprocs;
+	for (size_t i = 0; i < p->nprocs; i++)
+		r->unnamed += !p->procs[i].usyms;
+	if (err)
+		snprintf(r->error, sizeof(r->error), "collecting the samples: %s", strerror(-err));
+	goto out_reap;
+
+out_stop:
+	probe_oncpu_stop(p->oncpu);
+	probe_oncpu_drain(p->oncpu, NULL, NULL, NULL);
+	live_free(p->live);
+	p->live = NULL;
+out_reap:
+	if (go_fd >= 0)
+		close(go_fd); /* a command never let go exits at once */
+	if (exec_fd >= 0)
+		close(exec_fd);
+	if (r->pid && r->wait_status == -1)
+		stop_command(r, err || exec_errno);
+	return err;
 }

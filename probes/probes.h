@@ -129,7 +129,14 @@ struct probe_target {
 				  * none */
 	const struct probe_range *ranges; /* may be NULL; at most PROBE_MAX_RANGES are used */
 	unsigned nranges;
+	/* Instead of tgid (0): a set of processes, at most PROBE_ONCPU_MAX_TARGETS, whose
+	 * CPU time then goes unclocked; with follow, every process one of them starts joins
+	 * the set as it forks (probe_oncpu_targets() lists them). */
+	const pid_t *tgids;
+	unsigned ntgids;
+	bool follow;
 };
+#define PROBE_ONCPU_MAX_TARGETS 4096
 
 struct probe_oncpu;
 
@@ -170,6 +177,14 @@ unsigned probe_oncpu_count_entries(const struct probe_oncpu *p);
  * to dwarf_fn before it returns. 0 or -errno (stop: or the first non-zero return of
  * dwarf_fn since the start). */
 int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t);
+/* The code ranges the walk checks are tgid's from now on (probe_target.ranges: the first
+ * process's at the start); another process's walks go unchecked. For a process that
+ * exec'd since, say, while sampling. */
+void probe_oncpu_set_ranges(struct probe_oncpu *p, pid_t tgid, const struct probe_range *r,
+			    unsigned n);
+/* The processes of a set started with (probe_target.tgids), those that joined it
+ * included, at most max into out (the kernel's map, unordered); how many, or -errno. */
+int probe_oncpu_targets(struct probe_oncpu *p, pid_t *out, size_t max);
 int probe_oncpu_stop(struct probe_oncpu *p);
 
 /* Loss markers on a sample: which parts of it could not be kept. */
@@ -215,6 +230,8 @@ struct probe_oncpu_stats {
 	uint64_t stack_bytes;      /* user stack bytes the DWARF samples copied */
 	uint64_t root_cut;         /* frame-pointer walks cut at a PROBE_RANGE_ROOT */
 	uint64_t fired;            /* samples the kernel delivered while enabled, of any task */
+	uint64_t followed;         /* processes that joined a followed set as they started */
+	uint64_t targets_full;     /* processes that could not: the set was full */
 	uint64_t window_ns;        /* time enabled (CLOCK_MONOTONIC) */
 	uint64_t cpu_ns;           /* the targets' CPU time while enabled: their process CPU
 				    * clocks (clock_getcpuclockid), read at start and stop */

@@ -48,8 +48,13 @@ const volatile __u32 group_task = 0;
  * samples taken before the first start are never kept. */
 __u32 enabled = 0;
 __u32 target_tgid = 0;
+/* With target_tgid 0, the targets are the processes in the targets map (`schedlab
+ * profile`'s), and with follow set every process one of them starts joins them as it
+ * forks (oncpu_fork). */
+__u32 follow = 0;
 __s64 phase_tls_off = 0;
 __u32 nranges = 0;
+__u32 ranges_tgid = 0; /* the process the ranges are of: another's walks go unchecked */
 struct oncpu_range ranges[ONCPU_MAX_RANGES] = {};
 
 /* Stacks keyed by a 64-bit hash of their contents, user and kernel alike (their ips
@@ -76,6 +81,15 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, 40960);
 } counts SEC(".maps");
+
+/* The target processes by tgid (in the loader's pid namespace) when target_tgid is 0;
+ * the loader sizes it. The value is unused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, ONCPU_MAX_TARGETS);
+} targets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -380,7 +394,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	/* Fails for tasks outside the loader's namespace: those are not the target. */
 	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
 		return 0;
-	if (ns.tgid != target_tgid)
+	if (target_tgid ? ns.tgid != target_tgid : !bpf_map_lookup_elem(&targets, &ns.tgid))
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
@@ -407,9 +421,11 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 		/* An empty user walk (a thread whose mm is gone) is a loss like a failed
 		 * one; in auto mode either goes to the DWARF unwinder instead. */
 		err = walk_user_stack(ctx, &sc->user);
+		bool ours = ns.tgid == ranges_tgid;
+
 		if (callgraph == ONCPU_CG_AUTO)
-			fallback = err || untrusted_walk(sc, c);
-		else if (!err)
+			fallback = err || (ours && untrusted_walk(sc, c));
+		else if (!err && ours)
 			untrusted_walk(sc, c); /* for the cut at the root */
 		if (err && !fallback)
 			key.lost |= ONCPU_LOST_USTACK_ERROR;
@@ -462,5 +478,62 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 		c->ustack_errors++;
 	if (key.lost & ONCPU_LOST_KSTACK_ERROR)
 		c->kstack_errors++;
+	return 0;
+}
+
+/* The child's tgid as the loader's pid namespace numbers it: its struct pid's entry at
+ * the level of that namespace (a child is in its parent's namespace or one below, so
+ * the loader's is among its levels when the parent's is); 0 when none is. */
+static __always_inline __u32 ns_tgid(struct task_struct *t)
+{
+	struct pid *pid = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+
+	for (unsigned int i = 0; i <= ONCPU_MAX_PIDNS_LEVEL; i++) {
+		struct upid up;
+
+		if (i > level)
+			break;
+		if (bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]))
+			return 0;
+		if (BPF_CORE_READ(up.ns, ns.inum) == pidns_ino)
+			return up.nr;
+	}
+	return 0;
+}
+
+/* A target forked: a new process (not a thread, which shares its tgid) joins the targets
+ * before it first runs (the tracepoint fires before the child is woken). One that finds
+ * the map full is counted, never silently left out. */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(oncpu_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct bpf_pidns_info ns = {};
+	struct oncpu_counters *c;
+	__u32 zero = 0, tgid;
+	__u8 one = 1;
+	long err;
+
+	if (!enabled || !follow || target_tgid)
+		return 0;
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0;
+	/* the parent is current: the helper numbers it in the loader's namespace */
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	if (!bpf_map_lookup_elem(&targets, &ns.tgid))
+		return 0;
+	tgid = ns_tgid(child);
+	c = bpf_map_lookup_elem(&counters, &zero);
+	if (!tgid) {
+		if (c)
+			c->targets_full++;
+		return 0;
+	}
+	err = bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+	if (err && c)
+		c->targets_full++;
+	else if (c)
+		c->followed++;
 	return 0;
 }

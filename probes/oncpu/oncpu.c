@@ -43,7 +43,8 @@
 
 _Static_assert(sizeof(struct oncpu_key) == 56, "oncpu_key ABI");
 _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
-_Static_assert(sizeof(struct oncpu_counters) == 88, "oncpu_counters ABI");
+_Static_assert(sizeof(struct oncpu_counters) == 104, "oncpu_counters ABI");
+_Static_assert(ONCPU_MAX_TARGETS == PROBE_ONCPU_MAX_TARGETS, "one bound on a set");
 _Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
 _Static_assert(sizeof(struct oncpu_dwarf_sample) == 1216, "oncpu_dwarf_sample ABI");
 _Static_assert(ONCPU_RED_ZONE == PROBE_RED_ZONE, "one red zone");
@@ -86,6 +87,8 @@ struct probe_oncpu {
 	uint64_t cpu_ns;           /* the targets' CPU time while enabled, since the last drain */
 	uint64_t unclocked;        /* windows since the last drain whose CPU time is unknown */
 	uint32_t last_tgid;        /* owner of the counts-full record */
+	struct bpf_link *fork_link; /* oncpu_fork, while started following a set */
+	bool set_mode;             /* started with a set of processes (probe_target.tgids) */
 	int ncpus;                 /* possible CPUs: per-CPU map values */
 	struct oncpu_counters *pcpu;
 	struct oncpu_key *keys;    /* drain scratch, count_entries long */
@@ -645,24 +648,93 @@ static void stop_reader(struct probe_oncpu *p)
 	ring_buffer__consume(p->ring);
 }
 
-int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
+/* Make the targets map hold exactly the processes of t->tgids, and follow their new
+ * processes when asked. */
+static int set_targets(struct probe_oncpu *p, const struct probe_target *t)
 {
+	int fd = bpf_map__fd(p->skel->maps.targets);
+	__u32 *keys = calloc(ONCPU_MAX_TARGETS, sizeof(*keys));
 	unsigned n;
+	__u8 one = 1;
 	int err;
 
-	if (!t || t->tgid <= 0)
+	if (!keys)
+		return -ENOMEM;
+	n = probe__map_keys(fd, keys, sizeof(*keys), ONCPU_MAX_TARGETS);
+	err = probe__map_delete(fd, keys, sizeof(*keys), n);
+	free(keys);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < t->ntgids; i++) {
+		__u32 tgid = (__u32)t->tgids[i];
+
+		if (t->tgids[i] <= 0)
+			return -EINVAL;
+		if (bpf_map_update_elem(fd, &tgid, &one, BPF_ANY))
+			return -errno;
+	}
+	p->skel->bss->follow = t->follow;
+	if (t->follow) {
+		p->fork_link = bpf_program__attach(p->skel->progs.oncpu_fork);
+		if (!p->fork_link)
+			return -errno;
+	}
+	return 0;
+}
+
+int probe_oncpu_targets(struct probe_oncpu *p, pid_t *out, size_t max)
+{
+	int fd = bpf_map__fd(p->skel->maps.targets);
+	__u32 *keys = calloc(ONCPU_MAX_TARGETS, sizeof(*keys));
+	unsigned n;
+
+	if (!keys)
+		return -ENOMEM;
+	n = probe__map_keys(fd, keys, sizeof(*keys), ONCPU_MAX_TARGETS);
+	for (unsigned i = 0; i < n && i < max; i++)
+		out[i] = (pid_t)keys[i];
+	free(keys);
+	return (int)(n < max ? n : max);
+}
+
+void probe_oncpu_set_ranges(struct probe_oncpu *p, pid_t tgid, const struct probe_range *r,
+			    unsigned n)
+{
+	if (!r || n > ONCPU_MAX_RANGES)
+		n = r ? ONCPU_MAX_RANGES : 0;
+	/* none while they change: a sample meanwhile goes unchecked, never checked against
+	 * half of them (x86 keeps the stores in order; the release says so) */
+	__atomic_store_n(&p->skel->bss->nranges, 0, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < n; i++)
+		p->skel->bss->ranges[i] = (struct oncpu_range){
+			.start = r[i].start,
+			.end = r[i].end,
+			.kind = r[i].kind,
+		};
+	p->skel->bss->ranges_tgid = (__u32)tgid;
+	__atomic_store_n(&p->skel->bss->nranges, n, __ATOMIC_RELEASE);
+}
+
+int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
+{
+	int err;
+
+	if (!t || (t->tgid <= 0 && !t->ntgids) || (t->tgid > 0 && t->ntgids) ||
+	    t->ntgids > ONCPU_MAX_TARGETS)
 		return -EINVAL;
 	if (p->started)
 		return -EBUSY;
-	n = t->ranges ? (t->nranges < ONCPU_MAX_RANGES ? t->nranges : ONCPU_MAX_RANGES) : 0;
-	for (unsigned i = 0; i < n; i++)
-		p->skel->bss->ranges[i] = (struct oncpu_range){
-			.start = t->ranges[i].start,
-			.end = t->ranges[i].end,
-			.kind = t->ranges[i].kind,
-		};
-	p->skel->bss->nranges = n;
-	p->skel->bss->target_tgid = t->tgid;
+	p->set_mode = t->ntgids > 0;
+	if (p->set_mode) {
+		err = set_targets(p, t);
+		if (err) {
+			bpf_link__destroy(p->fork_link);
+			p->fork_link = NULL;
+			return err;
+		}
+	}
+	probe_oncpu_set_ranges(p, p->set_mode ? t->tgids[0] : t->tgid, t->ranges, t->nranges);
+	p->skel->bss->target_tgid = p->set_mode ? 0 : (__u32)t->tgid;
 	p->skel->bss->phase_tls_off = t->phase_tls_off;
 	p->dwarf_err = 0;
 	if (p->ring) {
@@ -680,13 +752,14 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 	}
 	/* The target's CPU time brackets the window, read inside the events' on/off:
 	 * what it spends while enabled is what the frequency owes samples for. */
-	p->cpu_clock_ok = !clock_getcpuclockid(t->tgid, &p->cpu_clock) &&
+	/* (a set's processes come and go: its CPU time is not one clock, and goes unknown) */
+	p->cpu_clock_ok = !p->set_mode && !clock_getcpuclockid(t->tgid, &p->cpu_clock) &&
 			  read_cpu_clock(p->cpu_clock, &p->cpu_start_ns);
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
 	p->window_start_ns = monotonic_ns();
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
-	p->last_tgid = t->tgid;
+	p->last_tgid = p->set_mode ? (uint32_t)t->tgids[0] : (uint32_t)t->tgid;
 	p->started = true;
 	return 0;
 }
@@ -706,6 +779,9 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 		p->unclocked++; /* the target was gone, or its clock never readable */
 	err = switch_events(p, false);
 	p->started = false;
+	/* no new process joins after the window: it would never be sampled */
+	bpf_link__destroy(p->fork_link);
+	p->fork_link = NULL;
 	/* A sample that saw enabled = 1 may still be running on another CPU (in irq or
 	 * NMI context): after this every such sample has finished and the drain sees it. */
 	probe__wait_programs();
@@ -751,6 +827,8 @@ static int take_counters(struct probe_oncpu *p, struct oncpu_counters *c)
 		c->stack_bytes += p->pcpu[i].stack_bytes;
 		c->root_cut += p->pcpu[i].root_cut;
 		c->fired += p->pcpu[i].fired;
+		c->followed += p->pcpu[i].followed;
+		c->targets_full += p->pcpu[i].targets_full;
 	}
 	memset(p->pcpu, 0, p->ncpus * sizeof(*p->pcpu));
 	if (bpf_map_update_elem(fd, &zero, p->pcpu, BPF_ANY))
@@ -868,6 +946,8 @@ int probe_oncpu_drain(struct probe_oncpu *p, probe_stack_fn fn, void *ctx,
 		stats->stack_bytes += c.stack_bytes;
 		stats->root_cut += c.root_cut;
 		stats->fired += c.fired;
+		stats->followed += c.followed;
+		stats->targets_full += c.targets_full;
 		stats->window_ns += p->window_ns;
 		stats->cpu_ns += p->cpu_ns;
 		if (nstacks > stats->stacks_held_max)

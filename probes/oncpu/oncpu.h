@@ -15,6 +15,10 @@
 /* PERF_MAX_STACK_DEPTH: a stored stack holds at most this many instruction pointers. */
 #define ONCPU_MAX_DEPTH 127
 #define ONCPU_COMM_LEN	16
+/* The most processes one profile follows (the targets map), and the deepest pid
+ * namespace nesting searched for the loader's number of a new process. */
+#define ONCPU_MAX_TARGETS 4096
+#define ONCPU_MAX_PIDNS_LEVEL 8
 
 /* A stack hash that names no stack: none was walked (a user-mode sample has no kernel
  * stack) or it could not be kept (then a loss bit says why). The hash of a real stack
@@ -118,6 +122,9 @@ struct oncpu_counters {
 				 * the function that began the thread was not its stack */
 	__u64 fired;		/* program runs while enabled, of any task: the samples the
 				 * kernel delivered, to compare with the frequency asked */
+	__u64 followed;		/* processes a target started that joined the targets */
+	__u64 targets_full;	/* ...and those that could not: the targets map was full (or
+				 * the child had no number in the loader's namespace) */
 };
 
 #endif /* SCHEDLAB_PROBES_ONCPU_H */

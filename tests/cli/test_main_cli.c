@@ -127,7 +127,7 @@ Test(main_cli, help_for_no_such_command_is_bad_input)
 	cr_expect_eq(run2("help", "nosuch"), 2);
 	cr_expect_str_eq(out_text, "");
 	expect_one_error_line("'nosuch'");
-	cr_expect_not_null(strstr(err_text, "run, list, flame, compare, diagnose, sweep and suite"), "%s", err_text);
+	cr_expect_not_null(strstr(err_text, "run, list, flame, compare, diagnose, sweep, profile and suite"), "%s", err_text);
 	/* the internal commands are not offered */
 	cr_expect_eq(run2("help", "__fork"), 2);
 	expect_one_error_line("'__fork'");
@@ -146,5 +146,5 @@ Test(main_cli, unknown_command_names_the_commands)
 {
 	cr_expect_eq(run1("nosuch"), 2);
 	expect_one_error_line("'nosuch'");
-	cr_expect_not_null(strstr(err_text, "run, list, flame, compare, diagnose, sweep and suite"), "%s", err_text);
+	cr_expect_not_null(strstr(err_text, "run, list, flame, compare, diagnose, sweep, profile and suite"), "%s", err_text);
 }

@@ -1,0 +1,301 @@
+/*
+ * schedlab profile: any program, as a command or a running process, its children
+ * followed; checked against the program's own clock (tests/cli/helpers/three_split
+ * spends a known split of its CPU time in three functions and prints what each took);
+ * the folder is one that diagnose and compare read; bad input is one line and exit 2.
+ */
+#include <math.h>
+#include <signal.h>
+
+#include "tests/cli/cli_run.h"
+
+static char helper[600];
+
+static void profile_setup(void)
+{
+	setup();
+	snprintf(helper, sizeof(helper), "%s/tests/helpers/three_split", schedlab_build());
+	cr_assert_eq(access(helper, X_OK), 0, "%s is not built; run make first", helper);
+}
+
+/* The run folder a profile printed on stdout (its first line that names a folder). */
+static void profile_dir(char *buf, size_t len)
+{
+	const char *p = strstr(out_text, in_dir("s/"));
+
+	cr_assert_not_null(p, "no run folder on stdout: %s", out_text);
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/* The program's own figure for name ("split_a 0.7500" on stdout), in seconds. */
+static double own_seconds(const char *name)
+{
+	const char *p = strstr(out_text, name);
+
+	cr_assert_not_null(p, "%s not on stdout: %s", name, out_text);
+	return atof(p + strlen(name) + 1);
+}
+
+/* Whether the folded line's stack (its count cut off at sp) holds frame name, or with a
+ * name ending in '*' a frame that begins with the rest. */
+static bool holds_frame(const char *line, const char *sp, const char *name)
+{
+	size_t n = strlen(name);
+	bool prefix = n && name[n - 1] == '*';
+
+	for (const char *f = line; f < sp;) {
+		size_t len = strcspn(f, ";");
+
+		if (f + len > sp)
+			len = (size_t)(sp - f);
+		if (prefix ? len >= n - 1 && !strncmp(f, name, n - 1)
+			   : len == n && !strncmp(f, name, n))
+			return true;
+		f += len + 1;
+	}
+	return false;
+}
+
+/* The share of the folded samples whose stacks hold frame name (holds_frame()). */
+static double folded_share(const char *run, const char *name)
+{
+	char path[1024], *text, *line, *save = NULL;
+	double in = 0, all = 0;
+
+	snprintf(path, sizeof(path), "%s/oncpu.folded", run);
+	text = slurp(path, NULL);
+	cr_assert_not_null(text, "%s", path);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *sp = strrchr(line, ' ');
+		double n;
+
+		cr_assert_not_null(sp, "not a folded line: %s", line);
+		n = atof(sp + 1);
+		all += n;
+		if (holds_frame(line, sp, name))
+			in += n;
+	}
+	free(text);
+	cr_assert_gt(all, 0, "%s holds no samples", path);
+	return in / all;
+}
+
+/* Each function's share of the profile within 3 points of its share of the program's own
+ * CPU time, and the samples about what the frequency owes that time. */
+static void expect_split(const char *run)
+{
+	static const char *const fns[] = { "split_a", "split_b", "split_c" };
+	double own[3], total = 0;
+
+	for (int i = 0; i < 3; i++)
+		total += own[i] = own_seconds(fns[i]);
+	for (int i = 0; i < 3; i++) {
+		double want = own[i] / total, got = folded_share(run, fns[i]);
+
+		cr_expect(fabs(got - want) <= 0.03, "%s: %.1f%% of the samples, %.1f%% of the "
+			  "program's own CPU time", fns[i], 100 * got, 100 * want);
+	}
+}
+
+Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "1", NULL };
+	char run[1024], path[1100], *json;
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	expect_split(run);
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json);
+	cr_expect_not_null(strstr(json, "\"kind\": \"profile\""));
+	cr_expect_not_null(strstr(json, "three_split exited with status 0"), "%s", json);
+	free(json);
+	cr_expect_not_null(strstr(err_text, "three_split exited with status 0"), "%s", err_text);
+}
+
+Test(profile, frame_pointers_alone_give_the_split_too, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	const char *args[] = { "profile", "--call-graph", "fp", "-o", in_dir("s"), "--", helper,
+			       "1", NULL };
+	char run[1024];
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	expect_split(run);
+}
+
+Test(profile, a_child_process_is_followed_and_named, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	/* the work runs in a child the command forks, which exits before the profile ends:
+	 * its frames keep their names */
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "1", "--fork", NULL };
+	char run[1024];
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	expect_split(run);
+}
+
+Test(profile, code_opened_with_dlopen_while_profiled_is_named, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	/* the program opens libm after its mappings were first read, and spins in cos */
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "--dlopen", "0.6",
+			       NULL };
+	char run[1024];
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	/* __cos_fma, __cos_avx...: the one the ifunc chose for this CPU */
+	cr_expect_gt(folded_share(run, "__cos*"), 0.5, "libm's cos named in most samples");
+}
+
+Test(profile, generated_code_is_named_from_its_perf_map, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "--jit", "0.6", NULL };
+	char run[1024], map[64];
+	const char *pid;
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	pid = strstr(out_text, "pid ");
+	cr_assert_not_null(pid, "%s", out_text);
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", atoi(pid + 4));
+	unlink(map);
+	profile_dir(run, sizeof(run));
+	cr_expect_gt(folded_share(run, "jitted_spin_[j]"), 0.5, "the generated code named");
+}
+
+/* Start `three_split ARGS` in the background with its stdout in dir/own; its pid. */
+static pid_t start_helper(const char *arg)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(in_dir("own"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0 || dup2(fd, 1) < 0)
+			_exit(127);
+		execl(helper, helper, arg, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+Test(profile, a_running_process_by_pid_until_it_exits, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	pid_t pid = start_helper("1.5");
+	char pidarg[32], run[1024], own[4096];
+	const char *args[] = { "profile", "-p", pidarg, "-o", in_dir("s"), NULL };
+	int status;
+
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect_not_null(strstr(err_text, "every process had exited"), "%s", err_text);
+	profile_dir(run, sizeof(run));
+	/* what it printed, where own_seconds() reads */
+	read_into(in_dir("own"), own, sizeof(own));
+	strncat(out_text, own, sizeof(out_text) - strlen(out_text) - 1);
+	expect_split(run);
+}
+
+Test(profile, a_duration_ends_it_and_interrupting_a_pid_profile_is_its_end,
+     .init = profile_setup, .fini = teardown, .timeout = 120)
+{
+	pid_t pid = start_helper("--wait");
+	char pidarg[32], run[1024];
+	const char *args[] = { "profile", "-p", pidarg, "--duration", "0.5", "-o", in_dir("s"),
+			       NULL };
+	int status;
+
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
+	/* its handler is in place once it says so */
+	for (char own[64] = ""; !strstr(own, "waiting"); read_into(in_dir("own"), own, sizeof(own)))
+		usleep(10000);
+	cr_assert_eq(kill(pid, SIGUSR1), 0); /* spin: 60 s of the split */
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	cr_expect_not_null(strstr(err_text, "--duration ended"), "%s", err_text);
+	profile_dir(run, sizeof(run));
+	cr_expect_gt(folded_share(run, "split_a"), 0.2);
+	cr_expect_eq(kill(pid, 0), 0, "a -p process is not stopped by its profile");
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+}
+
+Test(profile, its_folder_is_one_diagnose_and_compare_read, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	const char *prof[] = { "profile", "-o", in_dir("s"), "--", helper, "0.3", NULL };
+	char run[1024];
+	const char *diag[] = { "diagnose", run, NULL };
+	const char *cmp[] = { "compare", run, run, "-o", in_dir("cmp"), NULL };
+
+	cr_assert_eq(run_schedlab(prof), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	cr_expect_eq(run_schedlab(diag), 0, "%s", err_text);
+	cr_expect_not_null(strstr(out_text, "three_split"), "%s", out_text);
+	cr_expect_eq(run_schedlab(cmp), 0, "%s", err_text);
+	cr_expect_not_null(strstr(out_text, "Not compared: both are a profile"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "| other |"), "%s", out_text);
+}
+
+Test(profile, a_command_that_exits_at_once_is_written, .init = profile_setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", "true", NULL };
+	char run[1024], path[1100], *json;
+
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_not_null(strstr(json, "true exited with status 0"), "%s", json);
+	free(json);
+}
+
+Test(profile, bad_input_is_one_line_and_exit_2, .init = profile_setup, .fini = teardown,
+     .timeout = 60)
+{
+	char out[600], plain[600];
+	const char *nothing[] = { "profile", "-o", out, NULL };
+	const char *both[] = { "profile", "-p", "1", "-o", out, "--", "true", NULL };
+	const char *letters[] = { "profile", "-p", "12x", NULL };
+	const char *empty[] = { "profile", "-p", "1,,2", NULL };
+	const char *zero[] = { "profile", "--duration", "0", "--", "true", NULL };
+	const char *gone[] = { "profile", "-p", "2147483647", "-o", out, NULL };
+	const char *missing[] = { "profile", "-o", out, "--", "/nonexistent/program",
+				  NULL };
+	const char *notexec[] = { "profile", "-o", out, "--", plain, NULL };
+
+	snprintf(out, sizeof(out), "%s", in_dir("s"));
+	snprintf(plain, sizeof(plain), "%s", in_dir("plain"));
+	write_file(plain, "not a program\n"); /* 0644: no one may run it */
+	cr_expect_eq(run_schedlab(nothing), 2);
+	expect_one_error_line("nothing to profile");
+	cr_expect_eq(run_schedlab(both), 2);
+	expect_one_error_line("one or the other");
+	cr_expect_eq(run_schedlab(letters), 2);
+	expect_one_error_line("not a process id");
+	cr_expect_eq(run_schedlab(empty), 2);
+	expect_one_error_line("expected PID or PID,PID");
+	cr_expect_eq(run_schedlab(zero), 2);
+	expect_one_error_line("--duration '0'");
+	cr_expect_eq(run_schedlab(gone), 2);
+	expect_one_error_line("no process 2147483647");
+	cr_expect_eq(run_schedlab(missing), 2);
+	expect_one_error_line("cannot start /nonexistent/program: No such file");
+	cr_expect_eq(run_schedlab(notexec), 2);
+	expect_one_error_line("Permission denied");
+	/* nothing was sampled, and nothing written */
+	cr_expect_neq(access(in_dir("s/latest"), F_OK), 0);
+}
