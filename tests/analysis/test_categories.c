@@ -2,7 +2,9 @@
  * Categories and stack rules (categories.c): the category names and the phase numbers
  * they share, every way a rules file is refused (each naming SOURCE:LINE), comments,
  * prefixes, leaf-only rules, the leaf-first order with kernel frames first, loading from
- * a file, and the built-in rules against the runtime's phase functions.
+ * a file, the built-in rules against the runtime's phase functions, and against real
+ * runtimes' stacks (Go, Tokio, the JDK and its collectors, glibc's threads) as perf
+ * recorded them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -641,9 +643,11 @@ Test(rules_builtin, managed_runtime_frames)
 	struct an_rules *r = builtin_rules();
 
 	/* a fork-join pool: its run loop is scheduling, a task under doExec its own work,
-	 * fork() submission */
-	expect_class(r, AN_CAT_SCHED, "java/util/concurrent/ForkJoinPool.awaitWork",
+	 * fork() submission, a worker with nothing to do parking */
+	expect_class(r, AN_CAT_PARK, "java/util/concurrent/ForkJoinPool.awaitWork",
 		     "java/util/concurrent/ForkJoinPool.runWorker",
+		     "java/util/concurrent/ForkJoinWorkerThread.run");
+	expect_class(r, AN_CAT_SCHED, "java/util/concurrent/ForkJoinPool.runWorker",
 		     "java/util/concurrent/ForkJoinWorkerThread.run");
 	expect_class(r, AN_CAT_SCHED, "Ljava/util/concurrent/ForkJoinPool;::scan",
 		     "Ljava/util/concurrent/ForkJoinPool;::runWorker");
@@ -663,5 +667,473 @@ Test(rules_builtin, managed_runtime_frames)
 		     "Main.run");
 	expect_class(r, AN_CAT_ALLOC, "TLAB_refill", "Main.run");
 	expect_class(r, -1, "Main.run", "java/lang/Thread.run");
+	an_rules_free(r);
+}
+
+/* ---- real runtimes' frames ------------------------------------------------------------
+ * Stacks as `perf record -g` (frame pointers) took them from small spawn-join programs on
+ * Go 1.19, Tokio 1.24 (Debian's rustc 1.63) and OpenJDK 17, named as schedlab names them
+ * (Rust and C++ demangled, JIT frames "_[j]" from the JVM's perf map), leaf first. The
+ * roots that recur are macros. */
+
+/* a goroutine the spawn-join op started; the op's own goroutine; main, asleep */
+#define GO_TASK "main.leaf", "main.op.func1", "main.op.func2", "runtime.goexit.abi0"
+#define GO_OP	"main.op", "main.main.func1", "runtime.goexit.abi0"
+#define GO_MAIN "time.Sleep", "main.main", "runtime.main", "runtime.goexit.abi0"
+/* a futex wait's kernel half, which the kernel rules name first */
+#define K_FUTEX_WAIT                                                                           \
+	"pvm_irq_enable_[k]", "__raw_callee_save_pvm_irq_enable_[k]",                          \
+		"finish_task_switch.isra.0_[k]", "__schedule_[k]", "schedule_[k]",             \
+		"futex_do_wait_[k]", "__futex_wait_[k]", "futex_wait_[k]", "do_futex_[k]",     \
+		"__x64_sys_futex_[k]", "do_syscall_64_[k]", "entry_SYSCALL_64_after_hwframe_[k]"
+/* a system call's return, which no kernel rule names */
+#define K_SYSCALL_RET                                                                          \
+	"pvm_irq_enable_[k]", "__raw_callee_save_pvm_irq_enable_[k]", "do_syscall_64_[k]",     \
+		"entry_SYSCALL_64_after_hwframe_[k]"
+
+Test(rules_builtin, go_runtime_frames)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* the scheduler loop: a finished goroutine's M picking the next, stealing, a
+	 * goroutine blocking, and its exit */
+	expect_class(r, AN_CAT_SCHED, "runtime.runqget", "runtime.schedule", "runtime.goexit0",
+		     "runtime.mcall", "runtime.goexit.abi0");
+	expect_class(r, AN_CAT_SCHED, "runtime.usleep.abi0", "runtime.runqgrab",
+		     "runtime.runqsteal", "runtime.stealWork", "runtime.findRunnable",
+		     "runtime.schedule", "runtime.park_m", "runtime.mcall", GO_MAIN);
+	expect_class(r, AN_CAT_SCHED, "runtime.gopark", "runtime.gcMarkDone",
+		     "runtime.gcAssistAlloc", "runtime.mallocgc", "runtime.makeslice", GO_TASK);
+	expect_class(r, AN_CAT_SCHED, "runtime.goexit1.abi0");
+	/* runqput is its caller's: moving a batch off the global queue is scheduling,
+	 * queueing a new goroutine submission */
+	expect_class(r, AN_CAT_SCHED, "runtime.runqput", "runtime.globrunqget",
+		     "runtime.findRunnable", "runtime.schedule", "runtime.goexit0",
+		     "runtime.mcall", "runtime.goexit.abi0");
+	expect_class(r, AN_CAT_SUBMIT, "runtime.runqput", "runtime.newproc.func1",
+		     "runtime.systemstack.abi0", GO_OP);
+
+	/* spawning (newproc: the walk crosses systemstack to the goroutine that spawns),
+	 * readying a goroutine a channel send unblocked, and waking an M */
+	expect_class(r, AN_CAT_SUBMIT, "runtime.gfget", "runtime.newproc1",
+		     "runtime.newproc.func1", "runtime.systemstack.abi0", GO_OP);
+	expect_class(r, AN_CAT_SUBMIT, "runtime.casgstatus", "runtime.ready",
+		     "runtime.goready.func1", "runtime.systemstack.abi0", "runtime.send",
+		     "runtime.chansend", "runtime.chansend1", "main.main.func2",
+		     "runtime.goexit.abi0");
+	expect_class(r, AN_CAT_SUBMIT, K_SYSCALL_RET, "runtime.futex.abi0",
+		     "runtime.notewakeup", "runtime.startm", "runtime.wakep",
+		     "runtime.resetspinning", "runtime.schedule", "runtime.park_m",
+		     "runtime.mcall", GO_MAIN);
+
+	/* an M going to sleep; inside the futex system call the kernel rules decide */
+	expect_class(r, AN_CAT_PARK, "runtime.futex.abi0", "runtime.notesleep", "runtime.stopm",
+		     "runtime.findRunnable", "runtime.schedule", "runtime.park_m",
+		     "runtime.mcall", GO_MAIN);
+	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "runtime.futex.abi0", "runtime.notesleep",
+		     "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
+		     "runtime.park_m", "runtime.mcall", GO_MAIN);
+	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "runtime.futex.abi0", "runtime.notesleep",
+		     "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
+		     "runtime.park_m", "runtime.mcall", GO_MAIN);
+
+	/* allocation: mallocgc, a goroutine's stack (grown, or made for a new goroutine
+	 * under newproc), the GC's workers, assists, sweeping and scavenging */
+	expect_class(r, AN_CAT_ALLOC, "runtime.mallocgc", "runtime.makeslice", GO_TASK);
+	expect_class(r, AN_CAT_ALLOC, "runtime.stackpoolalloc", "runtime.stackcacherefill",
+		     "runtime.stackalloc", "runtime.copystack", "runtime.newstack",
+		     "runtime.morestack.abi0", "runtime.newobject", "runtime.acquireSudog",
+		     "runtime.semacquire1", "runtime.gcMarkDone", "runtime.gcAssistAlloc",
+		     "runtime.mallocgc", "runtime.makeslice", GO_TASK);
+	expect_class(r, AN_CAT_ALLOC, "runtime.stackpoolalloc", "runtime.stackcacherefill",
+		     "runtime.stackalloc", "runtime.gfget.func2", "runtime.gfget",
+		     "runtime.newproc1", "runtime.newproc.func1", "runtime.systemstack.abi0",
+		     GO_OP);
+	expect_class(r, AN_CAT_ALLOC, "runtime.scanobject", "runtime.gcDrain",
+		     "runtime.gcBgMarkWorker.func2", "runtime.systemstack.abi0",
+		     "runtime.goexit.abi0");
+	expect_class(r, AN_CAT_ALLOC, "runtime.sweepone", "runtime.deductSweepCredit",
+		     "runtime.(*mcentral).cacheSpan", "runtime.(*mcache).refill",
+		     "runtime.(*mcache).nextFree", "runtime.mallocgc", "runtime.makeslice",
+		     GO_TASK);
+	expect_class(r, AN_CAT_ALLOC, "pvm_irq_enable_[k]",
+		     "__raw_callee_save_pvm_irq_enable_[k]", "smp_call_function_many_cond_[k]",
+		     "on_each_cpu_cond_mask_[k]", "flush_tlb_mm_range_[k]",
+		     "tlb_flush_mmu_tlbonly_[k]", "tlb_finish_mmu_[k]", "do_madvise_[k]",
+		     "__x64_sys_madvise_[k]", "do_syscall_64_[k]",
+		     "entry_SYSCALL_64_after_hwframe_[k]", "runtime.madvise.abi0",
+		     "runtime.sysUnused", "runtime.(*pageAlloc).scavengeOne",
+		     "runtime.(*pageAlloc).scavenge.func1", "runtime.systemstack.abi0",
+		     "runtime.(*scavengerState).init.func2", "runtime.(*scavengerState).run",
+		     "runtime.bgscavenge", "runtime.gcenable.func2", "runtime.goexit.abi0");
+	/* gentraceback is its caller's: the GC scanning a stack is allocation ... */
+	expect_class(r, AN_CAT_ALLOC, "runtime.gentraceback", "runtime.scanstack",
+		     "runtime.markroot.func1", "runtime.markroot", "runtime.gcDrain",
+		     "runtime.gcBgMarkWorker.func2", "runtime.systemstack.abi0",
+		     "runtime.goexit.abi0");
+	/* ... runtime.Callers capturing one is stack capture */
+	expect_class(r, AN_CAT_STACKCAP, "runtime.pcvalue", "runtime.funcspdelta",
+		     "runtime.gentraceback", "runtime.callers.func1", "runtime.systemstack.abi0",
+		     GO_TASK);
+
+	/* a goroutine's own code, the runtime's channel locks in it included */
+	expect_class(r, AN_CAT_WORK, GO_TASK);
+	expect_class(r, AN_CAT_WORK, "runtime.lock2", "runtime.chansend", "runtime.chansend1",
+		     GO_TASK);
+	/* what stays other: a walk that lost the goroutine's root (a sample on a
+	 * function's first instruction), and the process's start before the scheduler */
+	expect_class(r, -1, "main.op.func2");
+	expect_class(r, -1, "pvm_irq_enable_[k]", "__raw_callee_save_pvm_irq_enable_[k]",
+		     "exc_page_fault_[k]", "asm_exc_page_fault_[k]", "runtime.vdsoFindVersion",
+		     "runtime.vdsoauxv", "runtime.sysauxv", "runtime.sysargs", "runtime.args",
+		     "runtime.args.abi0", "runtime.rt0_go.abi0");
+	/* names that only look like the runtime's */
+	expect_class(r, -1, "runtime.goexitx", "main.main");
+	expect_class(r, -1, "main.schedule", "main.main");
+	an_rules_free(r);
+}
+
+/* a multi-threaded runtime's worker thread (a blocking-pool thread running the worker
+ * loop), and a task's future polled in it */
+#define TOKIO_WORKER                                                                           \
+	"tokio::runtime::scheduler::multi_thread::worker::Context::run",                      \
+		"tokio::macros::scoped_tls::ScopedKey<T>::set",                                \
+		"tokio::runtime::scheduler::multi_thread::worker::run",                        \
+		"tokio::loom::std::unsafe_cell::UnsafeCell<T>::with_mut",                      \
+		"tokio::runtime::task::core::Core<T,S>::poll",                                 \
+		"tokio::runtime::task::harness::Harness<T,S>::poll",                           \
+		"tokio::runtime::blocking::pool::Inner::run",                                  \
+		"std::sys_common::backtrace::__rust_begin_short_backtrace",                    \
+		"core::ops::function::FnOnce::call_once{{vtable.shim}}",                       \
+		"std::sys::unix::thread::Thread::new::thread_start"
+#define TOKIO_TASK                                                                             \
+	"_<core::future::from_generator::GenFuture<T> as core::future::future::Future>::poll", \
+		"tokio::runtime::task::core::Core<T,S>::poll",                                 \
+		"tokio::runtime::task::harness::Harness<T,S>::poll",                           \
+		"tokio::runtime::scheduler::multi_thread::worker::Context::run_task",          \
+		TOKIO_WORKER
+
+Test(rules_builtin, tokio_runtime_frames)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* the worker loop: the injection queue, a task's state change around its poll,
+	 * its release when it completed, a JoinHandle reading its output */
+	expect_class(r, AN_CAT_SCHED, "tokio::runtime::task::inject::Inject<T>::pop",
+		     TOKIO_WORKER);
+	expect_class(r, AN_CAT_SCHED, "tokio::runtime::task::state::State::transition_to_running",
+		     "tokio::runtime::task::harness::Harness<T,S>::poll",
+		     "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
+		     TOKIO_WORKER);
+	/* (Harness::complete is an LLVM clone, ".llvm.N", that the demangler leaves
+	 * mangled: the rules around it decide) */
+	expect_class(r, AN_CAT_SCHED,
+		     "tokio::runtime::scheduler::multi_thread::worker::_<impl "
+		     "tokio::runtime::task::Schedule for "
+		     "alloc::sync::Arc<tokio::runtime::scheduler::multi_thread::handle::Handle>>"
+		     "::release",
+		     "_ZN5tokio7runtime4task7harness20Harness$LT$T$C$S$GT$8complete17h1a5b17eca1e4e"
+		     "27dE.llvm.11307515491380826114",
+		     "tokio::runtime::task::harness::Harness<T,S>::poll",
+		     "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
+		     TOKIO_WORKER);
+	expect_class(r, AN_CAT_SCHED,
+		     "tokio::runtime::task::harness::Harness<T,S>::try_read_output",
+		     "_<tokio::runtime::task::join::JoinHandle<T> as "
+		     "core::future::future::Future>::poll",
+		     TOKIO_TASK);
+
+	/* spawning (tokio::spawn itself is inlined into the task that spawns: binding the
+	 * new task and the handle it looks up are what show) and waking: scheduling a
+	 * woken task and picking a parked worker to notify */
+	expect_class(r, AN_CAT_SUBMIT, "tokio::runtime::task::list::OwnedTasks<S>::bind",
+		     TOKIO_TASK);
+	expect_class(r, AN_CAT_SUBMIT, "tokio::runtime::scheduler::Handle::current", TOKIO_TASK);
+	expect_class(r, AN_CAT_SUBMIT,
+		     "tokio::runtime::scheduler::multi_thread::idle::Idle::worker_to_notify",
+		     "tokio::runtime::scheduler::multi_thread::worker::_<impl "
+		     "tokio::runtime::scheduler::multi_thread::handle::Handle>::schedule_task",
+		     TOKIO_TASK);
+	expect_class(r, AN_CAT_SUBMIT, "tokio::sync::task::atomic_waker::AtomicWaker::wake",
+		     "tokio::sync::mpsc::unbounded::UnboundedSender<T>::send", TOKIO_TASK);
+	/* the same frames once the demangler reads the LLVM clones: a waker's wake */
+	expect_class(r, AN_CAT_SUBMIT, "tokio::runtime::task::waker::wake_by_val",
+		     "std::thread::local::LocalKey<T>::with", TOKIO_TASK);
+
+	/* a worker parking, and the time driver it holds while parked (whose
+	 * park_internal is an LLVM clone left mangled) */
+	expect_class(r, AN_CAT_PARK,
+		     "tokio::runtime::scheduler::multi_thread::park::Parker::park_timeout",
+		     "tokio::runtime::scheduler::multi_thread::worker::Context::park_timeout",
+		     TOKIO_WORKER);
+	expect_class(r, AN_CAT_PARK,
+		     "tokio::runtime::time::_<impl "
+		     "tokio::runtime::time::handle::Handle>::process_at_time",
+		     "_ZN5tokio7runtime4time6Driver13park_internal17h2ab7b1c7be705671E.llvm."
+		     "4566857722245592318",
+		     "tokio::runtime::scheduler::multi_thread::park::Parker::park_timeout",
+		     "tokio::runtime::scheduler::multi_thread::worker::Context::park_timeout",
+		     TOKIO_WORKER);
+
+	/* a finished task's cell freed when its JoinHandle drops; the allocator under
+	 * anything */
+	expect_class(r, AN_CAT_ALLOC, "tokio::runtime::task::harness::Harness<T,S>::dealloc",
+		     "tokio::runtime::task::harness::Harness<T,S>::drop_join_handle_slow",
+		     TOKIO_TASK);
+	expect_class(r, AN_CAT_ALLOC, "malloc", "[unknown]+0x0");
+
+	/* a task's own code: its future, the channel it sends on, a contended std mutex */
+	expect_class(r, AN_CAT_WORK, TOKIO_TASK);
+	expect_class(r, AN_CAT_WORK, "tokio::sync::mpsc::list::Tx<T>::push",
+		     "tokio::sync::mpsc::unbounded::UnboundedSender<T>::send", TOKIO_TASK);
+	expect_class(r, AN_CAT_WORK, "std::sys::unix::locks::futex::Mutex::lock_contended",
+		     TOKIO_TASK);
+	/* what stays other: std's futex calls through glibc's syscall(), where the walk
+	 * stops, and the main thread's block_on outside the workers */
+	expect_class(r, -1, "syscall");
+	expect_class(r, -1, "tokio::runtime::park::CachedParkThread::block_on",
+		     "tokio::runtime::runtime::Runtime::block_on", "tokspawn::main",
+		     "std::rt::lang_start_internal", "main");
+	an_rules_free(r);
+}
+
+/* a fork-join worker thread (its run loop interpreted), and the JVM's main thread */
+#define FJ_THREAD                                                                              \
+	"Interpreter_[j]", "StubRoutines (1)_[j]", "JavaCalls::call_helper",                   \
+		"JavaCalls::call_virtual", "thread_entry", "JavaThread::thread_main_inner",    \
+		"Thread::call_run", "thread_native_entry", "start_thread"
+#define FJ_WORKER                                                                              \
+	"int java.util.concurrent.ForkJoinPool.scan(java.util.concurrent.ForkJoinPool$"        \
+	"WorkQueue, int, int)_[j]",                                                            \
+		FJ_THREAD
+#define JVM_MAIN                                                                               \
+	"StubRoutines (1)_[j]", "JavaCalls::call_helper",                                      \
+		"jni_invoke_static(JNIEnv_*, JavaValue*, _jobject*, JNICallType, _jmethodID*, "\
+		"JNI_ArgumentPusher*, JavaThread*) [clone .constprop.1]",                      \
+		"jni_CallStaticVoidMethod", "JavaMain", "ThreadJavaMain", "start_thread"
+/* a RecursiveTask forked and joined (its recursion cut to two levels) */
+#define FJ_TASK                                                                                \
+	"java.lang.Long FJ$Tree.compute()_[j]",                                                \
+		"int java.util.concurrent.ForkJoinTask.doExec()_[j]",                          \
+		"int java.util.concurrent.ForkJoinTask.awaitDone(java.util.concurrent."        \
+		"ForkJoinPool, boolean, boolean, boolean, long)_[j]",                          \
+		"java.lang.Long FJ$Tree.compute()_[j]",                                        \
+		"int java.util.concurrent.ForkJoinTask.doExec()_[j]",                          \
+		"void java.util.concurrent.ForkJoinPool$WorkQueue.topLevelExec(java.util."     \
+		"concurrent.ForkJoinTask, java.util.concurrent.ForkJoinPool$WorkQueue)_[j]",   \
+		FJ_WORKER
+#define FJ_AWAIT_WORK                                                                          \
+	"int java.util.concurrent.ForkJoinPool.awaitWork(java.util.concurrent.ForkJoinPool$"   \
+	"WorkQueue)_[j]",                                                                      \
+		"void java.util.concurrent.ForkJoinPool.runWorker(java.util.concurrent."       \
+		"ForkJoinPool$WorkQueue)_[j]",                                                 \
+		FJ_THREAD
+
+Test(rules_builtin, jdk_runtime_frames)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* the pool as the JVM's perf map names it: a task's own work, the run loop, a
+	 * fork's push, a submission from outside, and a worker parking in awaitWork */
+	expect_class(r, AN_CAT_WORK, FJ_TASK);
+	expect_class(r, AN_CAT_SCHED,
+		     "void java.util.concurrent.ForkJoinPool.runWorker(java.util.concurrent."
+		     "ForkJoinPool$WorkQueue)_[j]",
+		     FJ_THREAD);
+	expect_class(r, AN_CAT_SUBMIT,
+		     "void java.util.concurrent.ForkJoinPool$WorkQueue.push(java.util.concurrent."
+		     "ForkJoinTask, java.util.concurrent.ForkJoinPool)_[j]",
+		     "java.util.concurrent.ForkJoinTask java.util.concurrent.ForkJoinTask."
+		     "fork()_[j]",
+		     FJ_TASK);
+	expect_class(r, AN_CAT_SUBMIT, "__tls_get_addr", "Unsafe_Unpark",
+		     "void jdk.internal.misc.Unsafe.unpark(java.lang.Object)_[j]",
+		     "java.util.concurrent.ForkJoinTask java.util.concurrent.ForkJoinPool."
+		     "externalSubmit(java.util.concurrent.ForkJoinTask)_[j]",
+		     "void FJ.main(java.lang.String[])_[j]", JVM_MAIN);
+	expect_class(r, AN_CAT_PARK, "Parker::park", "Unsafe_Park",
+		     "void jdk.internal.misc.Unsafe.park(boolean, long)_[j]", FJ_AWAIT_WORK);
+	/* parking unlocks the Parker's mutex, which wakes the thread that waits for it */
+	expect_class(r, AN_CAT_SUBMIT, K_SYSCALL_RET, "__lll_lock_wake", "Unsafe_Park",
+		     "void jdk.internal.misc.Unsafe.park(boolean, long)_[j]", FJ_AWAIT_WORK);
+	/* the main thread joining a task it submitted, its own code, and a
+	 * CompletableFuture made on the pool */
+	expect_class(r, AN_CAT_SCHED,
+		     "int java.util.concurrent.ForkJoinTask.awaitDone(java.util.concurrent."
+		     "ForkJoinPool, boolean, boolean, boolean, long)_[j]",
+		     "java.lang.Object java.util.concurrent.ForkJoinTask.get()_[j]",
+		     "void FJ.main(java.lang.String[])_[j]", JVM_MAIN);
+	expect_class(r, AN_CAT_SUBMIT,
+		     "java.util.concurrent.CompletableFuture java.util.concurrent."
+		     "CompletableFuture.asyncSupplyStage(java.util.concurrent.Executor, "
+		     "java.util.function.Supplier)_[j]",
+		     "long FJ.futures(int)_[j]", "Interpreter_[j]", JVM_MAIN);
+	/* a task's completion unparking the thread that waits to join it */
+	expect_class(r, AN_CAT_SUBMIT, "Unsafe_Unpark",
+		     "void jdk.internal.misc.Unsafe.unpark(java.lang.Object)_[j]",
+		     "int java.util.concurrent.ForkJoinTask.setDone()_[j]", "Interpreter_[j]",
+		     "void java.util.concurrent.ForkJoinPool$WorkQueue.topLevelExec(java.util."
+		     "concurrent.ForkJoinTask, java.util.concurrent.ForkJoinPool$WorkQueue)_[j]",
+		     FJ_WORKER);
+	/* the main thread in CompletableFuture.get(), parked (the pool's managedBlock
+	 * around it would say scheduling) */
+	expect_class(r, AN_CAT_PARK, "__pthread_mutex_unlock_usercnt", "Unsafe_Park",
+		     "void jdk.internal.misc.Unsafe.park(boolean, long)_[j]",
+		     "void java.util.concurrent.locks.LockSupport.park(java.lang.Object)_[j]",
+		     "boolean java.util.concurrent.CompletableFuture$Signaller.block()_[j]",
+		     "void java.util.concurrent.ForkJoinPool.managedBlock(java.util.concurrent."
+		     "ForkJoinPool$ManagedBlocker)_[j]",
+		     "java.lang.Object java.util.concurrent.CompletableFuture.waitingGet("
+		     "boolean)_[j]",
+		     "long FJ.futures(int)_[j]", "Interpreter_[j]", JVM_MAIN);
+	expect_class(r, AN_CAT_SCHED,
+		     "java.lang.Object java.util.concurrent.CompletableFuture.waitingGet("
+		     "boolean)_[j]",
+		     "long FJ.futures(int)_[j]", "Interpreter_[j]", JVM_MAIN);
+	/* completing a future runs its synchronous dependant inline: the task's work */
+	expect_class(r, AN_CAT_WORK,
+		     "java.util.concurrent.CompletableFuture java.util.concurrent."
+		     "CompletableFuture$UniApply.tryFire(int)_[j]",
+		     "void java.util.concurrent.CompletableFuture.postComplete()_[j]",
+		     "void java.util.concurrent.CompletableFuture$AsyncSupply.run()_[j]",
+		     "boolean java.util.concurrent.CompletableFuture$AsyncSupply.exec()_[j]",
+		     "Interpreter_[j]",
+		     "void java.util.concurrent.ForkJoinPool$WorkQueue.topLevelExec(java.util."
+		     "concurrent.ForkJoinTask, java.util.concurrent.ForkJoinPool$WorkQueue)_[j]",
+		     FJ_WORKER);
+
+	/* a Throwable: filling its trace, and making StackTraceElements of it */
+	expect_class(r, AN_CAT_STACKCAP, "pvm_irq_enable_[k]",
+		     "__raw_callee_save_pvm_irq_enable_[k]", "exc_page_fault_[k]",
+		     "asm_exc_page_fault_[k]",
+		     "java.lang.StackTraceElement[] java.lang.StackTraceElement.of("
+		     "java.lang.Throwable, int)_[j]",
+		     "java.lang.StackTraceElement[] java.lang.Throwable.getOurStackTrace()_[j]",
+		     FJ_TASK);
+	expect_class(r, AN_CAT_STACKCAP, "StringTable::intern", "StringTable::intern",
+		     "java_lang_StackTraceElement::fill_in",
+		     "java_lang_Throwable::get_stack_trace_elements",
+		     "JVM_InitStackTraceElementArray",
+		     "void java.lang.StackTraceElement.initStackTraceElements(java.lang."
+		     "StackTraceElement[], java.lang.Throwable)_[j]",
+		     FJ_TASK);
+	/* ... but the allocation inside it is allocation */
+	expect_class(r, AN_CAT_ALLOC, "__memset_avx512_unaligned_erms", "MemAllocator::allocate",
+		     "TypeArrayKlass::allocate_common", "BacktraceBuilder::expand",
+		     "java_lang_Throwable::fill_in_stack_trace",
+		     "java_lang_Throwable::fill_in_stack_trace", "JVM_FillInStackTrace",
+		     "Java_java_lang_Throwable_fillInStackTrace",
+		     "java.lang.Throwable java.lang.Throwable.fillInStackTrace(int)_[j]",
+		     "void java.lang.IllegalStateException.<init>(java.lang.String)_[j]", FJ_TASK);
+	expect_class(r, AN_CAT_ALLOC, "pvm_irq_enable_[k]",
+		     "__raw_callee_save_pvm_irq_enable_[k]", "exc_page_fault_[k]",
+		     "asm_exc_page_fault_[k]", "ObjAllocator::initialize",
+		     "MemAllocator::allocate", "InstanceKlass::allocate_instance",
+		     "Unsafe_AllocateInstance",
+		     "java.lang.Object jdk.internal.misc.Unsafe.allocateInstance(java.lang."
+		     "Class)_[j]",
+		     "long FJ.futures(int)_[j]", "Interpreter_[j]", JVM_MAIN);
+
+	/* what stays other: the JIT compiler's threads, a safepoint that is not a
+	 * collection, the main thread's own code */
+	expect_class(r, -1, "PhaseChaitin::elide_copy", "PhaseChaitin::post_allocate_copy_removal",
+		     "PhaseChaitin::Register_Allocate", "Compile::Code_Gen", "Compile::Compile",
+		     "C2Compiler::compile_method", "CompileBroker::invoke_compiler_on_method",
+		     "CompileBroker::compiler_thread_loop", "JavaThread::thread_main_inner",
+		     "Thread::call_run", "thread_native_entry", "start_thread");
+	expect_class(r, -1, "clock_nanosleep", "SafepointSynchronize::synchronize_threads",
+		     "SafepointSynchronize::begin", "VMThread::inner_execute", "VMThread::run",
+		     "Thread::call_run", "thread_native_entry", "start_thread");
+	expect_class(r, -1, "long FJ.futures(int)_[j]", "Interpreter_[j]", JVM_MAIN);
+	an_rules_free(r);
+}
+
+Test(rules_builtin, jvm_garbage_collectors)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* G1's workers evacuating, and a template of its closures */
+	expect_class(r, AN_CAT_ALLOC, "SpinPause", "G1ParEvacuateFollowersClosure::do_void",
+		     "G1EvacuateRegionsTask::evacuate_live_objects",
+		     "G1EvacuateRegionsBaseTask::work", "GangWorker::loop", "libjvm.so+0xf55d4e",
+		     "Thread::call_run", "thread_native_entry", "start_thread");
+	expect_class(r, AN_CAT_ALLOC,
+		     "void OopOopIterateDispatch<G1ScanCardClosure>::Table::oop_oop_iterate"
+		     "<ObjArrayKlass, narrowOop>",
+		     "libjvm.so+0xf55d4e");
+	/* Parallel's scavenge, its template named with its return type first */
+	expect_class(r, AN_CAT_ALLOC,
+		     "oopDesc* PSPromotionManager::copy_unmarked_to_survivor_space<false>",
+		     "libjvm.so+0x1234");
+	expect_class(r, AN_CAT_ALLOC,
+		     "oopDesc* PSPromotionManager::copy_unmarked_to_survivor_space<false>",
+		     "PSPromotionManager::drain_stacks_depth",
+		     "PSCardTable::scavenge_contents_parallel", "ScavengeRootsTask::work",
+		     "GangWorker::loop", "libjvm.so+0xf55d4e", "Thread::call_run",
+		     "thread_native_entry", "start_thread");
+	/* Serial's young collection, run by the VM thread at a safepoint */
+	expect_class(r, AN_CAT_ALLOC, "ContiguousSpace::block_size",
+		     "BlockOffsetArrayContigSpace::block_start_unsafe",
+		     "DirtyCardToOopClosure::do_MemRegion",
+		     "ClearNoncleanCardWrapper::do_MemRegion",
+		     "CardTableRS::younger_refs_in_space_iterate",
+		     "SerialHeap::young_process_roots", "DefNewGeneration::collect",
+		     "GenCollectedHeap::collect_generation", "GenCollectedHeap::do_collection",
+		     "GenCollectedHeap::satisfy_failed_allocation",
+		     "VM_GenCollectForAllocation::doit", "VM_Operation::evaluate",
+		     "VMThread::evaluate_operation", "VMThread::inner_execute", "VMThread::run",
+		     "Thread::call_run", "thread_native_entry", "start_thread");
+	expect_class(r, AN_CAT_ALLOC, "VM_GenCollectForAllocation::doit",
+		     "VM_Operation::evaluate", "VMThread::run");
+	/* full collections (System.gc()): Serial's mark-compact of the old generation,
+	 * Parallel's compaction in its workers (a clone whose parameters stay on) */
+	expect_class(r, AN_CAT_ALLOC, "ContiguousSpace::prepare_for_compaction",
+		     "Generation::prepare_for_compaction",
+		     "GenCollectedHeap::prepare_for_compaction",
+		     "GenMarkSweep::invoke_at_safepoint", "TenuredGeneration::collect",
+		     "GenCollectedHeap::collect_generation", "GenCollectedHeap::do_collection",
+		     "GenCollectedHeap::do_full_collection", "VM_GenCollectFull::doit",
+		     "VM_Operation::evaluate", "VMThread::evaluate_operation",
+		     "VMThread::inner_execute", "VMThread::run", "Thread::call_run",
+		     "thread_native_entry", "start_thread");
+	expect_class(r, AN_CAT_ALLOC, "MarkSweep::follow_array_chunk", "MarkSweep::follow_stack",
+		     "libjvm.so+0x1234");
+	expect_class(r, AN_CAT_ALLOC, "__memmove_avx512_unaligned_erms", "ParMarkBitMap::iterate",
+		     "PSParallelCompact::fill_region(ParCompactionManager*, "
+		     "MoveAndUpdateClosure&, unsigned long) [clone .constprop.0]",
+		     "libjvm.so+0x1234");
+	/* a name with G1 in it that is no C++ method of the collector's */
+	expect_class(r, -1, "void FooG1.bar()_[j]", "Main.run");
+	an_rules_free(r);
+}
+
+Test(rules_builtin, glibc_thread_frames)
+{
+	struct an_rules *r = builtin_rules();
+
+	/* a walk that stops in glibc: its leaf is all there is */
+	expect_class(r, AN_CAT_SUBMIT, "pthread_cond_signal");
+	expect_class(r, AN_CAT_SUBMIT, K_SYSCALL_RET, "pthread_cond_signal");
+	expect_class(r, AN_CAT_SUBMIT, "__lll_lock_wake", "__libc_start_call_main");
+	expect_class(r, AN_CAT_PARK, "__futex_abstimed_wait_common");
+	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "__futex_abstimed_wait_common");
+	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "__lll_lock_wait");
+	expect_class(r, AN_CAT_PARK, "__condvar_dec_grefs");
+	/* in the futex system call the kernel rules decide */
+	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "__futex_abstimed_wait_common");
+	/* making a thread: pthread_create, and the clone3 system call it makes */
+	expect_class(r, AN_CAT_SUBMIT, "pthread_create");
+	expect_class(r, AN_CAT_SUBMIT, "pthread_create", "asm_exc_page_fault_[k]",
+		     "exc_page_fault_[k]", "handle_mm_fault_[k]", "__handle_mm_fault_[k]",
+		     "do_anonymous_page_[k]", "__pte_alloc_[k]", "pmd_install_[k]",
+		     "native_set_pmd_[k]");
+	expect_class(r, AN_CAT_SUBMIT, "copy_process_[k]", "kernel_clone_[k]",
+		     "__do_sys_clone3_[k]", "do_syscall_64_[k]",
+		     "entry_SYSCALL_64_after_hwframe_[k]", "clone3", "[unknown]+0x557c4bc3b2b0");
+	/* clone3 only as the leaf: a thread's own frames above it are not submission */
+	expect_class(r, -1, "pong", "clone3");
+	/* start_thread, every thread's root, names nothing */
+	expect_class(r, -1, "pong", "start_thread");
+	expect_class(r, -1, "main", "__libc_start_call_main");
 	an_rules_free(r);
 }
