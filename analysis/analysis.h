@@ -451,6 +451,8 @@ struct an_rules *an_rules_parse(const char *text, size_t len, const char *source
 struct an_rules *an_rules_load(const char *path, char *err, size_t errlen);
 /* analysis/categories.rules, compiled into the binary. */
 struct an_rules *an_rules_builtin(char *err, size_t errlen);
+/* The built-in rules' text (analysis/categories.rules as built), len bytes. */
+const char *an_rules_builtin_text(size_t *len);
 void an_rules_free(struct an_rules *r);
 size_t an_rules_count(const struct an_rules *r);
 /* The category the first frame some rule names gives, reading frames leaf first as they
@@ -568,6 +570,7 @@ struct an_probe_summary {
 	const struct an_agreement *agreement;
 	const struct an_attribution *attribution; /* NULL: categories from phase_samples */
 	size_t nrules;          /* stack rules the agreement used */
+	const char *rules;      /* where they came from: a --rules file, or NULL: built in */
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
 	uint64_t attach_ns;     /* open, load and attach, once per run (0: not attached) */

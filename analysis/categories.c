@@ -279,6 +279,12 @@ struct an_rules *an_rules_builtin(char *err, size_t errlen)
 			      "analysis/categories.rules (built in)", err, errlen);
 }
 
+const char *an_rules_builtin_text(size_t *len)
+{
+	*len = (size_t)(an__rules_text_end - an__rules_text);
+	return an__rules_text;
+}
+
 struct an_rules *an_rules_load(const char *path, char *err, size_t errlen)
 {
 	struct an_rules *r;

@@ -324,6 +324,8 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		json_agreement(out, p->agreement, p->nrules);
 	else
 		fputs("null", out);
+	fputs(", \"rules_file\": ", out);
+	json_str(out, p->rules); /* null: the built-in rules */
 	fputs(", \"folded\": ", out);
 	json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
@@ -636,7 +638,8 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 }
 
 /* Which method gave the table its categories. */
-static void md_attribution(FILE *out, const struct an_attribution *a, bool whole_program)
+static void md_attribution(FILE *out, const struct an_attribution *a, bool whole_program,
+			   const char *ph_rules)
 {
 	char ph[64], ru[64], no[64];
 
@@ -645,8 +648,9 @@ static void md_attribution(FILE *out, const struct an_attribution *a, bool whole
 	an_format_number((double)a->no_rule, 0, no, sizeof(no));
 	fprintf(out,
 		"  Attributed by the phase word: %s samples (the runtime's threads); by the stack "
-		"rules: %s samples (%s), %s of them named by no rule and counted as other.\n\n",
-		ph, ru,
+		"rules%s%s%s: %s samples (%s), %s of them named by no rule and counted as "
+		"other.\n\n",
+		ph, ph_rules ? " of `" : "", ph_rules ? ph_rules : "", ph_rules ? "`" : "", ru,
 		whole_program ? "the program's threads: it runs no phase word of ours"
 			      : "threads without a phase word, such as the harness thread",
 		no);
@@ -803,7 +807,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		}
 		fputs("\n", out);
 		if (p->attribution)
-			md_attribution(out, p->attribution, p->whole_program);
+			md_attribution(out, p->attribution, p->whole_program, p->rules);
 	}
 	if (p->agreement)
 		md_agreement(out, p->agreement, p->nrules);

@@ -13,7 +13,14 @@
 #include "runtime/rt.h"
 #include "workloads/workload.h"
 
-enum { SHOW_WORKLOADS = 1, SHOW_PRESETS = 2, SHOW_PROBES = 4, SHOW_KNOBS = 8, SHOW_EVENTS = 16 };
+enum {
+	SHOW_WORKLOADS = 1,
+	SHOW_PRESETS = 2,
+	SHOW_PROBES = 4,
+	SHOW_KNOBS = 8,
+	SHOW_EVENTS = 16,
+	SHOW_RULES = 32,
+};
 
 static const char doc[] =
 	"List what schedlab can run: workloads (with their parameters, set with -P), runtime "
@@ -21,14 +28,16 @@ static const char doc[] =
 	"(set with -c over a preset) and probes (each tried: whether it can attach here, and "
 	"if not why); "
 	"--events lists the performance-counter events libpfm4 knows on this machine's "
-	"PMUs (for run --events).\v"
+	"PMUs (for run --events); --rules prints the built-in stack rules that give each "
+	"sample its category, to copy and extend for run --rules or profile --rules.\v"
 	"Examples:\n"
 	"  schedlab list\n"
 	"  schedlab list --workloads\n"
 	"  schedlab list --presets\n"
 	"  schedlab list --knobs\n"
 	"  schedlab list --probes\n"
-	"  schedlab list --events";
+	"  schedlab list --events\n"
+	"  schedlab list --rules > my.rules";
 
 static const struct argp_option options[] = {
 	{ "workloads", 'w', NULL, 0, "only the workloads and their parameters", 0 },
@@ -37,6 +46,9 @@ static const struct argp_option options[] = {
 	{ "probes", 'e', NULL, 0, "only the probes, and whether they can attach", 0 },
 	{ "events", 'v', NULL, 0,
 	  "only the counter events libpfm4 knows here (names for run --events)", 0 },
+	{ "rules", 'r', NULL, 0,
+	  "only the built-in stack rules, as a file --rules takes (analysis/categories.rules)",
+	  0 },
 	{ 0 },
 };
 
@@ -59,6 +71,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'v':
 		*show |= SHOW_EVENTS;
+		return 0;
+	case 'r':
+		*show |= SHOW_RULES;
 		return 0;
 	case ARGP_KEY_ARG:
 		cli_usage_error("list takes no argument, got '%s'; choose a section with "
@@ -286,6 +301,14 @@ int cmd_list(int argc, char **argv)
 	if (show & SHOW_PROBES) {
 		printf(first ? "" : "\n");
 		list_probes();
+		first = false;
+	}
+	if (show & SHOW_RULES) {
+		size_t len;
+		const char *text = an_rules_builtin_text(&len);
+
+		printf(first ? "" : "\n");
+		fwrite(text, 1, len, stdout);
 		first = false;
 	}
 	if (show & SHOW_EVENTS) {

@@ -33,7 +33,9 @@ static const char doc[] =
 	"java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or node "
 	"--perf-basic-prof), suffixed _[j]; anything else module+0xOFF. Categories come from "
 	"the stack rules (analysis/categories.rules), with sections for Go, Tokio, the JDK "
-	"and glibc threads; a frame no rule names is 'other', counted.\n\n"
+	"and glibc threads; a frame no rule names is 'other', counted. --rules FILE "
+	"classifies by a file of your own instead ('schedlab list --rules > my.rules' to "
+	"start from the built-in ones).\n\n"
 	"User stacks are walked by frame pointers; in --call-graph auto (the default) and "
 	"dwarf, a stack the walk cannot give is unwound from DWARF for the first process (the "
 	"command, or the first -p) and kept as lost for the others.\v"
@@ -60,6 +62,7 @@ enum {
 	OPT_FREQ,
 	OPT_CALL_GRAPH,
 	OPT_JSON,
+	OPT_RULES,
 };
 
 static const struct argp_option options[] = {
@@ -69,6 +72,9 @@ static const struct argp_option options[] = {
 	{ "freq", OPT_FREQ, "HZ", 0, "samples per second per CPU (default 999)", 0 },
 	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0,
 	  "fp, dwarf or auto (default auto: frame pointers, DWARF where they fail)", 0 },
+	{ "rules", OPT_RULES, "FILE", 0,
+	  "classify the samples by FILE's stack rules instead of the built-in ones ('schedlab "
+	  "list --rules' prints those, to start from)", 0 },
 	{ "out", 'o', "DIR", 0, "the results folder (default results)", 0 },
 	{ "json", OPT_JSON, NULL, 0, "print the profile's result.json on stdout", 0 },
 	{ 0 }
@@ -84,6 +90,7 @@ struct profile_args {
 	long freq;
 	int callgraph;
 	const char *out;
+	const char *rules;
 	bool json;
 	int bad;
 };
@@ -154,6 +161,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_JSON:
 		a->json = true;
+		return 0;
+	case OPT_RULES:
+		a->rules = arg;
 		return 0;
 	case ARGP_KEY_ARGS: {
 		/* state->argv is the parser's copy, gone after it: keep the pointers (to the
@@ -266,6 +276,15 @@ static int profile(const struct profile_args *a, const char *command)
 		if (err == -ENOMEM)
 			cli_usage_error("out of memory");
 		return CLI_EXIT_FAIL;
+	}
+	if (a->rules) {
+		struct an_rules *rules = an_rules_load(a->rules, why, sizeof(why));
+
+		if (!rules) {
+			status = cli_usage_error("--rules %s", why);
+			goto out_close_profile;
+		}
+		hx_profile_use_rules(&prof, rules, a->rules);
 	}
 	if (prof.open_error == -ERANGE) {
 		status = cli_usage_error("--freq %ld: %s", a->freq,

@@ -103,6 +103,7 @@ enum {
 	OPT_EVENTS,
 	OPT_ONCPU_MAPS,
 	OPT_OFFCPU_MAPS,
+	OPT_RULES,
 };
 
 static const struct argp_option options[] = {
@@ -148,6 +149,10 @@ static const struct argp_option options[] = {
 	  "are sized for the samples a fork's measured iterations can take, the stacks (which "
 	  "repeat) for a quarter of them; a fork that fills them has its losses counted and "
 	  "drawn, and report.md names the sizes",
+	  2 },
+	{ "rules", OPT_RULES, "FILE", 0,
+	  "classify the on-CPU samples by FILE's stack rules instead of the built-in ones "
+	  "('schedlab list --rules' prints those, to start from)",
 	  2 },
 	{ "offcpu-maps", OPT_OFFCPU_MAPS, "STACKS,COUNTS", 0,
 	  "offcpu: its maps of distinct stacks and of keys (a stack pair, phase, thread name "
@@ -227,6 +232,7 @@ struct run_args {
 	char oncpu_maps_sized[160];     /* how they were sized, for result.json */
 	const char *out;
 	const char *baseline; /* a run folder to compare each new run with; NULL: none */
+	const char *rules;    /* --rules FILE; NULL: the built-in rules */
 	int bad;
 };
 
@@ -427,6 +433,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_EVENTS:
 		a->events = arg;
+		return 0;
+	case OPT_RULES:
+		a->rules = arg;
 		return 0;
 	case OPT_ONCPU_MAPS:
 		if (!parse_maps(arg, &a->oncpu_stacks, &a->oncpu_counts))
@@ -893,6 +902,8 @@ int cmd_run(int argc, char **argv)
 		return a.bad ? a.bad : CLI_EXIT_USAGE;
 	if (a.oncpu_stacks && !a.oncpu)
 		return cli_usage_error("--oncpu-maps is an oncpu option: add oncpu to --probes");
+	if (a.rules && !a.oncpu)
+		return cli_usage_error("--rules is an oncpu option: add oncpu to --probes");
 	if ((a.min_block_us || a.wakers || a.offcpu_stacks || a.offcpu_stacks_n) &&
 	    !(a.probes & (1u << HX_PROBE_OFFCPU)))
 		return cli_usage_error("%s is an offcpu option: add --probes oncpu,offcpu",
@@ -931,6 +942,15 @@ int cmd_run(int argc, char **argv)
 		if (err == -ENOMEM)
 			cli_usage_error("out of memory");
 		goto out_free;
+	}
+	if (a.rules) {
+		struct an_rules *rules = an_rules_load(a.rules, why, sizeof(why));
+
+		if (!rules) {
+			status = cli_usage_error("--rules %s", why);
+			goto out_close_profile;
+		}
+		hx_profile_use_rules(&prof, rules, a.rules);
 	}
 	if (a.oncpu && prof.open_error == -ERANGE) {
 		/* a frequency this machine cannot afford: the user's to lower */

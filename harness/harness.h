@@ -204,6 +204,7 @@ struct hx_profile {
 	struct an_ksyms *ksyms;      /* NULL when /proc/kallsyms could not be read */
 	bool ksyms_tried;            /* read before the first fork measures, not at attach */
 	struct an_rules *rules;      /* the stack rules (analysis/categories.rules) */
+	const char *rules_source;    /* a --rules file they came from; NULL: built in */
 	struct an_folded *folded;    /* [category];comm;[task: ENTRY];user frames;-;kernel
 				      * frames_[k] (the task frame only when the probe groups
 				      * by task, probe_oncpu_group_task()) */
@@ -236,6 +237,9 @@ struct hx_profile {
  * the profile's own; any given is ignored. 0, -ENOMEM, or -EINVAL when the built-in
  * stack rules do not parse: an unavailable probe is recorded in status, not returned. */
 int hx_profile_open(struct hx_profile *p, bool want_oncpu, const struct probe_oncpu_opts *o);
+/* Classify by rules (an_rules_load() of the file source) instead of the built-in ones;
+ * p owns them from here. */
+void hx_profile_use_rules(struct hx_profile *p, struct an_rules *rules, const char *source);
 /* Hooks for hx_run() that drive p. */
 void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h);
 /* Forget the collected profile before the next benchmark; the probe stays loaded. */

@@ -476,6 +476,7 @@ static void oncpu_summary(struct pipe *p)
 	probe->agreement = &prof->agreement;
 	probe->attribution = &prof->attribution;
 	probe->nrules = an_rules_count(prof->rules);
+	probe->rules = prof->rules_source;
 }
 
 /* oncpu.folded, then oncpu.svg drawn from it; the first that cannot be written makes the

@@ -715,6 +715,13 @@ out_free:
 	return err;
 }
 
+void hx_profile_use_rules(struct hx_profile *p, struct an_rules *rules, const char *source)
+{
+	an_rules_free(p->rules);
+	p->rules = rules;
+	p->rules_source = source;
+}
+
 void hx_profile_hooks(struct hx_profile *p, struct hx_hooks *h)
 {
 	h->ctx = p;

@@ -70,3 +70,19 @@ Test(list_cli, too_few_open_files_is_named_with_the_limit_and_the_fix, .timeout 
 	cr_expect_not_null(strstr(line, "raise the open-files limit (ulimit -n, now 12;"), "%s",
 			   line);
 }
+
+Test(list_cli, rules_prints_the_built_in_rules_as_a_file_rules_takes, .timeout = 60)
+{
+	const char *list[] = { "list", "--rules", NULL };
+	char *want = slurp("analysis/categories.rules", NULL);
+	const char *run[] = { "run", "spawn-join", "--quick", "--probes", "oncpu", "--rules",
+			      in_dir("my.rules"), "-o", in_dir("s"), NULL };
+
+	cr_assert_not_null(want, "run from the source tree");
+	cr_assert_eq(run_schedlab(list), 0, "%s", err_text);
+	cr_expect_str_eq(out_text, want, "not the built-in rules verbatim");
+	write_file(in_dir("my.rules"), out_text);
+	free(want);
+	/* what it printed is a rules file run takes */
+	cr_expect_eq(run_schedlab(run), 0, "%s", err_text);
+}

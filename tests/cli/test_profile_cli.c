@@ -299,3 +299,29 @@ Test(profile, bad_input_is_one_line_and_exit_2, .init = profile_setup, .fini = t
 	/* nothing was sampled, and nothing written */
 	cr_expect_neq(access(in_dir("s/latest"), F_OK), 0);
 }
+
+Test(profile, a_rules_file_of_ones_own_gives_the_categories, .init = profile_setup,
+     .fini = teardown, .timeout = 120)
+{
+	char mine[600], bogus[600], out[600], run[1024], path[1100], *json;
+	const char *args[] = { "profile", "--rules", mine, "-o", out, "--", helper, "0.5", NULL };
+	const char *bad[] = { "profile", "--rules", bogus, "--", "true", NULL };
+
+	snprintf(mine, sizeof(mine), "%s", in_dir("my.rules"));
+	snprintf(bogus, sizeof(bogus), "%s", in_dir("bad.rules"));
+	snprintf(out, sizeof(out), "%s", in_dir("s"));
+	write_file(mine, "work split_a\nallocation split_b split_c\n");
+	write_file(bogus, "bogus split_a\n");
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	/* the root frame is the category: split_a's samples are [work], b and c's [allocation] */
+	cr_expect_gt(folded_share(run, "[work]"), 0.4);
+	cr_expect_gt(folded_share(run, "[allocation]"), 0.4);
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json);
+	cr_expect_not_null(strstr(json, "\"rules_file\": "), "%s", json);
+	free(json);
+	cr_expect_eq(run_schedlab(bad), 2);
+	expect_one_error_line("unknown category 'bogus'");
+}
