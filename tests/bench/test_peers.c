@@ -144,3 +144,91 @@ Test(peers, jdk_fails_on_a_wrong_echo, .timeout = 120)
 {
 	wrong_echo_fails(&jdk);
 }
+
+/* `schedlab profile` of one peer running spawn-join: the share of its samples in each
+ * category (result.json probes.0.categories), into shares[] by name; the folder's path. */
+static double category_share(const char *json, const char *name)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"%s\": ", name);
+	p = strstr(strstr(json, "\"categories\""), key);
+	return p ? atof(p + strlen(key)) : 0;
+}
+
+/* The real runtime's own scheduler, as the stack rules name its frames
+ * (analysis/categories.rules): scheduling, submission and parking hold a material share
+ * of a spawn-join profile, and few samples are left without a rule (other). */
+static void runtime_frames_named(const struct peer *p, double other_max)
+{
+	char path[512], run[1024], result[1100], *json, *nl;
+	const char *args[] = { "profile", "--call-graph", "fp", "-o", in_dir("s"), "--", path,
+			       "spawn-join", "--warmup", "1", "--iterations", "2", "--time",
+			       "0.3", NULL };
+	double total = 0, runtime, other;
+
+	peer_path(p, path, sizeof(path));
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	/* stdout: the peer's samples, then the folder */
+	nl = strstr(out_text, in_dir("s/"));
+	cr_assert_not_null(nl, "%s", out_text);
+	snprintf(run, sizeof(run), "%.*s", (int)strcspn(nl, "\n"), nl);
+	snprintf(result, sizeof(result), "%s/result.json", run);
+	json = slurp(result, NULL);
+	cr_assert_not_null(json, "%s", result);
+	cr_assert_not_null(strstr(json, "\"categories\""), "%s", json);
+	static const char *const cats[] = { "work", "scheduling", "submission", "parking",
+					    "blocking", "allocation", "stack-capture", "kernel",
+					    "other" };
+	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
+		total += category_share(json, cats[i]);
+	cr_assert_gt(total, 0, "no category samples in %s", result);
+	runtime = (category_share(json, "scheduling") + category_share(json, "submission") +
+		   category_share(json, "parking")) / total;
+	other = category_share(json, "other") / total;
+	free(json);
+	cr_expect_gt(runtime, 0.10, "%s: scheduling, submission and parking are %.1f%% of "
+		     "spawn-join's samples", p->name, 100 * runtime);
+	cr_expect_lt(other, other_max, "%s: %.1f%% of the samples named by no rule", p->name,
+		     100 * other);
+}
+
+Test(peers, go_scheduler_frames_land_in_the_runtime_categories, .timeout = 180)
+{
+	runtime_frames_named(&go, 0.10);
+}
+
+Test(peers, tokio_scheduler_frames_land_in_the_runtime_categories, .timeout = 180)
+{
+	runtime_frames_named(&tokio, 0.10);
+}
+
+/* The perf maps in /tmp now, as a glob lists them. */
+static size_t perf_maps(glob_t *g)
+{
+	return glob("/tmp/perf-*.map", 0, NULL, g) ? 0 : g->gl_pathc;
+}
+
+Test(peers, jdk_pool_frames_land_in_the_runtime_categories, .timeout = 180)
+{
+	glob_t before, after;
+
+	/* compiled code walked by its frame pointers and named by the map the JVM writes at
+	 * its exit, which goes when the test is done */
+	cr_assert_eq(setenv("JDKPEER_OPTS", "-XX:+PreserveFramePointer "
+			    "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit", 1), 0);
+	perf_maps(&before);
+	/* a JVM's JIT compiler threads and its start-up stay other: 20 to 30% here */
+	runtime_frames_named(&jdk, 0.40);
+	for (size_t i = 0, n = perf_maps(&after); i < n; i++) {
+		bool old = false;
+
+		for (size_t k = 0; k < before.gl_pathc && !old; k++)
+			old = !strcmp(after.gl_pathv[i], before.gl_pathv[k]);
+		if (!old)
+			unlink(after.gl_pathv[i]);
+	}
+	globfree(&before);
+	globfree(&after);
+}
