@@ -21,7 +21,7 @@
 static const char doc[] =
 	"Sample the on-CPU stacks of any program: the processes -p names (every thread of "
 	"each), or COMMAND started here with its ARGS; either way every process they start "
-	"while profiled is followed too. It ends when the command exits (or, with -p, when "
+	"while profiled is followed too (--no-follow: not). It ends when the command exits (or, with -p, when "
 	"every process has), when --duration ends, or at Ctrl-C; what was sampled is written "
 	"in every case. The folder is a run's, results/<stamp>-<program>-profile/: "
 	"oncpu.folded, an interactive oncpu.svg, report.md with the categories and "
@@ -63,6 +63,7 @@ enum {
 	OPT_CALL_GRAPH,
 	OPT_JSON,
 	OPT_RULES,
+	OPT_NO_FOLLOW,
 };
 
 static const struct argp_option options[] = {
@@ -72,6 +73,8 @@ static const struct argp_option options[] = {
 	{ "freq", OPT_FREQ, "HZ", 0, "samples per second per CPU (default 999)", 0 },
 	{ "call-graph", OPT_CALL_GRAPH, "MODE", 0,
 	  "fp, dwarf or auto (default auto: frame pointers, DWARF where they fail)", 0 },
+	{ "no-follow", OPT_NO_FOLLOW, NULL, 0,
+	  "sample only the command or the -p processes, not the processes they start", 0 },
 	{ "rules", OPT_RULES, "FILE", 0,
 	  "classify the samples by FILE's stack rules instead of the built-in ones ('schedlab "
 	  "list --rules' prints those, to start from)", 0 },
@@ -91,7 +94,7 @@ struct profile_args {
 	int callgraph;
 	const char *out;
 	const char *rules;
-	bool json;
+	bool json, no_follow;
 	int bad;
 };
 
@@ -164,6 +167,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	case OPT_RULES:
 		a->rules = arg;
+		return 0;
+	case OPT_NO_FOLLOW:
+		a->no_follow = true;
 		return 0;
 	case ARGP_KEY_ARGS: {
 		/* state->argv is the parser's copy, gone after it: keep the pointers (to the
@@ -250,6 +256,7 @@ static int profile(const struct profile_args *a, const char *command)
 		.npids = a->npids,
 		.argv = a->argv,
 		.duration_s = a->duration_s,
+		.no_follow = a->no_follow,
 		.log = stderr,
 	};
 	struct hx_pipeline o = {

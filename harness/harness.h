@@ -254,6 +254,7 @@ struct hx_target {
 	char *const *argv;       /* ...or a command to start (argv[0] looked up in PATH) */
 	double duration_s;       /* stop after this long; 0: when the command exits, or with
 				  * pids when every one has exited (or at hx_interrupt()) */
+	bool no_follow;          /* the processes they start are not sampled */
 	FILE *log;               /* a line when the profile starts and why it ended; NULL: none */
 };
 

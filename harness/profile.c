@@ -1073,7 +1073,7 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
 		      struct hx_target_result *r)
 {
 	struct probe_range ranges[PROBE_MAX_RANGES];
-	struct probe_target pt = { .ranges = ranges, .follow = true };
+	struct probe_target pt = { .ranges = ranges, .follow = !t->no_follow };
 	int go_fd = -1, exec_fd = -1, exec_errno = 0, err;
 	pid_t first;
 	uint64_t t0;
