@@ -5,7 +5,9 @@
 # bench/java: the same op, sizes and check, tcp-blocking against the same server). Each
 # row gives both throughputs and the ratio preset ÷ real with its 99.9% interval, and says
 # where the ratio leaves 0.5–2×. The two sides of a row run next to each other, fork by
-# fork, every other fork in reverse order. Markdown on stdout, progress on stderr.
+# fork, every other fork in reverse order. Then one run of each side under the on-CPU
+# probe (`schedlab run --probes oncpu`, `schedlab profile` of the peer): the category
+# shares side by side and the largest gap. Markdown on stdout, progress on stderr.
 #
 #   BUILD=build bench/models.sh                        (FORKS WARMUP ITERATIONS TIME as in run.sh)
 #   QUICK=1 bench/models.sh                            one fork, 1 warm-up, 3 × 0.2 s
@@ -126,6 +128,46 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 measured_s=$(($(date +%s) - t0))
 
+# ---- where the time goes: the on-CPU categories of each side ----------------------------------
+#
+# Once per row, beside the throughput forks: schedlab's run of the job under the preset with
+# the on-CPU probe (its runtime's phase word), and `schedlab profile` of the peer's job (the
+# real runtime's frames by the stack rules; frame pointers: Go, Tokio built with them, and
+# the JVM with -XX:+PreserveFramePointer and its perf map; --no-follow: not the TCP server
+# the peer starts, which the preset's run does not sample either). Shares of each side's
+# samples.
+CATS="work scheduling submission parking blocking allocation stack-capture kernel other"
+shares() { # RESULT.json: the categories' shares in %, in CATS order, or nothing
+	[ -s "$1" ] || return 0
+	jq -r --arg cats "$CATS" '.probes[0].categories as $c | ($c | add) as $t
+		| if ($t // 0) > 0 then [($cats | split(" "))[] | 100 * (($c[.] // 0) / $t)]
+		  | map(. * 10 | round / 10) | map(tostring) | join(" ") else empty end' "$1"
+}
+declare -A cat_rt cat_peer
+for r in $rows; do
+	IFS=: read -r -a a <<<"$r"
+	[ -n "${have[${a[2]}]:-}" ] || continue
+	pk=$(peer_key "$r")
+	say "categories: ${a[0]} and ${a[2]} on ${a[3]:-${a[1]}}"
+	if [ -z "${cat_rt[${a[0]}:${a[1]}]:-}" ]; then
+		"$tmp/bin/schedlab" run "${a[1]}" --preset "${a[0]}" --forks 1 --warmup "$WARMUP" \
+			--iterations "$ITERATIONS" --time "$TIME" --probes oncpu --call-graph fp \
+			--json --out "$tmp/cats" >"$tmp/cat-rt.json" 2>/dev/null || true
+		cat_rt[${a[0]}:${a[1]}]=$(shares "$tmp/cat-rt.json")
+	fi
+	rm -rf "$tmp/cat-peer"
+	read -r -a cmd <<<"$(job_cmd "$pk" | as_run)"
+	JDKPEER_OPTS="-XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit" \
+		"$tmp/bin/schedlab" profile --call-graph fp --no-follow --json -o "$tmp/cat-peer" -- \
+		"${cmd[@]}" \
+		2>/dev/null | sed -n '/^{/,$p' >"$tmp/cat-peer.json" || true
+	cat_peer[$pk]=$(shares "$tmp/cat-peer.json")
+done
+# the JVM's perf maps, written at its exits
+for m in /tmp/perf-*.map; do
+	[ -O "$m" ] && [ "$m" -nt "$tmp/bin/schedlab" ] && rm -f "$m"
+done
+
 # ---- summaries ---------------------------------------------------------------------------------
 
 declare -A mean err n
@@ -184,6 +226,39 @@ table=$(
 		echo "| $job | \`${a[0]}\` | $(fmt "$rk" "$d") | $(runtime_of "${a[2]}") | $(fmt "$pk" "$d") | $q |"
 	done
 )
+# A row of shares, and the category where the two sides differ most.
+cat_row() { # LABEL SHARES
+	local v
+	printf '| %s |' "$1"
+	for v in $2; do printf ' %s%% |' "$v"; done
+	echo
+}
+gap() { # SHARES_A SHARES_B: "CATEGORY POINTS" (B − A) of the largest difference
+	LC_ALL=C awk -v a="$1" -v b="$2" -v cats="$CATS" 'BEGIN {
+		split(a, x, " "); split(b, y, " "); split(cats, c, " ")
+		for (i in c) { d = y[i] - x[i]; m = d < 0 ? -d : d
+			if (m > best) { best = m; name = c[i]; sign = d } }
+		printf "%s %+.1f", name, sign }'
+}
+cat_table=$(
+	for r in $rows; do
+		IFS=: read -r -a a <<<"$r"
+		[ -n "${have[${a[2]}]:-}" ] || continue
+		pk=$(peer_key "$r") ra=${cat_rt[${a[0]}:${a[1]}]:-} pb=${cat_peer[$pk]:-}
+		job=${a[1]}
+		[ -z "${a[3]:-}" ] || job="${a[1]} (${a[3]})"
+		if [ -z "$ra" ] || [ -z "$pb" ]; then
+			echo "| $job: \`${a[0]}\` / $(runtime_of "${a[2]}") | not measured |"
+			continue
+		fi
+		cat_row "$job: \`${a[0]}\`" "$ra"
+		cat_row "$job: $(runtime_of "${a[2]}")" "$pb"
+		read -r gname gpts <<<"$(gap "$ra" "$pb")"
+		flag=""
+		LC_ALL=C awk -v g="$gpts" 'BEGIN { exit !(g > 10 || g < -10) }' && flag=" — **beyond 10 points**"
+		echo "| largest gap | $gname: the runtime $gpts points against the preset$flag |"
+	done
+)
 commands=$(
 	for k in "${keys[@]}"; do echo "    $(job_cmd "$k")"; done
 )
@@ -218,6 +293,16 @@ $table
 ${missing[*]:+
 Not measured, not built (\`make peers\` builds them from the Debian packages \`make deps\` installs): ${missing[*]}.
 }
+Where the CPU time goes on each side: schedlab's run under the preset with the on-CPU
+probe (categories by the runtime's phase word), and \`schedlab profile --call-graph fp\` of
+the peer (the real runtime's frames by the stack rules, analysis/categories.rules), one
+run of each beside the throughput forks. Shares of each side's own samples; the largest
+gap is the runtime's share less the preset's.
+
+| side | ${CATS// / | } |
+| --- |$(for _ in $CATS; do printf ' ---: |'; done)
+$cat_table
+
 Commands (\`SCHEDLAB_EXE\` names the schedlab binary whose server tcpserve starts):
 
 $commands
