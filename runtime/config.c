@@ -79,7 +79,11 @@ static void preset_ce(struct rt_config *c)
 
 /* Tokio's multi-thread scheduler: as cats-effect, but a spawned or woken task takes
  * the LIFO slot (not stealable, at most 3 runs in a row), which notifies nobody; the
- * global-queue interval adapts to 200 us of polls; block_in_place hands the core off. */
+ * global-queue interval adapts to 200 us of polls; block_in_place hands the core off. A
+ * socket read is no block: tokio::net's TcpStream returns WouldBlock and the task parks
+ * on the reactor until it is readable (the Tokio 1.24 peer, bench/tokio, does this;
+ * this preset blocked the worker in a handed-off section, as block_in_place around a
+ * std::net read would, until bench/models.sh set the two side by side). */
 static void preset_tokio(struct rt_config *c)
 {
 	preset_ce(c);
@@ -88,6 +92,7 @@ static void preset_tokio(struct rt_config *c)
 	c->global_interval = 61;
 	c->global_adaptive = true;
 	c->poller = RT_POLLER_REACTOR; /* one I/O driver, not one per worker */
+	c->sockets = RT_SOCKETS_PARK;
 }
 
 /* Go's G/M/P: a new or readied goroutine takes runnext (stealable on the last of four
@@ -235,7 +240,7 @@ static const struct preset presets[] = {
 		"blocking hands the queue off",
 	  preset_ce },
 	{ "tokio", "Tokio multi-thread: as ce plus a LIFO slot (not stealable, 3 runs per tick), "
-		   "adaptive global interval",
+		   "adaptive global interval, sockets park on the reactor",
 	  preset_tokio },
 	{ "go", "Go's G/M/P: runnext slot, global queue every 61 ticks, sockets park on the "
 		"netpoller, sysmon retakes a worker blocked otherwise after 20 us",

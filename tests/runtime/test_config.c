@@ -75,6 +75,7 @@ Test(config, presets_differ_where_the_runtimes_do)
 	cr_expect_eq(ce.overflow, RT_OVERFLOW_GLOBAL);
 	cr_expect_eq(tokio.spawn, RT_PLACE_LIFO);
 	cr_expect_not(tokio.lifo_stealable);
+	cr_expect_eq(tokio.sockets, RT_SOCKETS_PARK, "tokio::net parks the task on the reactor");
 	cr_expect_eq(tokio.lifo_polls, 3);
 	cr_expect_eq(go.spawn, RT_PLACE_RUNNEXT);
 	cr_expect(go.lifo_stealable);
