@@ -46,6 +46,12 @@ int cli_compare_check_baseline(const char *run, const char *workload);
  * EDQUOT...). 0 for 0. */
 int cli_exit_for(int err);
 
+/* --freq and --call-graph as run and profile take them: 0, or CLI_EXIT_USAGE after the
+ * one line that names the value and the fix (a frequency above the kernel's
+ * perf_event_max_sample_rate included). */
+int cli_parse_freq(const char *arg, long *freq);
+int cli_parse_call_graph(const char *arg, int *mode);
+
 /* Make the folder dir and those above it (0777 less the umask): 0, or -errno; what is there
  * already must be a folder (-ENOTDIR). */
 int cli_mkdir_p(const char *dir);

@@ -141,20 +141,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		}
 		return 0;
 	case OPT_FREQ:
-		if (!cli_parse_long(arg, 1, 100000, &a->freq)) {
-			a->bad = cli_usage_error("--freq '%s': expected samples per second from 1 to "
-						 "100000, e.g. --freq 999", arg);
-			return EINVAL;
-		}
-		return 0;
+		a->bad = cli_parse_freq(arg, &a->freq);
+		return a->bad ? EINVAL : 0;
 	case OPT_CALL_GRAPH:
-		a->callgraph = hx_callgraph_parse(arg);
-		if (a->callgraph < 0) {
-			a->bad = cli_usage_error("--call-graph '%s': the modes are fp, dwarf and auto",
-						 arg);
-			return EINVAL;
-		}
-		return 0;
+		a->bad = cli_parse_call_graph(arg, &a->callgraph);
+		return a->bad ? EINVAL : 0;
 	case 'o':
 		if (!*arg) {
 			a->bad = cli_usage_error("--out needs a folder, e.g. --out results");

@@ -236,27 +236,10 @@ struct run_args {
 	int bad;
 };
 
-#define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
 /* --oncpu-maps and --offcpu-maps at most: 256 MiB of kernel memory in stacks, and four
  * counts (keys) a stack */
 #define MAPS_STACKS_MAX 262144
 #define MAPS_COUNTS_MAX 1048576
-
-/* The kernel's sampling ceiling, which it also lowers by itself when samples take too
- * long (perf_cpu_time_max_percent): a --freq above it is throttled, not delivered.
- * 0 when the file cannot be read, and then only the fixed range applies. */
-static long kernel_max_sample_rate(void)
-{
-	FILE *f = fopen(MAX_SAMPLE_RATE_PATH, "re");
-	long v = 0;
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &v) != 1 || v < 0)
-		v = 0;
-	fclose(f);
-	return v;
-}
 
 /* "4096", "512K", "1M", "1G" (powers of 1024) into 1 .. 1 GiB bytes. */
 static bool parse_bytes(const char *arg, uint64_t *out)
@@ -377,35 +360,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_QUICK:
 		a->quick = true;
 		return 0;
-	case OPT_FREQ: {
-		long max_rate = kernel_max_sample_rate();
-
-		if (!cli_parse_long(arg, 1, 100000, &a->freq)) {
-			a->bad = cli_usage_error("--freq '%s': expected samples per second from 1 to "
-						 "100000, e.g. --freq 999",
-						 arg);
-			return EINVAL;
-		}
-		if (max_rate > 0 && a->freq > max_rate) {
-			a->bad = cli_usage_error("--freq '%s': above " MAX_SAMPLE_RATE_PATH " (%ld), "
-						 "the most samples per second the kernel delivers; "
-						 "choose at most --freq %ld or raise the sysctl",
-						 arg, max_rate, max_rate);
-			return EINVAL;
-		}
-		return 0;
-	}
-	case OPT_CALL_GRAPH: {
-		int cg = hx_callgraph_parse(arg);
-
-		if (cg < 0) {
-			a->bad = cli_usage_error("--call-graph '%s': the modes are fp, dwarf and auto",
-						 arg);
-			return EINVAL;
-		}
-		a->callgraph = cg;
-		return 0;
-	}
+	case OPT_FREQ:
+		a->bad = cli_parse_freq(arg, &a->freq);
+		return a->bad ? EINVAL : 0;
+	case OPT_CALL_GRAPH:
+		a->bad = cli_parse_call_graph(arg, &a->callgraph);
+		return a->bad ? EINVAL : 0;
 	case OPT_STACK_COPY:
 		if (!cli_parse_long(arg, 64, PROBE_STACK_COPY_MAX, &a->stack_copy) ||
 		    a->stack_copy % 8) {

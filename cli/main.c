@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "harness/harness.h"
 #include "version.h"
 
 /* process-wide by nature: argp reads it to give every command -V and --version */
@@ -100,6 +101,48 @@ static int help(int argc, char **argv)
 		if (commands[i].summary && !strcmp(argv[1], commands[i].name))
 			return commands[i].fn(2, (char *[]){ argv[1], help_opt, NULL });
 	return cli_usage_error("no help for '%s': the commands are %s", argv[1], command_list());
+}
+
+#define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
+
+/* The kernel's sampling ceiling, which it also lowers by itself when samples take too
+ * long (perf_cpu_time_max_percent): a --freq above it is throttled, not delivered.
+ * 0 when the file cannot be read, and then only the fixed range applies. */
+static long kernel_max_sample_rate(void)
+{
+	FILE *f = fopen(MAX_SAMPLE_RATE_PATH, "re");
+	long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &v) != 1 || v < 0)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+int cli_parse_freq(const char *arg, long *freq)
+{
+	long max_rate = kernel_max_sample_rate();
+
+	if (!cli_parse_long(arg, 1, 100000, freq))
+		return cli_usage_error("--freq '%s': expected samples per second from 1 to 100000, "
+				       "e.g. --freq 999", arg);
+	if (max_rate > 0 && *freq > max_rate)
+		return cli_usage_error("--freq '%s': above " MAX_SAMPLE_RATE_PATH " (%ld), the "
+				       "most samples per second the kernel delivers; choose at most "
+				       "--freq %ld or raise the sysctl", arg, max_rate, max_rate);
+	return CLI_EXIT_OK;
+}
+
+int cli_parse_call_graph(const char *arg, int *mode)
+{
+	int cg = hx_callgraph_parse(arg);
+
+	if (cg < 0)
+		return cli_usage_error("--call-graph '%s': the modes are fp, dwarf and auto", arg);
+	*mode = cg;
+	return CLI_EXIT_OK;
 }
 
 int cli_mkdir_p(const char *dir)

@@ -747,27 +747,28 @@ static int write_run(struct pipe *p)
 
 /* ---- one run -------------------------------------------------------------------------- */
 
-int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const struct hx_pipeline *o,
-		    struct hx_pipeline_row *row)
+/* A run on its way, started now, with row made ready for the caller; NULL after the line
+ * that says so when there is no memory for it (row->failed). */
+static struct pipe *pipe_new(const char *name, const char *preset, const char *unit,
+			     struct hx_probeset *set, const struct hx_pipeline *o,
+			     struct hx_pipeline_row *row)
 {
 	struct pipe *p;
 	struct tm tm;
-	int err;
 
 	memset(row, 0, sizeof(*row));
-	row->workload = s->wl->name;
-	row->preset = s->rt.preset;
-	row->unit = s->wl->unit;
+	row->workload = name;
+	row->preset = preset;
+	row->unit = unit;
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		if (o->log)
 			fprintf(o->log, "schedlab: out of memory\n");
 		row->failed = true;
-		return -ENOMEM;
+		return NULL;
 	}
-	p->s = s;
-	p->name = s->wl->name;
-	p->preset = s->rt.preset;
+	p->name = name;
+	p->preset = preset;
 	p->o = o;
 	p->set = set;
 	p->row = row;
@@ -775,6 +776,18 @@ int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const stru
 	gmtime_r(&p->start, &tm);
 	strftime(p->started, sizeof(p->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	describe_host(p->host, sizeof(p->host));
+	return p;
+}
+
+int hx_pipeline_run(const struct hx_spec *s, struct hx_probeset *set, const struct hx_pipeline *o,
+		    struct hx_pipeline_row *row)
+{
+	struct pipe *p = pipe_new(s->wl->name, s->rt.preset, s->wl->unit, set, o, row);
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->s = s;
 	hx_spec_params_text(s, p->params, sizeof(p->params));
 
 	err = measure(p);
@@ -833,31 +846,12 @@ int hx_pipeline_profile(const struct hx_target *t, const char *name, struct hx_p
 			const struct hx_pipeline *o, struct hx_pipeline_row *row,
 			struct hx_target_result *tres)
 {
-	struct pipe *p;
-	struct tm tm;
+	struct pipe *p = pipe_new(name, "profile", "samples", set, o, row);
 	int err;
 
-	memset(row, 0, sizeof(*row));
-	row->workload = name;
-	row->preset = "profile";
-	row->unit = "samples";
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		if (o->log)
-			fprintf(o->log, "schedlab: out of memory\n");
-		row->failed = true;
+	if (!p)
 		return -ENOMEM;
-	}
-	p->name = name;
-	p->preset = "profile";
 	p->target = t;
-	p->o = o;
-	p->set = set;
-	p->row = row;
-	p->start = time(NULL);
-	gmtime_r(&p->start, &tm);
-	strftime(p->started, sizeof(p->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	describe_host(p->host, sizeof(p->host));
 	if (t->argv) {
 		size_t off = 0;
 

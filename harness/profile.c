@@ -600,17 +600,32 @@ static void live_free(struct hx__live *live)
 	free(live);
 }
 
+/* The code ranges of the process u names, as the probe's walk checks them (into ranges,
+ * PROBE_MAX_RANGES long): how many. */
+static unsigned code_ranges(struct an_usyms *u, struct probe_range *ranges)
+{
+	struct an_code_range cr[PROBE_MAX_RANGES];
+	size_t dropped = 0;
+	int n = an_usyms_code_ranges(u, thread_roots, cr, PROBE_MAX_RANGES, &dropped);
+
+	for (int i = 0; i < n; i++)
+		ranges[i] = (struct probe_range){
+			.start = cr[i].start,
+			.end = cr[i].end,
+			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
+		};
+	return n > 0 ? (unsigned)n : 0;
+}
+
 /* What sampling pid needs beside the probe: the kernel's symbols (once), pid's mappings
  * for the code ranges the walk checks (into ranges, *nranges of them) and for the names
  * and (with unwinder) the unwinding of DWARF samples, as p->live. */
 static int live_open(struct hx_profile *p, pid_t pid, struct probe_range *ranges,
 		     unsigned *nranges, bool unwinder)
 {
-	struct an_code_range cr[PROBE_MAX_RANGES];
 	struct an_procmaps *maps;
 	struct hx__live *live;
-	size_t dropped = 0;
-	int n, err;
+	int err;
 
 	/* here, not at attach: symbolizing is not attaching, and the probes opened after
 	 * this one reuse the heap their BTF parse freed (probe__host_get()) */
@@ -631,14 +646,7 @@ static int live_open(struct hx_profile *p, pid_t pid, struct probe_range *ranges
 		live_free(live);
 		return err;
 	}
-	n = an_usyms_code_ranges(live->usyms, thread_roots, cr, PROBE_MAX_RANGES, &dropped);
-	for (int i = 0; i < n; i++)
-		ranges[i] = (struct probe_range){
-			.start = cr[i].start,
-			.end = cr[i].end,
-			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
-		};
-	*nranges = n > 0 ? (unsigned)n : 0;
+	*nranges = code_ranges(live->usyms, ranges);
 	if (p->callgraph != PROBE_CG_FP && unwinder) {
 		live->unwind = an_unwind_new(pid);
 		if (!live->unwind)
@@ -850,23 +858,13 @@ static void proc_forget(struct hx_profile *p, pid_t pid)
  * exec (its profiler's own until then). */
 static void ranges_of(struct hx_profile *p, pid_t pid)
 {
-	struct an_code_range cr[PROBE_MAX_RANGES];
 	struct probe_range ranges[PROBE_MAX_RANGES];
 	struct an_procmaps *maps = an_procmaps_read(pid);
 	struct an_usyms *u = maps ? an_usyms_new(p->symcache, maps) : NULL;
-	size_t dropped = 0;
-	int n;
 
 	if (!u)
 		return;
-	n = an_usyms_code_ranges(u, thread_roots, cr, PROBE_MAX_RANGES, &dropped);
-	for (int i = 0; i < n; i++)
-		ranges[i] = (struct probe_range){
-			.start = cr[i].start,
-			.end = cr[i].end,
-			.kind = cr[i].kind == AN_CODE_ROOT ? PROBE_RANGE_ROOT : PROBE_RANGE_NOFP,
-		};
-	probe_oncpu_set_ranges(p->oncpu, pid, ranges, n > 0 ? (unsigned)n : 0);
+	probe_oncpu_set_ranges(p->oncpu, pid, ranges, code_ranges(u, ranges));
 	an_usyms_free(u);
 }
 
