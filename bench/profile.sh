@@ -1,65 +1,136 @@
 #!/usr/bin/env bash
-# `schedlab profile -p` beside `perf record -g -p` on the same process at the same time:
-# tests/helpers/three_split spinning in three functions (5, 3 and 2 ms of its CPU time in
-# turn), both at 999 Hz on cpu-clock for SECONDS_PROFILE (5) seconds; each function's own
-# share (its samples as the leaf) from both, the ten largest, and the largest gap. A
-# Markdown section on stdout; progress on stderr. Needs root and perf (Debian linux-perf).
+# `schedlab profile -p` beside `perf record -g -p` on the same process at the same time,
+# both at 999 Hz on cpu-clock, both walking frame pointers (perf -g, --call-graph fp), for
+# SECONDS_PROFILE (5) seconds: each function's own share
+# (its samples as the leaf), the ten largest by perf, and each category's share, perf's
+# stacks classified by the same stack rules (bench/categories.c); the largest gap of
+# each. Two programs: tests/helpers/three_split spinning in three functions (5, 3 and 2
+# ms of its CPU time in turn), and the Go peer running spawn-join (its scheduler's frames
+# in the runtime categories), where it is built. A Markdown section on stdout; progress
+# on stderr. Needs root and perf (Debian linux-perf).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
 SECONDS_=${SECONDS_PROFILE:-5}
 SL=$BUILD/schedlab
 HELPER=$BUILD/tests/helpers/three_split
+CATEGORIES=$BUILD/bench/categories
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-[ -x "$HELPER" ] || { echo "profile.sh: $HELPER is not built (make $HELPER)" >&2; exit 2; }
+for p in "$SL" "$HELPER" "$CATEGORIES"; do
+	[ -x "$p" ] || { echo "profile.sh: $p is not built (make bench)" >&2; exit 2; }
+done
 
-"$HELPER" --wait >"$tmp/own" &
-pid=$!
-until grep -q waiting "$tmp/own" 2>/dev/null; do sleep 0.05; done
-kill -USR1 "$pid"
-echo "profile.sh: schedlab profile and perf record on pid $pid for $SECONDS_ s" >&2
-perf record -F 999 -e cpu-clock -g -p "$pid" -o "$tmp/perf.data" -- sleep "$SECONDS_" \
-	>/dev/null 2>&1 &
-perf_pid=$!
-"$SL" profile -p "$pid" --duration "$SECONDS_" -o "$tmp/r" >/dev/null 2>"$tmp/err"
-wait "$perf_pid"
+# Both tools on $pid for SECONDS_, at once; their folded stacks into $tmp/LABEL.{perf,ours}.
+sample() { # LABEL
+	echo "profile.sh: $1: schedlab profile and perf record on pid $pid for $SECONDS_ s" >&2
+	perf record -F 999 -e cpu-clock -g -p "$pid" -o "$tmp/perf.data" -- sleep "$SECONDS_" \
+		>/dev/null 2>&1 &
+	local perf_pid=$!
+	rm -rf "$tmp/r"
+	"$SL" profile -p "$pid" --duration "$SECONDS_" --call-graph fp -o "$tmp/r" >/dev/null \
+		2>"$tmp/err"
+	wait "$perf_pid"
+	# perf's call chains, leaf first, folded root first; kernel frames as ours name them
+	perf script -i "$tmp/perf.data" -F ip,sym,dso 2>/dev/null | awk '
+		function flush() { if (n) { s = f[n]; for (i = n - 1; i >= 1; i--) s = s ";" f[i]
+					    c[s]++ } n = 0 }
+		/^[ \t]*$/ { flush(); next }
+		{ dso = $NF; sym = $2; for (i = 3; i < NF; i++) sym = sym " " $i
+		  sub(/@@.*/, "", sym); if (sym == "") sym = "[unknown]"
+		  if (dso ~ /kernel/) sym = sym "_[k]"; f[++n] = sym }
+		END { flush(); for (s in c) print s, c[s] }' >"$tmp/$1.perf"
+	# ours without the category, thread-name and "-" frames
+	sed -E 's/^\[[a-z-]+\];[^;]*;//; s/;-;/;/' "$tmp/r/latest/oncpu.folded" >"$tmp/$1.ours"
+}
 
-# leaf function -> samples, both tools; kernel frames without our _[k] suffix
-perf script -i "$tmp/perf.data" -F ip,sym 2>/dev/null |
-	awk '/^$/ { leaf = 1; next } leaf { sub(/@@.*/, "", $2); c[$2]++; leaf = 0 }
-	     BEGIN { leaf = 1 } END { for (f in c) print f, c[f] }' >"$tmp/perf.leaf"
-awk '{ n = $NF; $NF = ""; k = split($0, f, ";"); l = f[k]; sub(/ $/, "", l);
-       sub(/_\[k\]$/, "", l); c[l] += n } END { for (x in c) print x, c[x] }' \
-	"$tmp/r/latest/oncpu.folded" >"$tmp/ours.leaf"
-
-echo "## schedlab profile beside perf record"
-echo
-echo "The same process sampled by both at once for $SECONDS_ s (\`bench/profile.sh\`):"
-echo "\`three_split\` spinning in three functions, 999 Hz cpu-clock each. Each function's"
-echo "own share (its samples as the leaf of the stack), the ten largest by perf."
-echo
-awk -v ours="$tmp/ours.leaf" '
-	BEGIN { while ((getline l < ours) > 0) { split(l, a, " "); o[a[1]] = a[2]; ot += a[2] } }
-	{ p[$1] = $2; pt += $2 }
+# Each function's own share from both, the ten largest by perf.
+functions() { # LABEL
+	leaves() { awk '{ n = $NF; $NF = ""; k = split($0, f, ";"); l = f[k]; sub(/ $/, "", l)
+			  c[l] += n } END { for (x in c) print x, c[x] }' "$1"; }
+	leaves "$tmp/$1.ours" >"$tmp/ours.leaf"
+	leaves "$tmp/$1.perf" | awk -v ours="$tmp/ours.leaf" '
+	BEGIN { while ((getline l < ours) > 0) { k = split(l, a, " "); o[a[1]] = a[k]; ot += a[k] } }
+	{ p[$1] = $NF; pt += $NF }
 	END {
 		printf "| function | perf record | schedlab profile | gap (points) |\n"
 		printf "| --- | ---: | ---: | ---: |\n"
 		n = 0
 		for (f in p) names[++n] = f
-		# ten largest by perf, a selection sort: n is small
-		for (i = 1; i <= n && i <= 10; i++) {
+		for (i = 1; i <= n && i <= 10; i++) { # ten largest by perf: n is small
 			best = i
 			for (j = i + 1; j <= n; j++) if (p[names[j]] > p[names[best]]) best = j
 			t = names[i]; names[i] = names[best]; names[best] = t
 			f = names[i]; ps = 100 * p[f] / pt; os = 100 * o[f] / ot
 			gap = os - ps; if (gap < 0) gap = -gap; if (gap > worst) worst = gap
-			printf "| %s | %.1f%% | %.1f%% | %.1f |\n", f, ps, os, os - ps
+			printf "| %s | %.1f%% | %.1f%% | %+.1f |\n", f, ps, os, os - ps
 		}
 		printf "\nSamples: perf %d, schedlab %d. Largest gap: %.1f points.\n", pt, ot, worst
-	}' "$tmp/perf.leaf"
-kill "$pid" 2>/dev/null || true
-wait "$pid" 2>/dev/null || true
-pid=
+	}'
+}
+
+# Each category's share: perf's stacks by bench/categories, ours from result.json.
+categories() { # LABEL
+	"$CATEGORIES" <"$tmp/$1.perf" >"$tmp/perf.cats"
+	jq -r '.probes[0].categories | to_entries[] | "\(.key) \(.value)"' \
+		"$tmp/r/latest/result.json" | awk -v perf="$tmp/perf.cats" '
+	BEGIN { while ((getline l < perf) > 0) { split(l, a, " "); p[a[1]] = a[2]; pt += a[2]
+						 order[++n] = a[1] } }
+	{ o[$1] = $2; ot += $2 }
+	END {
+		printf "| category | perf record, by the same rules | schedlab profile | gap (points) |\n"
+		printf "| --- | ---: | ---: | ---: |\n"
+		for (i = 1; i <= n; i++) {
+			c = order[i]; if (!p[c] && !o[c]) continue
+			ps = 100 * p[c] / pt; os = 100 * o[c] / ot
+			gap = os - ps; if (gap < 0) gap = -gap; if (gap > worst) worst = gap
+			printf "| %s | %.1f%% | %.1f%% | %+.1f |\n", c, ps, os, os - ps
+		}
+		printf "\nLargest gap: %.1f points.\n", worst
+	}'
+}
+
+stop() {
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	pid=
+}
+
+echo "## schedlab profile beside perf record"
 echo
+echo "The same process sampled by both at once for $SECONDS_ s (\`bench/profile.sh\`), 999 Hz"
+echo "cpu-clock each: each function's own share (its samples as the leaf of the stack), the"
+echo "ten largest by perf, and each category's share, perf's stacks classified by the same"
+echo "stack rules (\`bench/categories\`)."
+echo
+
+"$HELPER" --wait >"$tmp/own" &
+pid=$!
+until grep -q waiting "$tmp/own" 2>/dev/null; do sleep 0.05; done
+kill -USR1 "$pid"
+sample split
+stop
+echo "### three_split, spinning in three functions"
+echo
+functions split
+echo
+categories split
+echo
+
+if [ -x "$BUILD/bench/gopeer" ]; then
+	"$BUILD/bench/gopeer" spawn-join --warmup 0 --iterations 1000 --time 1 >/dev/null &
+	pid=$!
+	sleep 0.5
+	sample go
+	stop
+	echo "### The Go peer running spawn-join (\`bench/gopeer\`)"
+	echo
+	functions go
+	echo
+	categories go
+	echo
+else
+	echo "The Go peer is not built (make peers): its comparison was not made."
+	echo
+fi
