@@ -180,6 +180,8 @@ void an_ksyms_free(struct an_ksyms *k);
 struct an_symtab;
 struct an_symtab *an_symtab_load(const char *path); /* NULL + errno */
 const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_t *offset);
+/* The file's GNU build id in lowercase hex, "" when it carries none. */
+const char *an_symtab_build_id(const struct an_symtab *st);
 /* Map a file offset to the ELF virtual address that holds it. -ENOENT when no PT_LOAD does. */
 int an_symtab_offset_to_vaddr(const struct an_symtab *st, uint64_t file_off, uint64_t *vaddr);
 /* And back: the file offset of a virtual address in a PT_LOAD's file contents. */
@@ -228,6 +230,12 @@ void an_usyms_free(struct an_usyms *u);
 /* The base name of the file mapped at addr ("libc.so.6", "[vdso]"); false when no file
  * mapping holds addr (an anonymous one, or none: a garbage address). */
 bool an_usyms_module(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
+/* Each file of the process whose symbols were read to name an address so far, with its
+ * build id ("" when it carries none): fn(path, build_id, ctx) in the order of the
+ * mappings, once a file. */
+void an_usyms_objects(struct an_usyms *u, void (*fn)(const char *path, const char *build_id,
+						     void *ctx),
+		      void *ctx);
 /* Whether the process's perf map names addr, code a JIT generated outside any file
  * (/tmp/perf-PID.map): "name_[j]" into buf then. */
 bool an_usyms_jit(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
@@ -530,6 +538,13 @@ struct an_attribution {
 	uint64_t no_rule;                   /* of by_rules, where no rule named a frame */
 };
 
+/* A file whose symbols named samples, and its GNU build id ("" when it has none), so
+ * that a profile can be symbolized again where the same build is found. */
+struct an_object {
+	char *path;
+	char build_id[129];
+};
+
 struct an_probe_summary {
 	const char *name;       /* "oncpu" */
 	bool attached;
@@ -571,6 +586,8 @@ struct an_probe_summary {
 	const struct an_attribution *attribution; /* NULL: categories from phase_samples */
 	size_t nrules;          /* stack rules the agreement used */
 	const char *rules;      /* where they came from: a --rules file, or NULL: built in */
+	const struct an_object *objects; /* the files that named the samples */
+	size_t nobjects, objects_over; /* how many; how many more there were than were kept */
 	const char *folded;     /* file names inside the run folder; NULL: none written */
 	const char *svg;
 	uint64_t attach_ns;     /* open, load and attach, once per run (0: not attached) */

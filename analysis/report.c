@@ -326,6 +326,15 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		fputs("null", out);
 	fputs(", \"rules_file\": ", out);
 	json_str(out, p->rules); /* null: the built-in rules */
+	fputs(", \"objects\": [", out);
+	for (size_t i = 0; i < p->nobjects; i++) {
+		fputs(i ? ", {\"path\": " : "{\"path\": ", out);
+		json_str(out, p->objects[i].path);
+		fputs(", \"build_id\": ", out);
+		json_str(out, p->objects[i].build_id[0] ? p->objects[i].build_id : NULL);
+		fputs("}", out);
+	}
+	fprintf(out, "], \"objects_left_out\": %zu", p->objects_over);
 	fputs(", \"folded\": ", out);
 	json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
@@ -811,6 +820,10 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 	}
 	if (p->agreement)
 		md_agreement(out, p->agreement, p->nrules);
+	if (p->nobjects)
+		fprintf(out, "  Frames named from the symbols of %zu files%s; their paths and build "
+			"ids are in result.json (probes[0].objects).\n\n", p->nobjects,
+			p->objects_over ? " (more were used than are listed)" : "");
 	if (p->svg)
 		fprintf(out, "  Flame graph: [%s](%s); folded stacks: [%s](%s)\n\n", p->svg, p->svg,
 			p->folded, p->folded);

@@ -48,6 +48,7 @@ struct an_symtab {
 	unsigned fp_checked, fp_with; /* functions whose prologue was read; of them, with
 				       * a frame-pointer setup */
 	uint64_t plt_lo, plt_hi; /* the span of the PLT sections' addresses; equal: none */
+	char build_id[2 * AN_BUILD_ID_MAX + 1]; /* its GNU build id in hex; "": none */
 };
 
 /* Prologues read to judge whether a file was built with frame pointers: enough to be
@@ -448,6 +449,8 @@ static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 			goto out_free;
 	}
 	finish_symbols(st, &b);
+	if (read_build_id(elf, st->build_id, sizeof(st->build_id)))
+		st->build_id[0] = '\0';
 	read_frame_pointers(elf, st);
 	read_plt(elf, st);
 	return st;
@@ -531,6 +534,11 @@ struct an_symtab *an_symtab_load(const char *path)
 	close(fd);
 	errno = err;
 	return st;
+}
+
+const char *an_symtab_build_id(const struct an_symtab *st)
+{
+	return st ? st->build_id : "";
 }
 
 const char *an_symtab_lookup(const struct an_symtab *st, uint64_t vaddr, uint64_t *offset)

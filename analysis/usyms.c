@@ -569,6 +569,23 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
 }
 
+void an_usyms_objects(struct an_usyms *u, void (*fn)(const char *path, const char *build_id,
+						     void *ctx),
+		      void *ctx)
+{
+	const struct an_symtab *last = NULL;
+
+	for (size_t i = 0; u && i < u->maps->n; i++) {
+		const struct map_sym *r = &u->res[i];
+
+		/* a file's mappings are adjacent, all with the one table */
+		if (r->state != MAP_READ || r->st == last)
+			continue;
+		last = r->st;
+		fn(u->maps->maps[i].path, an_symtab_build_id(r->st), ctx);
+	}
+}
+
 bool an_usyms_jit(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 {
 	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;

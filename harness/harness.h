@@ -223,6 +223,9 @@ struct hx_profile {
 	uint64_t breaks_overflow;
 	struct hx__live *live;       /* the fork being measured; in hx_profile_target(), the
 				      * first process (the one DWARF samples are unwound for) */
+	struct an_object *objects;   /* the files whose symbols named the samples, with their
+				      * build ids, at most HX_MAX_OBJECTS; objects_over: more */
+	size_t nobjects, objects_over;
 	bool any_process;            /* in hx_profile_target() */
 	struct hx__proc *procs;      /* there, each process seen: its mappings and unwinder */
 	size_t nprocs, procs_cap;
@@ -232,6 +235,8 @@ struct hx_profile {
 				      * measuring a sample's cost, cost_ns) */
 	uint64_t cost_ns;            /* measuring a sample's cost, at open */
 };
+
+#define HX_MAX_OBJECTS 256
 
 /* Open the probe (want_oncpu false: record "not attached: disabled"). o->dwarf_fn is
  * the profile's own; any given is ignored. 0, -ENOMEM, or -EINVAL when the built-in

@@ -477,6 +477,9 @@ static void oncpu_summary(struct pipe *p)
 	probe->attribution = &prof->attribution;
 	probe->nrules = an_rules_count(prof->rules);
 	probe->rules = prof->rules_source;
+	probe->objects = prof->objects;
+	probe->nobjects = prof->nobjects;
+	probe->objects_over = prof->objects_over;
 }
 
 /* oncpu.folded, then oncpu.svg drawn from it; the first that cannot be written makes the

@@ -399,6 +399,38 @@ static struct hx__proc *proc_find(struct hx_profile *p, pid_t pid)
 	return NULL;
 }
 
+/* One file that named samples, kept once by path and build id. */
+static void add_object(const char *path, const char *build_id, void *ctx)
+{
+	struct hx_profile *p = ctx;
+	struct an_object *o;
+
+	for (size_t i = 0; i < p->nobjects; i++)
+		if (!strcmp(p->objects[i].path, path) && !strcmp(p->objects[i].build_id, build_id))
+			return;
+	if (p->nobjects == HX_MAX_OBJECTS) {
+		p->objects_over++;
+		return;
+	}
+	if (!p->objects && !(p->objects = calloc(HX_MAX_OBJECTS, sizeof(*p->objects))))
+		return;
+	o = &p->objects[p->nobjects];
+	o->path = strdup(path);
+	if (!o->path)
+		return;
+	snprintf(o->build_id, sizeof(o->build_id), "%s", build_id);
+	p->nobjects++;
+}
+
+static void objects_free(struct hx_profile *p)
+{
+	for (size_t i = 0; i < p->nobjects; i++)
+		free(p->objects[i].path);
+	free(p->objects);
+	p->objects = NULL;
+	p->nobjects = p->objects_over = 0;
+}
+
 static void procs_free(struct hx_profile *p)
 {
 	for (size_t i = 0; i < p->nprocs; i++) {
@@ -714,6 +746,7 @@ static int end(void *ctx, pid_t pid)
 		goto out_free;
 	}
 	err = probe_oncpu_drain(p->oncpu, fold_aggregate, f, &p->stats);
+	an_usyms_objects(f->usyms, add_object, p);
 	an_usyms_free(f->usyms);
 	summarize_breaks(p);
 out_free:
@@ -758,12 +791,14 @@ int hx_profile_reset(struct hx_profile *p)
 	p->breaks_overflow = 0;
 	p->error = 0;
 	procs_free(p);
+	objects_free(p);
 	return 0;
 }
 
 void hx_profile_close(struct hx_profile *p)
 {
 	procs_free(p);
+	objects_free(p);
 	live_free(p->live);
 	probe_oncpu_free(p->oncpu);
 	an_rules_free(p->rules);
@@ -1062,6 +1097,8 @@ static int target_finish(struct hx_profile *p)
 	err = probe_oncpu_drain(p->oncpu, fold_aggregate, f, &p->stats);
 	summarize_breaks(p);
 	free(f);
+	for (size_t i = 0; i < p->nprocs; i++)
+		an_usyms_objects(p->procs[i].usyms, add_object, p);
 	if (err && !p->error)
 		p->error = err;
 	return err;

@@ -114,6 +114,16 @@ Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
 	cr_assert_not_null(json);
 	cr_expect_not_null(strstr(json, "\"kind\": \"profile\""));
 	cr_expect_not_null(strstr(json, "three_split exited with status 0"), "%s", json);
+	/* the program's own file among those that named frames, with its build id */
+	{
+		const char *o = strstr(json, "three_split\", \"build_id\": \"");
+		size_t hex;
+
+		cr_assert_not_null(o, "the program is not among the objects: %s", json);
+		o = strchr(o + strlen("three_split\", \"build_id\": "), '"') + 1;
+		hex = strspn(o, "0123456789abcdef");
+		cr_expect(hex >= 16 && o[hex] == '"', "not a build id: %.60s", o);
+	}
 	free(json);
 	cr_expect_not_null(strstr(err_text, "three_split exited with status 0"), "%s", err_text);
 }
