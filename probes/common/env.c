@@ -33,12 +33,15 @@
 #define CAP_BPF 39
 #endif
 
-/* The oldest kernel the probes load on, and what it brought that they use last:
- * bpf_loop() (the stack walks, oncpu's code-range search). A verifier that refuses a
- * program on an older kernel says so; on a newer one the program is at fault. */
+/* The oldest kernel the probes load on, and what they use that it brought: bpf_loop()
+ * (5.17: the stack walks, oncpu's code-range search) and sched_switch's prev_state
+ * argument, which its raw tracepoint passes since 5.18 (offcpu and sched read it; a
+ * program that reads a fourth argument does not load before). An older kernel is
+ * refused before anything loads (probe__host_get()); a verifier that refuses a program
+ * on a newer one finds the program at fault. */
 #define MIN_KERNEL_MAJOR 5
-#define MIN_KERNEL_MINOR 17
-#define MIN_KERNEL_NEEDS "bpf_loop"
+#define MIN_KERNEL_MINOR 18
+#define MIN_KERNEL_NEEDS "bpf_loop, sched_switch's prev_state"
 
 /* libbpf's print hook is process-wide and takes no context, so the last message lives
  * in thread-local storage: libbpf prints from the thread that called it. */
@@ -286,9 +289,24 @@ static void keep_heap(void)
 		mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
+bool probe__kernel_at_least(const char *release, unsigned major, unsigned minor)
+{
+	unsigned long ma, mi;
+	char *end;
+
+	if (!release || *release < '0' || *release > '9')
+		return false;
+	ma = strtoul(release, &end, 10);
+	if (*end != '.' || end[1] < '0' || end[1] > '9')
+		return false;
+	mi = strtoul(end + 1, NULL, 10);
+	return ma > major || (ma == major && mi >= minor);
+}
+
 int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t len)
 {
 	static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+	struct utsname u;
 	char why[256];
 	struct stat ns;
 
@@ -297,6 +315,14 @@ int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t 
 	if (!probe__have_btf(why, sizeof(why))) {
 		snprintf(err, len, "%s: %s", probe, why);
 		return -ENOENT;
+	}
+	/* a release that cannot be read is taken for new enough: a refusal says the rest */
+	if (!uname(&u) && (u.release[0] >= '0' && u.release[0] <= '9') &&
+	    !probe__kernel_at_least(u.release, MIN_KERNEL_MAJOR, MIN_KERNEL_MINOR)) {
+		snprintf(err, len, "%s: Linux %s is older than the %d.%d the probes need (%s): run "
+			 "them on a newer kernel", probe, u.release, MIN_KERNEL_MAJOR,
+			 MIN_KERNEL_MINOR, MIN_KERNEL_NEEDS);
+		return -EOPNOTSUPP;
 	}
 	h->ncpus = libbpf_num_possible_cpus();
 	if (h->ncpus <= 0) {

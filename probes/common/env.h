@@ -16,6 +16,9 @@
 
 /* Whether the kernel's BTF is readable; if not, why and the fix (no prefix). */
 bool probe__have_btf(char *why, size_t len);
+/* Whether a kernel release ("6.18.44-fc-v1300") is at least major.minor; false for one
+ * that does not begin with two numbers. */
+bool probe__kernel_at_least(const char *release, unsigned major, unsigned minor);
 
 /* What every loader needs of the machine before it opens its object: the kernel's BTF,
  * the possible CPUs (the length of a per-CPU map value) and the loader's pid namespace

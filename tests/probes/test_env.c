@@ -64,7 +64,7 @@ Test(env, a_refused_program_is_named_with_the_verifiers_reason_and_the_fix)
 	cr_expect_not_null(strstr(err, "invalid mem access"), "%s", err);
 	cr_expect_null(strchr(err, '\n'), "one line: %s", err);
 	/* this kernel runs every probe: the fix is a report, with the log */
-	cr_expect_not_null(strstr(err, "is new enough for the probes (5.17 or later), so it is "
+	cr_expect_not_null(strstr(err, "is new enough for the probes (5.18 or later), so it is "
 				       "a schedlab bug"),
 			   "%s", err);
 	take_log(err, log, sizeof(log));
@@ -147,4 +147,19 @@ Test(env, the_bpf_statistics_stay_on_for_every_probe_of_the_process, .timeout = 
 	} while (runs == runs0);
 	cr_expect_gt(ns, ns0, "the runs were timed");
 	probe_offcpu_free(b);
+}
+
+Test(env, the_kernel_floor_reads_a_release_as_uname_gives_it)
+{
+	cr_expect(probe__kernel_at_least("6.18.44-fc-v1300", 5, 18));
+	cr_expect(probe__kernel_at_least("5.18.0", 5, 18));
+	cr_expect(probe__kernel_at_least("5.19.0-rc1", 5, 18));
+	cr_expect(probe__kernel_at_least("10.0", 5, 18), "a two-digit major");
+	cr_expect_not(probe__kernel_at_least("5.17.15-arch1", 5, 18), "bpf_loop, no prev_state");
+	cr_expect_not(probe__kernel_at_least("4.19.0-26-amd64", 5, 18));
+	cr_expect_not(probe__kernel_at_least("5.4", 5, 18), "5.4 is not 5.40");
+	cr_expect_not(probe__kernel_at_least("linux", 5, 18));
+	cr_expect_not(probe__kernel_at_least("6", 5, 18), "no minor");
+	cr_expect_not(probe__kernel_at_least("", 5, 18));
+	cr_expect_not(probe__kernel_at_least(NULL, 5, 18));
 }
