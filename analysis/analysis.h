@@ -108,9 +108,6 @@ int an_write_file_atomic(const char *path, int (*fn)(void *ctx, FILE *out), void
 int an_write_user_file(const char *path, int (*fn)(void *ctx, FILE *out), void *ctx);
 
 enum { AN_OUT_REPLACE = 1, AN_OUT_IN_PLACE = 2 };
-/* How an_write_user_file() would write path: AN_OUT_REPLACE or AN_OUT_IN_PLACE, with
- * the path it would write (symlinks resolved) in resolved; or -errno when it would refuse. */
-int an_output_kind(const char *path, char *resolved, size_t len);
 
 /* Make writes in progress fail with EINTR (and remove their temporary files); async-signal
  * safe, for SIGINT/SIGTERM handlers. */

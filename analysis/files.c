@@ -312,7 +312,9 @@ int an_write_file_atomic(const char *path, int (*fn)(void *ctx, FILE *out), void
 	return err;
 }
 
-int an_output_kind(const char *path, char *resolved, size_t len)
+/* How an_write_user_file() would write path: AN_OUT_REPLACE or AN_OUT_IN_PLACE, with
+ * the path it would write (symlinks resolved) in resolved; or -errno when it would refuse. */
+static int an_output_kind(const char *path, char *resolved, size_t len)
 {
 	struct stat st;
 

@@ -37,8 +37,6 @@ struct hx_options {
 	double time_s;       /* length of each iteration */
 };
 
-/* The studies' settings: 3 forks, 3 x 1 s warm-up, 3 x 1 s measured. */
-void hx_options_default(struct hx_options *o);
 /* For tests and a first look: 1 fork, 1 x 0.2 s warm-up, 3 x 0.2 s measured. */
 void hx_options_quick(struct hx_options *o);
 

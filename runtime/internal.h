@@ -655,8 +655,6 @@ void rt__place_submitting(struct rt_sched *s, struct rt__thread *th, struct rt_t
 			  enum rt_place how);
 /* Push onto w's inbox from any thread, and wake w if it is parked. */
 void rt__inbox_push(struct rt__worker *w, struct rt_task *t);
-/* Owner: move up to the queue's room from the inbox into the queue; the first task. */
-struct rt_task *rt__inbox_take(struct rt__worker *w);
 /* The worker a scan picks, leaving out `exclude` (may be NULL); counts on `from`. `own`:
  * the calling thread drives from, and draws from its generator; else (a thread blocked
  * off from, or none) the thread draws from its own. */

@@ -384,7 +384,8 @@ static struct rt_task *inbox_take_into(struct rt__worker *w, struct rt__worker *
 	return t;
 }
 
-struct rt_task *rt__inbox_take(struct rt__worker *w)
+/* Owner: move up to the queue's room from the inbox into the queue; the first task. */
+static struct rt_task *rt__inbox_take(struct rt__worker *w)
 {
 	uint32_t moved;
 

@@ -198,7 +198,8 @@ void probe__libbpf_capture(void)
 	refusal.prog[0] = '\0';
 }
 
-const char *probe__libbpf_last(void)
+/* The last warning libbpf printed on this thread since the capture, "" if none. */
+static const char *probe__libbpf_last(void)
 {
 	return libbpf_last;
 }

@@ -35,8 +35,6 @@ int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t 
 /* Route libbpf's messages to a per-thread buffer instead of stderr (idempotent), and
  * clear it: call before a sequence of libbpf calls whose failure you will report. */
 void probe__libbpf_capture(void);
-/* The last warning libbpf printed on this thread since the capture, "" if none. */
-const char *probe__libbpf_last(void);
 /* "PROBE: STEP failed: strerror(e)" plus libbpf's last word when it said one; EPERM,
  * and EACCES without a word from libbpf (with one, the verifier refused a program), lead
  * with the fix instead. e is a positive errno. */

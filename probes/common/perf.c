@@ -31,7 +31,9 @@ int probe__read_sysctl(const char *name, long *val)
 	return err;
 }
 
-int probe__online_cpus(int **cpus)
+/* Online CPU numbers from /sys/devices/system/cpu/online into a malloc'd array.
+ * Count, or -errno. */
+static int probe__online_cpus(int **cpus)
 {
 	char buf[4096];
 	int *out = NULL, n = 0, cap = 0, err;

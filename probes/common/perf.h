@@ -25,9 +25,6 @@ int probe__perf_open(struct probe__perf *pe, unsigned freq, bool software_only, 
 /* Close the fds still owned, free the arrays; safe on a zeroed or closed pe. */
 void probe__perf_close(struct probe__perf *pe);
 
-/* Online CPU numbers from /sys/devices/system/cpu/online into a malloc'd array.
- * Count, or -errno. */
-int probe__online_cpus(int **cpus);
 
 /* An integer sysctl under /proc/sys (e.g. "kernel/perf_event_paranoid"); -errno. */
 int probe__read_sysctl(const char *name, long *val);

@@ -174,7 +174,9 @@ static int suggest_one(const char *full, const pfm_event_info_t *info, void *arg
 	return 0;
 }
 
-void probe_counters_suggest(const char *name, char *buf, size_t len)
+/* The known event names closest to name by edit distance, comma-separated, into buf
+ * ("" when none is close). */
+static void probe_counters_suggest(const char *name, char *buf, size_t len)
 {
 	struct suggest_ctx sc = { .name = name };
 	/* a name is close when at most a third of it (two letters at least) differs */

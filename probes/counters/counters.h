@@ -45,9 +45,6 @@ int probe_counters_split(const char *list, char names[][PROBE_COUNTER_NAME_LEN],
 int probe_counters_parse(const char *list, char names[][PROBE_COUNTER_NAME_LEN], char *err,
 			 size_t errlen);
 
-/* The known event names closest to name by edit distance, comma-separated, into buf
- * ("" when none is close). */
-void probe_counters_suggest(const char *name, char *buf, size_t len);
 
 /* Every event libpfm4 knows on the PMUs present here, one "pmu::event  description" a
  * line. The number listed, or -errno. */
