@@ -85,10 +85,7 @@ struct io_wait {
 
 uint64_t rt_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rt__now_ns();
 }
 
 static uint64_t deadline_after(uint64_t ns)

@@ -102,14 +102,6 @@ int64_t rt_phase_tls_offset(void)
 	return off;
 }
 
-uint64_t rt__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- finding work --------------------------------------------------------------------- */
 
 /* Look in other workers' queues and the global queue for up to search_spin_us. Where
