@@ -59,17 +59,21 @@ static uint64_t now_ns(void)
 static void wait_all_parked(struct rt_sched *s)
 {
 	struct rt_worker_stats per[RT_MAX_WORKERS];
-	unsigned n = rt_sched_workers(s);
+	unsigned n = rt_sched_workers(s), parked = 0;
+	uint64_t deadline = now_ns() + 60 * 1000000000ull;
 
-	for (int tries = 0; tries < 5000; tries++) {
-		unsigned parked = 0, got = rt_sched_stats(s, per, n);
+	/* a bound only a machine that stopped running threads meets: then say so */
+	while (now_ns() < deadline) {
+		unsigned got = rt_sched_stats(s, per, n);
 
+		parked = 0;
 		for (unsigned i = 0; i < got; i++)
 			parked += per[i].parks > 0;
 		if (parked == n)
 			break;
 		sleep_ns(1000000);
 	}
+	cr_assert_eq(parked, n, "%u of %u workers parked within 60 s of the start", parked, n);
 	sleep_ns(2000000); /* and are asleep, not just counted */
 }
 
