@@ -381,10 +381,16 @@ static void cut_parameters(char *d)
 
 void an_demangle(const char *name, char *buf, size_t len)
 {
-	char *d = NULL, *p;
+	const char *llvm = strstr(name, ".llvm.");
+	char *d = NULL, *p, *cut = NULL;
 	size_t n;
 	int status = -1;
 
+	/* LLVM's suffix on a function it made local and renamed in one unit of a link-time
+	 * build ("...E.llvm.12345"): no demangler reads it, so the name goes without it */
+	if (llvm && llvm[6] && strspn(llvm + 6, "0123456789") == strlen(llvm + 6) &&
+	    (cut = strndup(name, (size_t)(llvm - name))))
+		name = cut;
 	/* Itanium C++ and Rust's legacy names start _Z; anything else is a C or Go name (or
 	 * Rust v0, _R), which is kept */
 	if (name[0] == '_' && name[1] == 'Z')
@@ -392,6 +398,7 @@ void an_demangle(const char *name, char *buf, size_t len)
 	if (!d || status != 0) {
 		free(d);
 		snprintf(buf, len, "%s", name);
+		free(cut);
 		return;
 	}
 	/* a Rust legacy name ends in its hash, "::h" and 16 hex digits */
@@ -405,6 +412,7 @@ void an_demangle(const char *name, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%s", d);
 	free(d);
+	free(cut);
 }
 
 /* The real uid of process pid, or -1. */

@@ -825,8 +825,8 @@ Test(rules_builtin, tokio_runtime_frames)
 		     "tokio::runtime::task::harness::Harness<T,S>::poll",
 		     "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
 		     TOKIO_WORKER);
-	/* (Harness::complete is an LLVM clone, ".llvm.N", that the demangler leaves
-	 * mangled: the rules around it decide) */
+	/* (Harness::complete is an LLVM clone, ".llvm.N", as a name without a rule: the
+	 * rules around it decide) */
 	expect_class(r, AN_CAT_SCHED,
 		     "tokio::runtime::scheduler::multi_thread::worker::_<impl "
 		     "tokio::runtime::task::Schedule for "
@@ -856,12 +856,12 @@ Test(rules_builtin, tokio_runtime_frames)
 		     TOKIO_TASK);
 	expect_class(r, AN_CAT_SUBMIT, "tokio::sync::task::atomic_waker::AtomicWaker::wake",
 		     "tokio::sync::mpsc::unbounded::UnboundedSender<T>::send", TOKIO_TASK);
-	/* the same frames once the demangler reads the LLVM clones: a waker's wake */
+	/* the same frames with the LLVM clones demangled: a waker's wake */
 	expect_class(r, AN_CAT_SUBMIT, "tokio::runtime::task::waker::wake_by_val",
 		     "std::thread::local::LocalKey<T>::with", TOKIO_TASK);
 
 	/* a worker parking, and the time driver it holds while parked (whose
-	 * park_internal is an LLVM clone left mangled) */
+	 * park_internal is an LLVM clone) */
 	expect_class(r, AN_CAT_PARK,
 		     "tokio::runtime::scheduler::multi_thread::park::Parker::park_timeout",
 		     "tokio::runtime::scheduler::multi_thread::worker::Context::park_timeout",

@@ -1693,6 +1693,11 @@ Test(usyms, cpp_and_rust_legacy_names_are_demangled_and_others_kept)
 		  "closure$u7d$$u7d$$GT$17h0123456789abcdefE",
 		  "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>" },
 		{ "_RNvCs15kBYyAo9fc_7mycrate7example", "_RNvCs15kBYyAo9fc_7mycrate7example" },
+		/* a function LLVM made local in a link-time build: its ".llvm.N" goes */
+		{ "_ZN5tokio7runtime4task3raw7RawTask4poll17h3b0e2a8f6c1d9e4aE.llvm.1234567890",
+		  "tokio::runtime::task::raw::RawTask::poll" },
+		{ "helper.llvm.42", "helper" },
+		{ "a.llvm.name", "a.llvm.name" },
 		/* C++: no parameter list, whatever the name holds */
 		{ "_ZNK3Foo3barEi", "Foo::bar" },
 		{ "_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo" },
