@@ -6,10 +6,31 @@
  */
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 
 #include "tests/cli/cli_run.h"
 
 static char helper[600];
+
+/* The helpers a test started in the background, killed and reaped at its end however it
+ * ended. */
+static pid_t started[8];
+static size_t nstarted;
+
+static void profile_teardown(void)
+{
+	for (size_t i = 0; i < nstarted; i++) {
+		int status;
+
+		/* still our child, not reaped by the test: only then is the pid still its */
+		if (waitpid(started[i], &status, WNOHANG) == 0) {
+			kill(started[i], SIGKILL);
+			waitpid(started[i], &status, 0);
+		}
+	}
+	nstarted = 0;
+	teardown();
+}
 
 static void profile_setup(void)
 {
@@ -101,7 +122,7 @@ static void expect_split(const char *run)
 }
 
 Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "1", NULL };
 	char run[1024], path[1100], *json;
@@ -129,7 +150,7 @@ Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
 }
 
 Test(profile, frame_pointers_alone_give_the_split_too, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	const char *args[] = { "profile", "--call-graph", "fp", "-o", in_dir("s"), "--", helper,
 			       "1", NULL };
@@ -141,7 +162,7 @@ Test(profile, frame_pointers_alone_give_the_split_too, .init = profile_setup,
 }
 
 Test(profile, a_child_process_is_followed_and_named, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	/* the work runs in a child the command forks, which exits before the profile ends:
 	 * its frames keep their names */
@@ -154,7 +175,7 @@ Test(profile, a_child_process_is_followed_and_named, .init = profile_setup,
 }
 
 Test(profile, code_opened_with_dlopen_while_profiled_is_named, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	/* the program opens libm after its mappings were first read, and spins in cos */
 	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "--dlopen", "0.6",
@@ -168,7 +189,7 @@ Test(profile, code_opened_with_dlopen_while_profiled_is_named, .init = profile_s
 }
 
 Test(profile, generated_code_is_named_from_its_perf_map, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "--jit", "0.6", NULL };
 	char run[1024], map[64];
@@ -184,7 +205,7 @@ Test(profile, generated_code_is_named_from_its_perf_map, .init = profile_setup,
 }
 
 Test(profile, no_follow_leaves_out_the_processes_it_starts, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	/* the work is the child's: without it, the profile holds the parent's wait alone */
 	const char *args[] = { "profile", "--no-follow", "-o", in_dir("s"), "--", helper, "0.5",
@@ -212,11 +233,13 @@ static pid_t start_helper(const char *arg)
 		execl(helper, helper, arg, (char *)NULL);
 		_exit(127);
 	}
+	if (nstarted < sizeof(started) / sizeof(started[0]))
+		started[nstarted++] = pid;
 	return pid;
 }
 
 Test(profile, a_running_process_by_pid_until_it_exits, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	pid_t pid = start_helper("1.5");
 	char pidarg[32], run[1024], own[4096];
@@ -235,13 +258,14 @@ Test(profile, a_running_process_by_pid_until_it_exits, .init = profile_setup,
 }
 
 Test(profile, a_duration_ends_it_and_interrupting_a_pid_profile_is_its_end,
-     .init = profile_setup, .fini = teardown, .timeout = 120)
+     .init = profile_setup, .fini = profile_teardown, .timeout = 120)
 {
 	pid_t pid = start_helper("--wait");
-	char pidarg[32], run[1024];
-	const char *args[] = { "profile", "-p", pidarg, "--duration", "0.5", "-o", in_dir("s"),
-			       NULL };
+	char pidarg[32], run[1024], out[600];
+	const char *args[] = { "profile", "-p", pidarg, "--duration", "0.5", "-o", out, NULL };
 	int status;
+
+	snprintf(out, sizeof(out), "%s", in_dir("s"));
 
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
 	/* its handler is in place once it says so */
@@ -258,7 +282,7 @@ Test(profile, a_duration_ends_it_and_interrupting_a_pid_profile_is_its_end,
 }
 
 Test(profile, its_folder_is_one_diagnose_and_compare_read, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	const char *prof[] = { "profile", "-o", in_dir("s"), "--", helper, "0.3", NULL };
 	char run[1024];
@@ -275,7 +299,7 @@ Test(profile, its_folder_is_one_diagnose_and_compare_read, .init = profile_setup
 }
 
 Test(profile, a_command_that_exits_at_once_is_written, .init = profile_setup,
-     .fini = teardown, .timeout = 60)
+     .fini = profile_teardown, .timeout = 60)
 {
 	const char *args[] = { "profile", "-o", in_dir("s"), "--", "true", NULL };
 	char run[1024], path[1100], *json;
@@ -289,7 +313,7 @@ Test(profile, a_command_that_exits_at_once_is_written, .init = profile_setup,
 	free(json);
 }
 
-Test(profile, bad_input_is_one_line_and_exit_2, .init = profile_setup, .fini = teardown,
+Test(profile, bad_input_is_one_line_and_exit_2, .init = profile_setup, .fini = profile_teardown,
      .timeout = 60)
 {
 	char out[600], plain[600];
@@ -327,7 +351,7 @@ Test(profile, bad_input_is_one_line_and_exit_2, .init = profile_setup, .fini = t
 }
 
 Test(profile, a_rules_file_of_ones_own_gives_the_categories, .init = profile_setup,
-     .fini = teardown, .timeout = 120)
+     .fini = profile_teardown, .timeout = 120)
 {
 	char mine[600], bogus[600], out[600], run[1024], path[1100], *json;
 	const char *args[] = { "profile", "--rules", mine, "-o", out, "--", helper, "0.5", NULL };
@@ -350,4 +374,116 @@ Test(profile, a_rules_file_of_ones_own_gives_the_categories, .init = profile_set
 	free(json);
 	cr_expect_eq(run_schedlab(bad), 2);
 	expect_one_error_line("unknown category 'bogus'");
+}
+
+/* `schedlab profile ARGS` in the background, its stdout and stderr in dir/bg.out and
+ * dir/bg.err; its pid once it says it is profiling (a condition, not a sleep). */
+static pid_t start_profile(const char *const *args)
+{
+	char bin[512], err[4096] = "";
+	const char *argv[16] = { bin };
+	size_t n = 1;
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/schedlab", schedlab_build());
+	for (size_t i = 0; args[i]; i++) {
+		cr_assert_lt(n, 15);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open(in_dir("bg.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(in_dir("bg.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	if (nstarted < sizeof(started) / sizeof(started[0]))
+		started[nstarted++] = pid;
+	while (!strstr(err, "profiling")) {
+		int status;
+
+		cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "it ended before profiling: %s",
+			     err);
+		usleep(10000);
+		read_into(in_dir("bg.err"), err, sizeof(err));
+	}
+	return pid;
+}
+
+/* Wait until process pid has run seconds more of CPU time (its own clock). */
+static void spun(pid_t pid, double seconds)
+{
+	struct timespec t0, t;
+	clockid_t cid;
+
+	cr_assert_eq(clock_getcpuclockid(pid, &cid), 0);
+	cr_assert_eq(clock_gettime(cid, &t0), 0);
+	do {
+		usleep(10000);
+		cr_assert_eq(clock_gettime(cid, &t), 0, "process %d is gone", (int)pid);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
+		 seconds);
+}
+
+/* SIGINT to it, as Ctrl-C sends; its exit status. */
+static int interrupt(pid_t pid)
+{
+	int status;
+
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "killed by a signal");
+	read_into(in_dir("bg.out"), out_text, sizeof(out_text));
+	read_into(in_dir("bg.err"), err_text, sizeof(err_text));
+	return WEXITSTATUS(status);
+}
+
+Test(profile, ctrl_c_ends_a_pid_profile_whole_and_a_commands_partial, .init = profile_setup,
+     .fini = profile_teardown, .timeout = 120)
+{
+	pid_t spinner = start_helper("--wait");
+	char pidarg[32], out[600], run[1024], path[1100], *json;
+	const char *by_pid[] = { "profile", "-p", pidarg, "-o", out, NULL };
+	const char *by_cmd[] = { "profile", "-o", out, "--", helper, "--wait", NULL };
+	pid_t p;
+	int status;
+
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)spinner);
+	snprintf(out, sizeof(out), "%s", in_dir("s"));
+	for (char own[64] = ""; !strstr(own, "waiting"); read_into(in_dir("own"), own, sizeof(own)))
+		usleep(10000);
+	cr_assert_eq(kill(spinner, SIGUSR1), 0);
+
+	/* running processes and no duration: Ctrl-C is how it ends, whole, once the spinner
+	 * has run a while under it */
+	p = start_profile(by_pid);
+	spun(spinner, 0.3);
+	cr_expect_eq(interrupt(p), 0, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_not_null(strstr(json, "\"partial\": false"), "%s", json);
+	cr_expect_gt(folded_share(run, "split_a"), 0.2, "what was sampled is written");
+	free(json);
+	cr_expect_eq(kill(spinner, 0), 0, "a -p process is not stopped by its profile");
+	kill(spinner, SIGKILL);
+	cr_assert_eq(waitpid(spinner, &status, 0), spinner);
+
+	/* a command it was to follow to its end: stopped early, partial, 130, the command
+	 * stopped and reaped with it */
+	p = start_profile(by_cmd);
+	cr_expect_eq(interrupt(p), 130, "%s", err_text);
+	profile_dir(run, sizeof(run));
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	cr_expect_not_null(strstr(json, "\"partial\": true"), "%s", json);
+	free(json);
 }
