@@ -206,6 +206,8 @@ struct an_procmaps;
 struct an_procmaps *an_procmaps_read(pid_t pid); /* NULL + errno */
 struct an_procmaps *an_procmaps_parse(const char *text, pid_t pid); /* pid 0: none known */
 void an_procmaps_free(struct an_procmaps *m);
+/* How many mappings it holds (none: a zombie's, or a kernel thread's). */
+size_t an_procmaps_count(const struct an_procmaps *m);
 
 /* User-space symbolizer for one process. Takes ownership of maps. */
 struct an_usyms;

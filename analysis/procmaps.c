@@ -249,6 +249,11 @@ ptrdiff_t an__procmaps_find(const struct an_procmaps *m, uint64_t addr)
 	return (ptrdiff_t)(lo - 1);
 }
 
+size_t an_procmaps_count(const struct an_procmaps *m)
+{
+	return m ? m->n : 0;
+}
+
 void an_procmaps_free(struct an_procmaps *m)
 {
 	if (!m)

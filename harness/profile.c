@@ -838,6 +838,11 @@ static int proc_read(struct hx_profile *p, pid_t pid)
 	if (pr->gone)
 		return 0;
 	maps = an_procmaps_read(pid);
+	/* no mappings: a zombie whose parent has not reaped it yet, as good as gone */
+	if (maps && !an_procmaps_count(maps)) {
+		an_procmaps_free(maps);
+		maps = NULL;
+	}
 	u = maps ? an_usyms_new(p->symcache, maps) : NULL;
 	if (!u) {
 		pr->gone = true;
@@ -852,11 +857,13 @@ static int proc_read(struct hx_profile *p, pid_t pid)
  * with all, every living one's again. */
 static int procs_refresh(struct hx_profile *p, bool all)
 {
-	pid_t pids[256];
-	int n = probe_oncpu_targets(p->oncpu, pids, sizeof(pids) / sizeof(pids[0]));
+	pid_t *pids = calloc(PROBE_ONCPU_MAX_TARGETS, sizeof(*pids));
+	int n = pids ? probe_oncpu_targets(p->oncpu, pids, PROBE_ONCPU_MAX_TARGETS) : -ENOMEM;
 
-	if (n < 0)
+	if (n < 0) {
+		free(pids);
 		return n;
+	}
 	for (int i = 0; i < n; i++) {
 		struct hx__proc *pr;
 		int err = 0;
@@ -866,9 +873,12 @@ static int procs_refresh(struct hx_profile *p, bool all)
 		if (!pr || (all && !pr->gone))
 			err = proc_read(p, pids[i]);
 		pthread_mutex_unlock(&p->procs_lock);
-		if (err)
+		if (err) {
+			free(pids);
 			return err;
+		}
 	}
+	free(pids);
 	return 0;
 }
 
