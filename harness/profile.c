@@ -711,18 +711,14 @@ static int begin(void *ctx, pid_t pid, int64_t tls_off)
 	}
 	return err;
 }
-static int end(void *ctx, pid_t pid)
+/* Stop the probe (its last DWARF samples are folded by then), add what its program cost
+ * since live began, and let live go; a failure is kept as the profile's. */
+static void live_stop(struct hx_profile *p)
 {
-	struct hx_profile *p = ctx;
 	struct hx__live *live = p->live;
-	struct an_procmaps *maps;
-	struct fold_ctx *f;
 	uint64_t runs, ns;
-	int err;
+	int err = probe_oncpu_stop(p->oncpu);
 
-	if (!p->attached)
-		return 0;
-	err = probe_oncpu_stop(p->oncpu); /* the last DWARF samples are folded by now */
 	if (live && live->prog_stats && !probe_oncpu_prog_stats(p->oncpu, &runs, &ns)) {
 		p->prog_runs += runs - live->prog_runs;
 		p->prog_ns += ns - live->prog_ns;
@@ -731,6 +727,18 @@ static int end(void *ctx, pid_t pid)
 	live_free(live);
 	if (err && !p->error)
 		p->error = err;
+}
+
+static int end(void *ctx, pid_t pid)
+{
+	struct hx_profile *p = ctx;
+	struct an_procmaps *maps;
+	struct fold_ctx *f;
+	int err;
+
+	if (!p->attached)
+		return 0;
+	live_stop(p);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -1083,20 +1091,10 @@ static void target_wait(struct hx_profile *p, const struct hx_target *t,
 /* Stop sampling, read the living processes' mappings a last time, and fold. */
 static int target_finish(struct hx_profile *p)
 {
-	struct hx__live *live = p->live;
 	struct fold_ctx *f;
-	uint64_t runs, ns;
 	int err;
 
-	err = probe_oncpu_stop(p->oncpu); /* the last DWARF samples are folded by now */
-	if (live && live->prog_stats && !probe_oncpu_prog_stats(p->oncpu, &runs, &ns)) {
-		p->prog_runs += runs - live->prog_runs;
-		p->prog_ns += ns - live->prog_ns;
-	}
-	p->live = NULL;
-	live_free(live);
-	if (err && !p->error)
-		p->error = err;
+	live_stop(p);
 	err = procs_refresh(p, true);
 	if (err && !p->error)
 		p->error = err;
