@@ -220,7 +220,7 @@ struct hx_profile {
 	size_t nall_breaks;
 	uint64_t breaks_overflow;
 	struct hx__live *live;       /* the fork being measured; in hx_profile_target(), the
-				      * first process (the one DWARF samples are unwound for) */
+				      * first process (its code ranges, the program's cost) */
 	struct an_object *objects;   /* the files whose symbols named the samples, with their
 				      * build ids, at most HX_MAX_OBJECTS; objects_over: more */
 	size_t nobjects, objects_over;
@@ -280,7 +280,10 @@ struct hx_target_result {
  * p->folded, each process's frames named from its own mappings (read as it appears, again
  * every half second while it lives, and at the end; a process that exits keeps the last
  * read). In DWARF and auto modes, user stacks the frame-pointer walk cannot give are
- * unwound for the first process only; another's are kept as lost. 0, a profile that was
+ * unwound with each process's own unwinder, made at its first such sample; the code
+ * ranges the walk checks are the first process's (the command's once it has exec'd).
+ * A command still running at the end is stopped (SIGTERM, SIGKILL 2 s later). 0, a
+ * profile that was
  * interrupted or timed out included; -ESRCH: a pid is no process, -EPERM: one may not be
  * traced, -ENOENT/-EACCES/...: the command could not be started (error says which, and
  * nothing was sampled); else the collection's -errno, with what was sampled folded. */

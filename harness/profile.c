@@ -1153,8 +1153,9 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
 		pt.ntgids = (unsigned)t->npids;
 	}
 	first = pt.tgids[0];
-	/* the first process's mappings for the walk's code ranges and DWARF's unwinding (a
-	 * command's are its profiler's copy until it execs: read again as it runs) */
+	/* the first process's mappings for the walk's code ranges (a command's are its
+	 * profiler's copy until it execs: read again once it has); DWARF samples are
+	 * unwound per process (fold_dwarf_proc()) */
 	p->any_process = true;
 	err = live_open(p, first, ranges, &pt.nranges, false);
 	if (!err)
