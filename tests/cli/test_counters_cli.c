@@ -202,6 +202,9 @@ Test(counters_cli, task_clock_is_the_forks_cpu_time, .timeout = 120)
 	/* the process clock read from outside leaves out what each running thread ran since
 	 * its last tick, at either end: a few ms, beside the 10% */
 	cr_expect(fabs(clock - cpu) <= 0.1 * cpu + 10e6,
-		  "task-clock %.0f ns, the fork's CPU clock %.0f ns", clock, cpu);
+		  "task-clock %.0f ns, the fork's CPU clock %.0f ns; task-clock by iteration %s "
+		  "(per op), the probe's window %.0f ns, raw %.0f, running share %g", clock, cpu,
+		  json_object_to_json_string(json_object_object_get(tc, "per_iteration")),
+		  num(sampling, "window_ns"), num(tc, "raw"), num(tc, "running_share"));
 	json_object_put(j);
 }
