@@ -348,8 +348,11 @@ Test(harness_offcpu, user_stacks_only_fold_no_kernel_frames)
 	/* as folded_names_the_nap_under_its_class_in_microseconds allows */
 	cr_expect(naps > 0.90 * (measured - restarted_of(json) * (double)measured / 50) / 1000.0 &&
 			  naps < 1.05 * measured / 1000.0,
-		  "%llu us of naps ending in sleeper_nap, the child measured %llu ns",
-		  (unsigned long long)naps, (unsigned long long)measured);
+		  "%llu us of naps ending in sleeper_nap, the child measured %llu ns; %llu "
+		  "restarted; %llu us in all the folded stacks: %s",
+		  (unsigned long long)naps, (unsigned long long)measured,
+		  (unsigned long long)restarted_of(json), (unsigned long long)an_folded_total(f),
+		  json);
 	cr_expect_not_null(strstr(json, "\"stacks\": \"user\""), "%s", json);
 	cr_expect_not_null(strstr(json, "\"preempted_us\": "), "%s", json);
 	m = fmemopen(md, sizeof(md), "w");
