@@ -798,6 +798,7 @@ int hx_profile_reset(struct hx_profile *p)
 	p->nall_breaks = 0;
 	p->breaks_overflow = 0;
 	p->error = 0;
+	p->any_process = false;
 	procs_free(p);
 	objects_free(p);
 	return 0;

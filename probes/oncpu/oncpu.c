@@ -561,6 +561,7 @@ void probe_oncpu_free(struct probe_oncpu *p)
 	if (!p)
 		return;
 	probe_oncpu_stop(p);
+	bpf_link__destroy(p->fork_link); /* NULL unless a start failed past attaching it */
 	for (int i = 0; i < p->pe.n; i++) {
 		bpf_link__destroy(p->links[i]);
 		close(p->ctl_fds[i]);
@@ -748,6 +749,8 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 	if (err) {
 		switch_events(p, false);
 		stop_reader(p);
+		bpf_link__destroy(p->fork_link);
+		p->fork_link = NULL;
 		return err;
 	}
 	/* The target's CPU time brackets the window, read inside the events' on/off:
