@@ -51,6 +51,12 @@ int cli_exit_for(int err);
  * perf_event_max_sample_rate included). */
 int cli_parse_freq(const char *arg, long *freq);
 int cli_parse_call_graph(const char *arg, int *mode);
+/* --out DIR as run and profile take it: 0, or CLI_EXIT_USAGE after one line when empty. */
+int cli_parse_out(const char *arg, const char **out);
+struct hx_profile;
+/* --rules FILE for the profile p: 0, or CLI_EXIT_USAGE after one line naming the file and
+ * what is wrong with it. */
+int cli_use_rules(struct hx_profile *p, const char *path);
 
 /* Make the folder dir and those above it (0777 less the umask): 0, or -errno; what is there
  * already must be a folder (-ENOTDIR). */

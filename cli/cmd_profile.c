@@ -148,12 +148,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->bad = cli_parse_call_graph(arg, &a->callgraph);
 		return a->bad ? EINVAL : 0;
 	case 'o':
-		if (!*arg) {
-			a->bad = cli_usage_error("--out needs a folder, e.g. --out results");
-			return EINVAL;
-		}
-		a->out = arg;
-		return 0;
+		a->bad = cli_parse_out(arg, &a->out);
+		return a->bad ? EINVAL : 0;
 	case OPT_JSON:
 		a->json = true;
 		return 0;
@@ -276,15 +272,8 @@ static int profile(const struct profile_args *a, const char *command)
 			cli_usage_error("out of memory");
 		return CLI_EXIT_FAIL;
 	}
-	if (a->rules) {
-		struct an_rules *rules = an_rules_load(a->rules, why, sizeof(why));
-
-		if (!rules) {
-			status = cli_usage_error("--rules %s", why);
-			goto out_close_profile;
-		}
-		hx_profile_use_rules(&prof, rules, a->rules);
-	}
+	if (a->rules && (status = cli_use_rules(&prof, a->rules)))
+		goto out_close_profile;
 	if (prof.open_error == -ERANGE) {
 		status = cli_usage_error("--freq %ld: %s", a->freq,
 					 prof.status + strlen("not attached: "));

@@ -445,12 +445,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return 0;
 	}
 	case 'o':
-		if (!*arg) {
-			a->bad = cli_usage_error("--out needs a folder, e.g. --out results");
-			return EINVAL;
-		}
-		a->out = arg;
-		return 0;
+		a->bad = cli_parse_out(arg, &a->out);
+		return a->bad ? EINVAL : 0;
 	case OPT_JSON:
 		a->json = true;
 		return 0;
@@ -903,15 +899,8 @@ int cmd_run(int argc, char **argv)
 			cli_usage_error("out of memory");
 		goto out_free;
 	}
-	if (a.rules) {
-		struct an_rules *rules = an_rules_load(a.rules, why, sizeof(why));
-
-		if (!rules) {
-			status = cli_usage_error("--rules %s", why);
-			goto out_close_profile;
-		}
-		hx_profile_use_rules(&prof, rules, a.rules);
-	}
+	if (a.rules && (status = cli_use_rules(&prof, a.rules)))
+		goto out_close_profile;
 	if (a.oncpu && prof.open_error == -ERANGE) {
 		/* a frequency this machine cannot afford: the user's to lower */
 		status = cli_usage_error("--freq %ld: %s", a.freq,

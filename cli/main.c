@@ -145,6 +145,25 @@ int cli_parse_call_graph(const char *arg, int *mode)
 	return CLI_EXIT_OK;
 }
 
+int cli_parse_out(const char *arg, const char **out)
+{
+	if (!*arg)
+		return cli_usage_error("--out needs a folder, e.g. --out results");
+	*out = arg;
+	return CLI_EXIT_OK;
+}
+
+int cli_use_rules(struct hx_profile *p, const char *path)
+{
+	char why[512];
+	struct an_rules *rules = an_rules_load(path, why, sizeof(why));
+
+	if (!rules)
+		return cli_usage_error("--rules %s", why);
+	hx_profile_use_rules(p, rules, path);
+	return CLI_EXIT_OK;
+}
+
 int cli_mkdir_p(const char *dir)
 {
 	char buf[PATH_MAX];
