@@ -16,8 +16,13 @@
  *                                   its own, names it jitted_spin in /tmp/perf-PID.map
  *                                   as a JIT does, and spends SECONDS in it; prints
  *                                   "pid N", whose map the caller removes)
+ *   three_split --libc SECONDS     (SECONDS of CPU time split between glibc's malloc and
+ *                                   free, its backtrace() and a spin of its own, each
+ *                                   timed by the thread's CPU clock: prints
+ *                                   "libc_alloc 0.31", "libc_capture", "libc_work")
  */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -121,6 +126,56 @@ static int in_jitted(double seconds)
 	return 0;
 }
 
+/* 64 rounds of 256 blocks of 32 B to 8 KiB, most past the thread cache, freed in
+ * another order: time in malloc and free, the loop around them a few instructions. */
+__attribute__((noinline)) static double libc_alloc(void)
+{
+	static void *blocks[256];
+	double t0 = cpu_now();
+
+	for (int r = 0; r < 64; r++) {
+		for (unsigned i = 0; i < 256; i++)
+			blocks[i] = malloc(32 + (((i + (unsigned)r) * 2654435761u >> 7) & 8191));
+		for (unsigned i = 0; i < 256; i++)
+			free(blocks[(i * 97) & 255]);
+	}
+	return cpu_now() - t0;
+}
+
+/* 400 backtraces of a stack a few frames deep. */
+__attribute__((noinline)) static double libc_capture_at(int depth)
+{
+	void *ips[64];
+	double t0, t;
+
+	if (depth > 0) {
+		t = libc_capture_at(depth - 1);
+		__asm__ volatile("" ::: "memory"); /* no tail call */
+		return t;
+	}
+	t0 = cpu_now();
+	for (int i = 0; i < 400; i++)
+		sink += (unsigned long)backtrace(ips, 64);
+	return cpu_now() - t0;
+}
+
+/* SECONDS of CPU time in turns of malloc and free, backtrace and a spin. */
+static int in_libc(double seconds)
+{
+	double alloc = 0, capture = 0, own = 0, t0;
+	void *ips[4];
+
+	backtrace(ips, 4); /* its first call loads the unwinder: not a turn's time */
+	t0 = cpu_now();
+	while (cpu_now() - t0 < seconds) {
+		alloc += libc_alloc();
+		capture += libc_capture_at(6);
+		own += split_a(1);
+	}
+	printf("libc_alloc %.4f\nlibc_capture %.4f\nlibc_work %.4f\n", alloc, capture, own);
+	return 0;
+}
+
 static volatile sig_atomic_t go;
 
 static void on_usr1(int sig)
@@ -146,9 +201,11 @@ int main(int argc, char **argv)
 		return in_dlopened(atof(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "--jit"))
 		return in_jitted(atof(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "--libc"))
+		return in_libc(atof(argv[2]));
 	if (argc < 2 || (seconds = atof(argv[1])) <= 0) {
 		fprintf(stderr, "usage: three_split SECONDS [--fork] | --wait | --dlopen SECONDS | "
-			"--jit SECONDS\n");
+			"--jit SECONDS | --libc SECONDS\n");
 		return 2;
 	}
 	if (argc == 3 && !strcmp(argv[2], "--fork")) {
