@@ -115,17 +115,12 @@ static int bind_rank(unsigned bind)
 	}
 }
 
-/* Adds name without a symbol-version suffix: a .symtab names versioned definitions
- * "fopen@@GLIBC_2.2.5", where .dynsym and every profiler say "fopen". */
-static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int rank,
-		       const char *name)
+/* Adds the first len bytes of name. */
+static int builder_add_len(struct sym_builder *b, uint64_t addr, uint64_t size, int rank,
+			   const char *name, size_t len)
 {
-	size_t len = strcspn(name, "@");
 	uint32_t off;
 	int err;
-
-	if (len == 0)
-		len = strlen(name);
 
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
@@ -146,6 +141,16 @@ static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int 
 	    .rank = (uint8_t)rank,
 	};
 	return 0;
+}
+
+/* Adds name without a symbol-version suffix: a .symtab names versioned definitions
+ * "fopen@@GLIBC_2.2.5", where .dynsym and every profiler say "fopen". */
+static int builder_add(struct sym_builder *b, uint64_t addr, uint64_t size, int rank,
+		       const char *name)
+{
+	size_t len = strcspn(name, "@");
+
+	return builder_add_len(b, addr, size, rank, name, len ? len : strlen(name));
 }
 
 static void builder_release(struct sym_builder *b)
@@ -360,7 +365,8 @@ static void read_frame_pointers(Elf *elf, struct an_symtab *st)
 		const struct an__sym *s = &st->syms[i];
 		const unsigned char *p = NULL;
 
-		if (s->size < 4)
+		/* a PLT stub is no function of the object's build */
+		if (s->size < 4 || (s->addr >= st->plt_lo && s->addr < st->plt_hi))
 			continue;
 		for (size_t j = 0; j < st->nsegs && !p; j++) {
 			const struct an__seg *g = &st->segs[j];
@@ -383,6 +389,132 @@ static void read_frame_pointers(Elf *elf, struct an_symtab *st)
 		    ((p[2] == 0x89 && p[3] == 0xe5) || (p[2] == 0x8b && p[3] == 0xec)))
 			st->fp_with++;
 	}
+}
+
+/* A GOT slot and the function a dynamic relocation binds it to. */
+struct got_slot {
+	uint64_t addr;
+	const char *name; /* in the object's string table: valid while its Elf is */
+};
+
+static int slot_cmp(const void *pa, const void *pb)
+{
+	const struct got_slot *a = pa, *b = pb;
+
+	return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+/* The GOT slots that JUMP_SLOT and GLOB_DAT relocations bind to named functions, sorted
+ * by address: *slots, their number, or -ENOMEM. */
+static ssize_t read_got_slots(Elf *elf, struct got_slot **slots)
+{
+	struct got_slot *v = NULL;
+	size_t n = 0, cap = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr, symshdr;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Scn *symscn;
+		Elf_Data *rel, *syms;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA ||
+		    !(symscn = elf_getscn(elf, shdr.sh_link)) || !gelf_getshdr(symscn, &symshdr) ||
+		    symshdr.sh_type != SHT_DYNSYM || !(rel = elf_getdata(scn, NULL)) ||
+		    !(syms = elf_getdata(symscn, NULL)) || !shdr.sh_entsize)
+			continue;
+		for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			unsigned type;
+
+			if (!gelf_getrela(rel, (int)i, &r))
+				break;
+			type = (unsigned)GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			    !GELF_R_SYM(r.r_info) ||
+			    !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym) ||
+			    !(name = elf_strptr(elf, symshdr.sh_link, sym.st_name)) || !*name)
+				continue;
+			if (n == cap) {
+				struct got_slot *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+				if (!w) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = w;
+			}
+			v[n++] = (struct got_slot){ r.r_offset, name };
+		}
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), slot_cmp);
+	*slots = v;
+	return (ssize_t)n;
+}
+
+/* Name each PLT stub (.plt past its header, .plt.sec, .plt.got) "NAME@plt", as perf and
+ * gdb do, by the GOT slot it jumps through: a stub is "jmp *disp32(%rip)" (ff 25), after
+ * an endbr64 and a bnd prefix where the object was built with them, and the slot is one
+ * a relocation binds to NAME. Ranked below every symbol the tables hold at the same
+ * address. x86-64 objects only; an object with no relocations keeps its stubs unnamed. */
+static int read_plt_symbols(Elf *elf, struct sym_builder *b)
+{
+	struct got_slot *slots = NULL;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr ehdr;
+	GElf_Shdr shdr;
+	ssize_t nslots;
+	int err = 0;
+
+	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 ||
+	    elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	nslots = read_got_slots(elf, &slots);
+	if (nslots <= 0) {
+		free(slots);
+		return (int)nslots;
+	}
+	while (!err && (scn = elf_nextscn(elf, scn))) {
+		const char *sec = NULL;
+		Elf_Data *data;
+		size_t ent;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+		    !(shdr.sh_flags & SHF_EXECINSTR) ||
+		    !(sec = elf_strptr(elf, shstrndx, shdr.sh_name)) || strncmp(sec, ".plt", 4) ||
+		    (sec[4] && sec[4] != '.') || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+			continue;
+		ent = shdr.sh_entsize >= 8 && shdr.sh_entsize <= 32 ? shdr.sh_entsize : 16;
+		for (size_t off = 0; !err && off + ent <= data->d_size; off += ent) {
+			const unsigned char *c = (const unsigned char *)data->d_buf + off;
+
+			for (size_t k = 0; k + 6 <= ent; k++) {
+				struct got_slot key, *hit;
+				int32_t disp;
+				char name[256];
+				int len;
+
+				if (c[k] != 0xff || c[k + 1] != 0x25)
+					continue;
+				memcpy(&disp, c + k + 2, 4);
+				key.addr = shdr.sh_addr + off + k + 6 + (uint64_t)(int64_t)disp;
+				hit = bsearch(&key, slots, (size_t)nslots, sizeof(*slots), slot_cmp);
+				if (!hit)
+					break; /* the header's jump to the resolver */
+				len = snprintf(name, sizeof(name), "%.*s@plt",
+					       (int)strcspn(hit->name, "@"), hit->name);
+				if (len > 0 && (size_t)len < sizeof(name))
+					err = builder_add_len(b, shdr.sh_addr + off, ent, 4, name,
+							      (size_t)len);
+				break;
+			}
+		}
+	}
+	free(slots);
+	return err;
 }
 
 /* The PLT stubs (.plt, .plt.sec, .plt.got): a stub is a bare jump that keeps no frame,
@@ -448,11 +580,14 @@ static struct an_symtab *load_elf(Elf *elf, bool try_debug)
 		if (err)
 			goto out_free;
 	}
+	err = read_plt_symbols(elf, &b);
+	if (err)
+		goto out_free;
 	finish_symbols(st, &b);
 	if (read_build_id(elf, st->build_id, sizeof(st->build_id)))
 		st->build_id[0] = '\0';
-	read_frame_pointers(elf, st);
 	read_plt(elf, st);
+	read_frame_pointers(elf, st);
 	return st;
 
 out_free:

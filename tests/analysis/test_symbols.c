@@ -539,6 +539,57 @@ Test(symtab, own_executable)
 	an_symtab_free(st);
 }
 
+/* The PLT stubs of path named as objdump names them ("free@plt", at the stub's first
+ * byte and within it), objdump's disassembly being the independent view; libc's too,
+ * whose stubs jump to its own functions' GOT slots. */
+static void expect_plt_as_objdump(const char *path, unsigned want_at_least)
+{
+	char cmd[1024], line[512];
+	unsigned named = 0;
+	FILE *p;
+
+	struct an_symtab *st = an_symtab_load(path);
+	cr_assert_not_null(st, "%s: %s", path, strerror(errno));
+	snprintf(cmd, sizeof(cmd),
+		 "objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p, "objdump: %s", strerror(errno));
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long addr;
+		char want[256];
+		uint64_t off;
+
+		/* a function's stub; not the header ("free@plt-0x10") nor an ifunc's stub
+		 * that libc binds to an address ("*ABS*+0x9f550@plt"), left unnamed */
+		if (sscanf(line, "%llx <%255[^>]>:", &addr, want) != 2 ||
+		    strspn(want, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+			    strlen(want) - 4 ||
+		    strcmp(want + strlen(want) - 4, "@plt"))
+			continue;
+		const char *got = an_symtab_lookup(st, addr, &off);
+		cr_expect(got && !strcmp(got, want) && off == 0, "%s: %#llx is %s, objdump: %s",
+			  path, addr, got ? got : "(none)", want);
+		got = an_symtab_lookup(st, addr + 7, &off);
+		cr_expect(got && !strcmp(got, want) && off == 7, "%s: %#llx + 7 is %s, objdump: %s",
+			  path, addr, got ? got : "(none)", want);
+		named++;
+	}
+	cr_expect_eq(pclose(p), 0, "objdump -d %s failed", path);
+	cr_expect_geq(named, want_at_least, "%s: objdump named %u stubs", path, named);
+	an_symtab_free(st);
+}
+
+Test(symtab, plt_stubs_are_named_as_objdump_names_them)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	cr_assert_gt(n, 0);
+	self[n] = '\0'; /* objdump's own /proc/self/exe is objdump */
+	expect_plt_as_objdump(self, 20);
+	expect_plt_as_objdump("/lib/x86_64-linux-gnu/libc.so.6", 5);
+}
+
 /* ---- kernel symbols ------------------------------------------------------------------ */
 
 static void expect_ksym(const struct an_ksyms *k, uint64_t addr, const char *want,
