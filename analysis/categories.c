@@ -424,11 +424,26 @@ static const struct rule *exact_rule(const struct an_rules *r, const char *name)
 	return r->nexact ? bsearch(&key, r->exact, r->nexact, sizeof(*r->exact), rule_cmp) : NULL;
 }
 
+static bool has_suffix(const char *name, const char *suffix)
+{
+	size_t len = strlen(name), n = strlen(suffix);
+
+	return len >= n && !strcmp(name + len - n, suffix);
+}
+
+/* A rule names a function whether the compiler called it or inlined it: an inlined
+ * frame ("tcache_get_[i]") is matched by its function's name. */
 static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf, bool runtime)
 {
-	char base[256];
+	char base[256], plain[256];
 	const char *cloned;
-	const struct rule *hit = exact_rule(r, frame);
+	const struct rule *hit;
+
+	if (has_suffix(frame, "_[i]") && strlen(frame) - 4 < sizeof(plain)) {
+		snprintf(plain, sizeof(plain), "%.*s", (int)(strlen(frame) - 4), frame);
+		frame = plain;
+	}
+	hit = exact_rule(r, frame);
 
 	if (!hit && (cloned = clone_of(frame, base, sizeof(base))))
 		hit = exact_rule(r, cloned);
@@ -443,23 +458,18 @@ static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf, 
 	return -1;
 }
 
-static bool kernel_frame(const char *name)
-{
-	size_t len = strlen(name);
-
-	return len >= 4 && !strcmp(name + len - 4, "_[k]");
-}
-
+/* The user leaf, for rules that hold only there, is the innermost function that was
+ * called, with every call inlined into it at the sample's address. */
 int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n,
 		      bool runtime)
 {
 	bool seen_user = false;
 
 	for (size_t i = 0; r && i < n; i++) {
-		bool user = !kernel_frame(leaf_first[i]);
+		bool user = !has_suffix(leaf_first[i], "_[k]");
 		int c = rule_of(r, leaf_first[i], user && !seen_user, runtime);
 
-		seen_user |= user;
+		seen_user |= user && !has_suffix(leaf_first[i], "_[i]");
 		if (c >= 0)
 			return c;
 	}

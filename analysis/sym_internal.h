@@ -39,6 +39,18 @@ ptrdiff_t an__procmaps_find(const struct an_procmaps *m, uint64_t addr);
 struct an_symtab *an__symtab_load_fd(int fd);
 struct an_symtab *an__symtab_load_mem(const void *image, size_t size);
 
+/* The functions inlined at an address of one object, from its DWARF (inlines.c). new
+ * takes over fd, an open file with .debug_info (NULL out of memory); at names the inlined
+ * calls around vaddr, innermost first, at most max of them, pointers valid until the next
+ * call; 0 where the DWARF names none or cannot be read. */
+struct an__inlines;
+struct an__inlines *an__inlines_new(int fd);
+size_t an__inlines_at(struct an__inlines *in, uint64_t vaddr, const char **names, size_t max);
+void an__inlines_free(struct an__inlines *in);
+
+/* an_symtab's inlined calls at vaddr (an__inlines_at()); 0 for a file without DWARF. */
+size_t an__symtab_inlines(struct an_symtab *st, uint64_t vaddr, const char **names, size_t max);
+
 /* Order two aliases of one address, best first: rank (lower is better: a global before
  * a weak before a local name), then any name before glibc's "__GI_" ones, then fewer
  * leading underscores, then strcmp, so that the name chosen never depends on the order

@@ -48,6 +48,7 @@ struct an_symtab {
 	unsigned fp_checked, fp_with; /* functions whose prologue was read; of them, with
 				       * a frame-pointer setup */
 	uint64_t plt_lo, plt_hi; /* the span of the PLT sections' addresses; equal: none */
+	struct an__inlines *inlines; /* its DWARF, for inlined calls; NULL: none */
 	char build_id[2 * AN_BUILD_ID_MAX + 1]; /* its GNU build id in hex; "": none */
 };
 
@@ -280,17 +281,67 @@ static int read_build_id(Elf *elf, char *hex, size_t hexlen)
 /* Add the .symtab of the detached debug file, when one is installed. Called with b
  * empty. Only a failure to allocate is an error: without a usable debug file, .dynsym
  * is the fallback, so a missing or damaged one leaves b empty and returns 0. */
-static int read_debug_symbols(Elf *elf, struct sym_builder *b)
+/* The detached debug file Debian's -dbg packages install for elf, by its build id, open;
+ * or -1. */
+static int open_debug_file(Elf *elf)
 {
 	char hex[2 * AN_BUILD_ID_MAX + 1], path[sizeof(AN_DEBUG_ROOT) + sizeof(hex) + 16];
+
+	if (read_build_id(elf, hex, sizeof(hex)) != 0)
+		return -1;
+	snprintf(path, sizeof(path), AN_DEBUG_ROOT "/%.2s/%s.debug", hex, hex + 2);
+	int fd = an_open_input(AT_FDCWD, path, false);
+	return fd < 0 ? -1 : fd;
+}
+
+/* Whether elf has a section of that name. */
+static bool has_section(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type != SHT_NOBITS &&
+		    (name = elf_strptr(elf, shstrndx, shdr.sh_name)) && !strcmp(name, want))
+			return true;
+	}
+	return false;
+}
+
+/* A descriptor of its own on the file with elf's DWARF: the object itself (fd) when it
+ * has .debug_info, else its detached debug file when that has; -1 when neither. */
+static int debug_info_fd(Elf *elf, int fd)
+{
+	int dfd;
+	Elf *dbg;
+	bool ok;
+
+	if (has_section(elf, ".debug_info"))
+		return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if ((dfd = open_debug_file(elf)) < 0)
+		return -1;
+	dbg = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
+	ok = dbg && elf_kind(dbg) == ELF_K_ELF && has_section(dbg, ".debug_info");
+	elf_end(dbg);
+	if (!ok) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+static int read_debug_symbols(Elf *elf, struct sym_builder *b)
+{
 	GElf_Shdr shdr;
 	Elf_Scn *scn;
 	int err = 0;
+	int fd = open_debug_file(elf);
 
-	if (read_build_id(elf, hex, sizeof(hex)) != 0)
-		return 0;
-	snprintf(path, sizeof(path), AN_DEBUG_ROOT "/%.2s/%s.debug", hex, hex + 2);
-	int fd = an_open_input(AT_FDCWD, path, false);
 	if (fd < 0)
 		return 0;
 	Elf *dbg = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -616,9 +667,21 @@ struct an_symtab *an__symtab_load_fd(int fd)
 	}
 	st = load_elf(elf, true);
 	err = st ? 0 : errno;
+	if (st) {
+		int dfd = debug_info_fd(elf, fd);
+
+		/* out of memory here costs the inlined frames only */
+		if (dfd >= 0 && !(st->inlines = an__inlines_new(dfd)))
+			close(dfd);
+	}
 	elf_end(elf);
 	errno = err;
 	return st;
+}
+
+size_t an__symtab_inlines(struct an_symtab *st, uint64_t vaddr, const char **names, size_t max)
+{
+	return st ? an__inlines_at(st->inlines, vaddr, names, max) : 0;
 }
 
 struct an_symtab *an__symtab_load_mem(const void *image, size_t size)
@@ -771,6 +834,7 @@ void an_symtab_free(struct an_symtab *st)
 {
 	if (!st)
 		return;
+	an__inlines_free(st->inlines);
 	free(st->syms);
 	free(st->segs);
 	free(st->names);

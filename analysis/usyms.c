@@ -577,6 +577,29 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
 }
 
+size_t an_usyms_inlines(struct an_usyms *u, uint64_t addr, char (*names)[AN_INLINE_NAME_LEN],
+			size_t max)
+{
+	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
+	const char *raw[AN_INLINES_MAX];
+	struct an_symtab *st;
+	size_t vdso_size, n;
+	uint64_t vaddr;
+
+	if (i < 0 || u->maps->maps[i].path[0] == '\0')
+		return 0;
+	const struct an__map *m = &u->maps->maps[i];
+	st = resolve(u, (size_t)i, &vdso_size);
+	/* the vDSO is read from memory, without its DWARF */
+	if (!st || vdso_size ||
+	    an_symtab_offset_to_vaddr(st, addr - m->start + m->pgoff, &vaddr) != 0)
+		return 0;
+	n = an__symtab_inlines(st, vaddr, raw, max < AN_INLINES_MAX ? max : AN_INLINES_MAX);
+	for (size_t k = 0; k < n; k++)
+		an_demangle(raw[k], names[k], AN_INLINE_NAME_LEN);
+	return n;
+}
+
 void an_usyms_objects(struct an_usyms *u, void (*fn)(const char *path, const char *build_id,
 						     void *ctx),
 		      void *ctx)

@@ -85,7 +85,7 @@ static int fold(const struct probe_alloc_stack *s, void *arg)
 	if (marker)
 		a->frames[n++] = marker;
 	if (s->nuser && a->usyms)
-		nuser = hx_user_frames(a->usyms, s->ustack, s->nuser, &a->names[1],
+		nuser = hx_user_frames(a->usyms, s->ustack, s->nuser, false, &a->names[1],
 				      MAX_FRAMES - 5, &rooted, &garbage, &past);
 	/* a walk at the depth limit that ended at its thread's root lost nothing */
 	if (nuser && (s->lost & PROBE_ALLOC_TRUNCATED) && !rooted) {

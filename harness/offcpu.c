@@ -134,9 +134,13 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 		*drawn |= 1u << L_USTACK_ERROR;
 	}
 	ubase = *used;
+	/* a thread that blocked is in a system call (or a fault, whose address is one
+	 * instruction off at worst); a preempted one only where its kernel stack says so */
 	if (!marker && s->usyms)
-		nu = hx_user_frames(s->usyms, iv->ustack, iv->nuser, &s->names[ubase],
-				    PROBE_MAX_DEPTH, &rooted, &garbage, &past);
+		nu = hx_user_frames(s->usyms, iv->ustack, iv->nuser,
+				    !iv->preempted ||
+					    (nk && hx_syscall_entry(s->ksyms, iv->kstack[nk - 1] - 1)),
+				    &s->names[ubase], PROBE_MAX_DEPTH, &rooted, &garbage, &past);
 	*used += nu;
 	if (nu) {
 		s->with_user_ns += iv->ns;
@@ -214,8 +218,9 @@ static void waker_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 		*drawn |= 1u << L_WUSTACK_FULL;
 	}
 	if (iv->waker_in_target && s->usyms)
-		nu = hx_user_frames(s->usyms, iv->wustack, iv->nwuser, &s->names[*used],
-				    PROBE_MAX_DEPTH, &rooted, &garbage, &past);
+		nu = hx_user_frames(s->usyms, iv->wustack, iv->nwuser,
+				    !nk || hx_syscall_entry(s->ksyms, iv->wkstack[nk - 1] - 1),
+				    &s->names[*used], PROBE_MAX_DEPTH, &rooted, &garbage, &past);
 	else if (!iv->waker_in_target)
 		s->frames[(*n)++] = iv->waker_tgid ? "[another process]" : "[interrupt]";
 	for (unsigned i = 0; i < nu; i++)

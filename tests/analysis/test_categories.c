@@ -361,6 +361,27 @@ Test(rules, leaf_only_rules_count_as_the_user_leaf_only)
 	an_rules_free(r);
 }
 
+/* A rule names a function whether it was called or inlined ("NAME_[i]"); the inlined
+ * calls at the leaf belong to the leaf's function, so a leaf-only rule still holds there. */
+Test(rules, inlined_frames_take_their_function_s_rule)
+{
+	struct an_rules *r = rules_ok("allocation tcache_get _int_malloc\n"
+				      "scheduling =tramp\n"
+				      "parking rt__futex*\n");
+
+	expect_class(r, AN_CAT_ALLOC, "tcache_get_[i]", "malloc");
+	expect_class(r, AN_CAT_ALLOC, "helper_[i]", "_int_malloc", "main");
+	expect_class(r, AN_CAT_PARK, "rt__futex_[i]", "park_[i]", "rt__park");
+	/* the leaf function with the calls inlined at its address */
+	expect_class(r, AN_CAT_SCHED, "a_[i]", "b_[i]", "tramp", "main");
+	expect_class(r, AN_CAT_SCHED, "schedule_[k]", "a_[i]", "tramp");
+	/* past the leaf function, inlined calls do not make a deeper frame a leaf */
+	expect_class(r, -1, "f", "a_[i]", "tramp");
+	/* only the whole suffix: a name that merely ends in "]" is itself */
+	expect_class(r, -1, "tcache_get[i]");
+	an_rules_free(r);
+}
+
 Test(rules, frames_are_read_leaf_first_kernel_first)
 {
 	struct an_rules *r = rules_ok("kernel do_syscall_64_[k]\n"

@@ -590,6 +590,74 @@ Test(symtab, plt_stubs_are_named_as_objdump_names_them)
 	expect_plt_as_objdump("/lib/x86_64-linux-gnu/libc.so.6", 5);
 }
 
+/* Two calls inlined one in the other, in a function that is called: the address of an
+ * instruction inside the inner copy, read there. */
+static inline __attribute__((always_inline)) uintptr_t an_test_inl_inner(void)
+{
+	uintptr_t pc;
+
+	__asm__ volatile("1: lea 1b(%%rip), %0" : "=r"(pc)); /* this instruction's own */
+	return pc;
+}
+
+static inline __attribute__((always_inline)) uintptr_t an_test_inl_outer(void)
+{
+	return an_test_inl_inner() + 0 * (uintptr_t)&an_test_marker_alpha;
+}
+
+__attribute__((noinline)) uintptr_t an_test_inl_host(void)
+{
+	uintptr_t pc = an_test_inl_outer();
+
+	__asm__ volatile("" ::: "memory");
+	return pc;
+}
+
+/* The inlined calls at an address, from this binary's DWARF: the inner copy, then the
+ * outer one it sits in, then the function the symbol table names; as addr2line -i,
+ * reading the same DWARF with binutils' own reader, names them. */
+Test(usyms, inlined_calls_are_named_innermost_first_as_addr2line_names_them)
+{
+	struct an_symcache *cache = an_symcache_new();
+	struct an_usyms *u = self_usyms(cache);
+	uintptr_t pc = an_test_inl_host(), bias = 0;
+	char names[AN_INLINES_MAX][AN_INLINE_NAME_LEN];
+	char self[PATH_MAX], cmd[PATH_MAX + 128], line[256], host[256];
+	size_t n;
+	FILE *p;
+
+	n = an_usyms_inlines(u, pc, names, AN_INLINES_MAX);
+	cr_assert_eq(n, 2, "%zu inlined calls at %#lx", n, (unsigned long)pc);
+	cr_expect_str_eq(names[0], "an_test_inl_inner");
+	cr_expect_str_eq(names[1], "an_test_inl_outer");
+	an_usyms_name(u, pc, host, sizeof(host));
+	cr_expect_str_eq(host, "an_test_inl_host");
+	cr_expect_eq(an_usyms_inlines(u, pc, names, 1), 1, "max bounds what is named");
+	cr_expect_eq(an_usyms_inlines(u, (uintptr_t)&an_test_marker_alpha, names,
+				      AN_INLINES_MAX), 0, "nothing is inlined at a function's entry");
+
+	/* addr2line -i -f: innermost function first, one name line and one place line each */
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	cr_assert_gt(len, 0);
+	self[len] = '\0';
+	dl_iterate_phdr(main_object_bias, &bias);
+	snprintf(cmd, sizeof(cmd), "addr2line -i -f -e '%s' %#lx", self,
+		 (unsigned long)(pc - bias));
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	const char *want[] = { "an_test_inl_inner", "an_test_inl_outer", "an_test_inl_host" };
+	size_t k = 0;
+	for (int i = 0; fgets(line, sizeof(line), p); i++) {
+		line[strcspn(line, "\n")] = '\0';
+		if (i % 2 == 0 && k < 3)
+			cr_expect_str_eq(line, want[k++], "addr2line's frame %zu", k);
+	}
+	cr_expect_eq(pclose(p), 0, "%s failed", cmd);
+	cr_expect_eq(k, 3, "addr2line named %zu frames", k);
+	an_usyms_free(u);
+	an_symcache_free(cache);
+}
+
 /* ---- kernel symbols ------------------------------------------------------------------ */
 
 static void expect_ksym(const struct an_ksyms *k, uint64_t addr, const char *want,
