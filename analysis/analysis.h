@@ -471,9 +471,10 @@ const char *an_rules_builtin_text(size_t *len);
 void an_rules_free(struct an_rules *r);
 size_t an_rules_count(const struct an_rules *r);
 /* The category the first frame some rule names gives, reading frames leaf first as they
- * are named in a folded file (kernel frames, ending in "_[k]", first); -1 when no rule
- * names any of them. runtime: the sample is of one of the runtime's threads, where the
- * "[other threads]" rules do not apply. */
+ * are named in a folded file (kernel frames, ending in "_[k]", first), except that a
+ * kernel frame's "kernel" gives way to any user frame's category below it; -1 when no
+ * rule names any of them. runtime: the sample is of one of the runtime's threads, where
+ * the "[other threads]" rules do not apply. */
 int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n,
 		      bool runtime);
 

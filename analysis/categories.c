@@ -459,19 +459,28 @@ static int rule_of(const struct an_rules *r, const char *frame, bool user_leaf, 
 }
 
 /* The user leaf, for rules that hold only there, is the innermost function that was
- * called, with every call inlined into it at the sample's address. */
+ * called, with every call inlined into it at the sample's address. A kernel frame whose
+ * rule says "kernel" (the scheduler, a futex, a sleep) is the kernel's time only when
+ * no user frame under it names a category: a futex wait under Go's futexsleep is the
+ * thread parking, as the phase word has it for the runtime's own threads. */
 int an_rules_classify(const struct an_rules *r, const char *const *leaf_first, size_t n,
 		      bool runtime)
 {
 	bool seen_user = false;
+	int kernel = -1;
 
 	for (size_t i = 0; r && i < n; i++) {
 		bool user = !has_suffix(leaf_first[i], "_[k]");
 		int c = rule_of(r, leaf_first[i], user && !seen_user, runtime);
 
 		seen_user |= user && !has_suffix(leaf_first[i], "_[i]");
+		if (c == AN_CAT_KERNEL && !user) {
+			if (kernel < 0)
+				kernel = c;
+			continue;
+		}
 		if (c >= 0)
 			return c;
 	}
-	return -1;
+	return kernel;
 }

@@ -317,7 +317,8 @@ Test(rules, sections_scope_rules_to_other_threads)
 	cr_expect_eq(an_rules_count(r), 4);
 	/* on other threads every rule applies */
 	expect_class(r, AN_CAT_ALLOC, "malloc", "rt_spawn");
-	expect_class(r, AN_CAT_KERNEL, "futex_wait_[k]", "syscall", "rt__park");
+	expect_class(r, AN_CAT_KERNEL, "futex_wait_[k]", "syscall", "server_loop_main");
+	expect_class(r, AN_CAT_PARK, "futex_wait_[k]", "syscall", "rt__park");
 	/* on the runtime's threads the other threads' rules are passed over, and the phase
 	 * function under them decides */
 	expect_class_rt(r, AN_CAT_SUBMIT, "malloc", "rt_spawn");
@@ -388,9 +389,24 @@ Test(rules, frames_are_read_leaf_first_kernel_first)
 				      "allocation rt_alloc\n"
 				      "scheduling rt__drive worker_main\n");
 
-	expect_class(r, AN_CAT_KERNEL, "do_syscall_64_[k]", "rt_alloc", "rt__drive");
+	expect_class(r, AN_CAT_KERNEL, "do_syscall_64_[k]", "main");
 	expect_class(r, AN_CAT_ALLOC, "clear_page_[k]", "asm_exc_page_fault_[k]", "memset",
 		     "rt_alloc", "rt__drive", "worker_main");
+	an_rules_free(r);
+	/* a kernel frame named anything but "kernel" decides as it is read; "kernel" gives
+	 * way to the first user frame a rule names, and stands where none does */
+	r = rules_ok("kernel do_syscall_64_[k] schedule_[k]\n"
+		     "allocation rt_alloc clear_page_[k]\n"
+		     "scheduling rt__drive worker_main\n");
+	expect_class(r, AN_CAT_ALLOC, "do_syscall_64_[k]", "rt_alloc", "rt__drive");
+	expect_class(r, AN_CAT_SCHED, "schedule_[k]", "do_syscall_64_[k]", "memset", "rt__drive");
+	expect_class(r, AN_CAT_ALLOC, "clear_page_[k]", "schedule_[k]", "rt__drive");
+	expect_class(r, AN_CAT_ALLOC, "schedule_[k]", "clear_page_[k]", "rt__drive");
+	expect_class(r, AN_CAT_KERNEL, "schedule_[k]", "do_syscall_64_[k]", "memset", "main");
+	an_rules_free(r);
+	r = rules_ok("kernel do_syscall_64_[k]\n"
+		     "allocation rt_alloc\n"
+		     "scheduling rt__drive worker_main\n");
 	expect_class(r, AN_CAT_SCHED, "memset", "rt__drive", "rt_alloc");
 	/* "_[k]" is a suffix of the whole name, not somewhere in it */
 	expect_class(r, -1, "do_syscall_64_[k]x");
@@ -747,16 +763,18 @@ Test(rules_builtin, go_runtime_frames)
 		     "runtime.resetspinning", "runtime.schedule", "runtime.park_m",
 		     "runtime.mcall", GO_MAIN);
 
-	/* an M going to sleep; inside the futex system call the kernel rules decide */
+	/* an M going to sleep, inside the futex system call too: the kernel rules give way */
 	expect_class(r, AN_CAT_PARK, "runtime.futex.abi0", "runtime.notesleep", "runtime.stopm",
 		     "runtime.findRunnable", "runtime.schedule", "runtime.park_m",
 		     "runtime.mcall", GO_MAIN);
 	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "runtime.futex.abi0", "runtime.notesleep",
 		     "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
 		     "runtime.park_m", "runtime.mcall", GO_MAIN);
-	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "runtime.futex.abi0", "runtime.notesleep",
+	expect_class(r, AN_CAT_PARK, K_FUTEX_WAIT, "runtime.futex.abi0", "runtime.notesleep",
 		     "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
 		     "runtime.park_m", "runtime.mcall", GO_MAIN);
+	/* the futex with no frame of the runtime's under it is the kernel's */
+	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "runtime.futex.abi0");
 
 	/* allocation: mallocgc, a goroutine's stack (grown, or made for a new goroutine
 	 * under newproc), the GC's workers, assists, sweeping and scavenging */
@@ -1140,8 +1158,9 @@ Test(rules_builtin, glibc_thread_frames)
 	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "__futex_abstimed_wait_common");
 	expect_class(r, AN_CAT_PARK, K_SYSCALL_RET, "__lll_lock_wait");
 	expect_class(r, AN_CAT_PARK, "__condvar_dec_grefs");
-	/* in the futex system call the kernel rules decide */
-	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "__futex_abstimed_wait_common");
+	/* in the futex system call the wait it serves decides; alone, the kernel's */
+	expect_class(r, AN_CAT_PARK, K_FUTEX_WAIT, "__futex_abstimed_wait_common");
+	expect_class(r, AN_CAT_KERNEL, K_FUTEX_WAIT, "syscall", "server_loop_main");
 	/* making a thread: pthread_create, and the clone3 system call it makes */
 	expect_class(r, AN_CAT_SUBMIT, "pthread_create");
 	expect_class(r, AN_CAT_SUBMIT, "pthread_create", "asm_exc_page_fault_[k]",
