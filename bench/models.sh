@@ -157,9 +157,18 @@ for r in $rows; do
 	fi
 	rm -rf "$tmp/cat-peer"
 	read -r -a cmd <<<"$(job_cmd "$pk" | as_run)"
-	JDKPEER_OPTS="-XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit" \
-		"$tmp/bin/schedlab" profile --call-graph fp --no-follow --json -o "$tmp/cat-peer" -- \
-		"${cmd[@]}" \
+	# Each peer's stacks as they can be walked: Go keeps frame pointers everywhere and
+	# makes its own system calls (fp); Tokio's socket calls go through glibc, which has
+	# none, so a frame-pointer walk stops there and DWARF takes over (auto); the JVM's
+	# compiled frames have no DWARF (fp, with -XX:+PreserveFramePointer). A perf map
+	# names a compiled method and not what the JIT inlined into it: with ForkJoinTask's
+	# methods inlined, a join that runs its children in place reads as awaitDone, so
+	# those are kept out of line.
+	cg=fp
+	[ "${pk%%:*}" = tokiopeer ] && cg=auto
+	JDKPEER_OPTS="-XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,java.util.concurrent.ForkJoinTask::*" \
+		"$tmp/bin/schedlab" profile --call-graph "$cg" --no-follow --json \
+		-o "$tmp/cat-peer" -- "${cmd[@]}" \
 		2>/dev/null | sed -n '/^{/,$p' >"$tmp/cat-peer.json" || true
 	cat_peer[$pk]=$(shares "$tmp/cat-peer.json")
 done
@@ -294,10 +303,16 @@ ${missing[*]:+
 Not measured, not built (\`make peers\` builds them from the Debian packages \`make deps\` installs): ${missing[*]}.
 }
 Where the CPU time goes on each side: schedlab's run under the preset with the on-CPU
-probe (categories by the runtime's phase word), and \`schedlab profile --call-graph fp\` of
-the peer (the real runtime's frames by the stack rules, analysis/categories.rules), one
-run of each beside the throughput forks. Shares of each side's own samples; the largest
-gap is the runtime's share less the preset's.
+probe (categories by the runtime's phase word), and \`schedlab profile\` of the peer (the
+real runtime's frames by the stack rules, analysis/categories.rules), one run of each
+beside the throughput forks. The peers' stacks are walked by frame pointers, Tokio's with
+DWARF where the walk stops in glibc (\`--call-graph auto\`: its socket calls go through
+glibc, which has no frame pointers); the JVM runs with -XX:+PreserveFramePointer, its
+perf map written at exit, and ForkJoinTask's methods kept out of line
+(-XX:CompileCommand=dontinline,java.util.concurrent.ForkJoinTask::*), because a perf map
+names the compiled method and not what the JIT inlined into it: inlined, a join that runs
+its children in place reads as ForkJoinTask.awaitDone, scheduling. Shares of each side's
+own samples; the largest gap is the runtime's share less the preset's.
 
 | side | ${CATS// / | } |
 | --- |$(for _ in $CATS; do printf ' ---: |'; done)
