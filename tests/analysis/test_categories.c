@@ -975,6 +975,15 @@ Test(rules_builtin, jdk_runtime_frames)
 	/* the pool as the JVM's perf map names it: a task's own work, the run loop, a
 	 * fork's push, a submission from outside, and a worker parking in awaitWork */
 	expect_class(r, AN_CAT_WORK, FJ_TASK);
+	/* a task's blocking java.net.Socket read, in the system call, and in the poll */
+	expect_class(r, AN_CAT_BLOCK, "tcp_recvmsg_[k]", "__x64_sys_recvfrom_[k]", "recv",
+		     "Java_sun_nio_ch_SocketDispatcher_read0",
+		     "int sun.nio.ch.SocketDispatcher.read0(java.io.FileDescriptor, long, int)_[j]",
+		     "int sun.nio.ch.NioSocketImpl.implRead(byte[], int, int)_[j]",
+		     "int sun.nio.ch.NioSocketImpl.read(byte[], int, int)_[j]", FJ_TASK);
+	expect_class(r, AN_CAT_BLOCK, "do_sys_poll_[k]", "poll", "Java_sun_nio_ch_Net_poll",
+		     "void sun.nio.ch.NioSocketImpl.park(java.io.FileDescriptor, int, long)_[j]",
+		     FJ_TASK);
 	expect_class(r, AN_CAT_SCHED,
 		     "void java.util.concurrent.ForkJoinPool.runWorker(java.util.concurrent."
 		     "ForkJoinPool$WorkQueue)_[j]",
