@@ -97,7 +97,8 @@ static double folded_share(const char *run, const char *name)
 			in += n;
 	}
 	free(text);
-	cr_assert_gt(all, 0, "%s holds no samples", path);
+	/* the profile's own account of its samples is on its stderr */
+	cr_assert_gt(all, 0, "%s holds no samples; the profile said: %s", path, err_text);
 	return in / all;
 }
 
