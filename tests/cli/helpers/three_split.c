@@ -189,11 +189,20 @@ int main(int argc, char **argv)
 	double seconds;
 
 	if (argc == 2 && !strcmp(argv[1], "--wait")) {
+		sigset_t usr1, others;
+
+		/* blocked until sigsuspend takes it: a SIGUSR1 between the test of go and a
+		 * pause() would be handled there and leave pause() waiting for another, and
+		 * the process asleep through its profile */
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, &others);
 		signal(SIGUSR1, on_usr1);
 		printf("waiting\n"); /* for SIGUSR1 from now on */
 		fflush(stdout);
+		sigdelset(&others, SIGUSR1);
 		while (!go)
-			pause();
+			sigsuspend(&others);
 		work(60);
 		return 0;
 	}
