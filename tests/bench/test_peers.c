@@ -244,8 +244,10 @@ Test(peers, jdk_pool_frames_land_in_the_runtime_categories, .timeout = 180)
 	perf_maps(&before);
 	/* the pool's threads: the JVM's start-up and its JIT compilers are other, and their
 	 * share of the whole grows as the CPUs' other work leaves the timed job less (42% of
-	 * one run under two busy loops, against 20 to 30% on a quiet machine) */
-	runtime_frames_named(&jdk, "ForkJoinPool-", 0.10);
+	 * one run under two busy loops, against 20 to 30% on a quiet machine). On the pool's
+	 * threads, code still interpreted is other (a perf map names no interpreted frame):
+	 * 1 to 3% here, 10.2% under two busy loops, where the starved JIT compiles late */
+	runtime_frames_named(&jdk, "ForkJoinPool-", 0.25);
 	for (size_t i = 0, n = perf_maps(&after); i < n; i++) {
 		bool old = false;
 
