@@ -278,9 +278,6 @@ static int read_build_id(Elf *elf, char *hex, size_t hexlen)
 	return -ENOENT;
 }
 
-/* Add the .symtab of the detached debug file, when one is installed. Called with b
- * empty. Only a failure to allocate is an error: without a usable debug file, .dynsym
- * is the fallback, so a missing or damaged one leaves b empty and returns 0. */
 /* The detached debug file Debian's -dbg packages install for elf, by its build id, open;
  * or -1. */
 static int open_debug_file(Elf *elf)
@@ -335,6 +332,9 @@ static int debug_info_fd(Elf *elf, int fd)
 	return dfd;
 }
 
+/* Add the .symtab of the detached debug file, when one is installed. Called with b
+ * empty. Only a failure to allocate is an error: without a usable debug file, .dynsym
+ * is the fallback, so a missing or damaged one leaves b empty and returns 0. */
 static int read_debug_symbols(Elf *elf, struct sym_builder *b)
 {
 	GElf_Shdr shdr;
