@@ -219,14 +219,14 @@ struct an_usyms *an_usyms_new(struct an_symcache *cache, struct an_procmaps *map
  * Callers pass return addresses minus one, so that a call that ends a function
  * resolves to the caller. */
 void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len);
-/* The functions the compiler inlined at addr (passed as to an_usyms_name), innermost
- * first, from the DWARF of the file mapped there (its own .debug_info, or the detached
- * file of its build id under /usr/lib/debug), demangled as an_usyms_name's are: at most
- * max of them into names[]. 0 where there is none, or no DWARF to say. */
+/* an_usyms_name, and the functions the compiler inlined at addr, innermost first, from
+ * the DWARF of the file mapped there (its own .debug_info, or the detached file of its
+ * build id under /usr/lib/debug), demangled as the name is: at most max of them into
+ * inlined[] (NULL: none asked for); how many. */
 #define AN_INLINES_MAX	   16  /* inlined calls named at one address, at most */
 #define AN_INLINE_NAME_LEN 256
-size_t an_usyms_inlines(struct an_usyms *u, uint64_t addr, char (*names)[AN_INLINE_NAME_LEN],
-			size_t max);
+size_t an_usyms_frames(struct an_usyms *u, uint64_t addr, char *buf, size_t len,
+		       char (*inlined)[AN_INLINE_NAME_LEN], size_t max);
 /* name as a person reads it: a C++ or Rust symbol demangled (no parameter list; Rust's
  * hash suffix dropped), anything else as it is. Always NUL-terminates buf. */
 void an_demangle(const char *name, char *buf, size_t len);

@@ -442,6 +442,16 @@ static void read_frame_pointers(Elf *elf, struct an_symtab *st)
 	}
 }
 
+/* Whether scn is a PLT section (.plt, .plt.sec, .plt.got): code, not empty, so named. */
+static bool plt_section(Elf *elf, size_t shstrndx, Elf_Scn *scn, GElf_Shdr *shdr)
+{
+	const char *name;
+
+	return gelf_getshdr(scn, shdr) && (shdr->sh_flags & SHF_EXECINSTR) && shdr->sh_size &&
+	       (name = elf_strptr(elf, shstrndx, shdr->sh_name)) && !strncmp(name, ".plt", 4) &&
+	       (!name[4] || name[4] == '.');
+}
+
 /* A GOT slot and the function a dynamic relocation binds it to. */
 struct got_slot {
 	uint64_t addr;
@@ -529,14 +539,11 @@ static int read_plt_symbols(Elf *elf, struct sym_builder *b)
 		return (int)nslots;
 	}
 	while (!err && (scn = elf_nextscn(elf, scn))) {
-		const char *sec = NULL;
 		Elf_Data *data;
 		size_t ent;
 
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
-		    !(shdr.sh_flags & SHF_EXECINSTR) ||
-		    !(sec = elf_strptr(elf, shstrndx, shdr.sh_name)) || strncmp(sec, ".plt", 4) ||
-		    (sec[4] && sec[4] != '.') || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+		if (!plt_section(elf, shstrndx, scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+		    !(data = elf_getdata(scn, NULL)) || !data->d_buf)
 			continue;
 		ent = shdr.sh_entsize >= 8 && shdr.sh_entsize <= 32 ? shdr.sh_entsize : 16;
 		for (size_t off = 0; !err && off + ent <= data->d_size; off += ent) {
@@ -579,12 +586,7 @@ static void read_plt(Elf *elf, struct an_symtab *st)
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return;
 	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) || !shdr.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (!name || strncmp(name, ".plt", 4) || (name[4] && name[4] != '.'))
+		if (!plt_section(elf, shstrndx, scn, &shdr))
 			continue;
 		if (st->plt_lo == st->plt_hi || shdr.sh_addr < st->plt_lo)
 			st->plt_lo = shdr.sh_addr;

@@ -540,10 +540,14 @@ static const char *jit_name(struct an_usyms *u, uint64_t addr)
 	return NULL;
 }
 
-void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
+size_t an_usyms_frames(struct an_usyms *u, uint64_t addr, char *buf, size_t len,
+		       char (*inlined)[AN_INLINE_NAME_LEN], size_t max)
 {
+	const char *raw[AN_INLINES_MAX];
+	size_t n = 0;
+
 	if (!buf || len == 0)
-		return;
+		return 0;
 	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
 	if (i < 0 || u->maps->maps[i].path[0] == '\0') {
 		/* No mapping, or an anonymous one: a JIT's code, named by its perf map, or no
@@ -554,7 +558,7 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 			snprintf(buf, len, "%s_[j]", jit);
 		else
 			snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
-		return;
+		return 0;
 	}
 
 	const struct an__map *m = &u->maps->maps[i];
@@ -572,33 +576,23 @@ void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 			an_demangle(name, buf, len);
 		else
 			snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), vaddr);
-		return;
+		/* the vDSO is read from memory, without its DWARF */
+		if (inlined && !vdso_size)
+			n = an__symtab_inlines(st, vaddr, raw,
+					       max < AN_INLINES_MAX ? max : AN_INLINES_MAX);
+		for (size_t k = 0; k < n; k++)
+			an_demangle(raw[k], inlined[k], AN_INLINE_NAME_LEN);
+		return n;
 	}
 	snprintf(buf, len, "%s+0x%" PRIx64, base_name(m->path), off);
+	return 0;
 }
 
-size_t an_usyms_inlines(struct an_usyms *u, uint64_t addr, char (*names)[AN_INLINE_NAME_LEN],
-			size_t max)
+void an_usyms_name(struct an_usyms *u, uint64_t addr, char *buf, size_t len)
 {
-	ptrdiff_t i = u ? an__procmaps_find(u->maps, addr) : -1;
-	const char *raw[AN_INLINES_MAX];
-	struct an_symtab *st;
-	size_t vdso_size, n;
-	uint64_t vaddr;
-
-	if (i < 0 || u->maps->maps[i].path[0] == '\0')
-		return 0;
-	const struct an__map *m = &u->maps->maps[i];
-	st = resolve(u, (size_t)i, &vdso_size);
-	/* the vDSO is read from memory, without its DWARF */
-	if (!st || vdso_size ||
-	    an_symtab_offset_to_vaddr(st, addr - m->start + m->pgoff, &vaddr) != 0)
-		return 0;
-	n = an__symtab_inlines(st, vaddr, raw, max < AN_INLINES_MAX ? max : AN_INLINES_MAX);
-	for (size_t k = 0; k < n; k++)
-		an_demangle(raw[k], names[k], AN_INLINE_NAME_LEN);
-	return n;
+	an_usyms_frames(u, addr, buf, len, NULL, 0);
 }
+
 
 void an_usyms_objects(struct an_usyms *u, void (*fn)(const char *path, const char *build_id,
 						     void *ctx),

@@ -299,15 +299,15 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
  * is where a system call returns to, one past the instruction the thread is in, and is
  * named as the return addresses above it are (the instruction after a system call may
  * begin another inlined call). hx_syscall_entry: whether a kernel stack whose root-most
- * frame is root_ip entered the kernel by a system call (not an interrupt or a fault,
- * whose user address is the instruction interrupted). */
+ * frame is named root (as hx_kernel_frame names it) entered the kernel by a system call
+ * (not an interrupt or a fault, whose user address is the instruction interrupted). */
 #define HX_FRAME_LEN 256
 void hx_kernel_frame(const struct an_ksyms *k, uint64_t addr, char *buf, size_t len);
 void hx_comm_frame(const char *comm, char *buf, size_t len);
 unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
 			bool leaf_in_syscall, char (*names)[HX_FRAME_LEN], unsigned max,
 			bool *rooted, bool *garbage, bool *past_root);
-bool hx_syscall_entry(const struct an_ksyms *k, uint64_t root_ip);
+bool hx_syscall_entry(const char *root);
 
 /* ---- the probe set ------------------------------------------------------------------ */
 

@@ -105,6 +105,17 @@ static unsigned phase_class(unsigned kind)
 									 : CLASS_OTHER;
 }
 
+/* Whether the nk-frame kernel stack kstack entered the kernel by a system call. */
+static bool entered_by_syscall(const struct offcpu_state *s, const uint64_t *kstack, unsigned nk)
+{
+	char root[HX_FRAME_LEN];
+
+	if (!nk)
+		return false;
+	hx_kernel_frame(s->ksyms, kstack[nk - 1] - 1, root, sizeof(root));
+	return hx_syscall_entry(root);
+}
+
 /* The wakee's frames, root first, into s->frames from *n; names used from *used; the
  * loss frames drawn added to *drawn (1 << enum loss). */
 static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_interval *iv,
@@ -138,8 +149,7 @@ static void wakee_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 	 * instruction off at worst); a preempted one only where its kernel stack says so */
 	if (!marker && s->usyms)
 		nu = hx_user_frames(s->usyms, iv->ustack, iv->nuser,
-				    !iv->preempted ||
-					    (nk && hx_syscall_entry(s->ksyms, iv->kstack[nk - 1] - 1)),
+				    !iv->preempted || entered_by_syscall(s, iv->kstack, nk),
 				    &s->names[ubase], PROBE_MAX_DEPTH, &rooted, &garbage, &past);
 	*used += nu;
 	if (nu) {
@@ -219,7 +229,7 @@ static void waker_frames(struct offcpu_state *s, const struct probe_offcpu_inter
 	}
 	if (iv->waker_in_target && s->usyms)
 		nu = hx_user_frames(s->usyms, iv->wustack, iv->nwuser,
-				    !nk || hx_syscall_entry(s->ksyms, iv->wkstack[nk - 1] - 1),
+				    !nk || entered_by_syscall(s, iv->wkstack, nk),
 				    &s->names[*used], PROBE_MAX_DEPTH, &rooted, &garbage, &past);
 	else if (!iv->waker_in_target)
 		s->frames[(*n)++] = iv->waker_tgid ? "[another process]" : "[interrupt]";

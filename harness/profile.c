@@ -188,14 +188,11 @@ static void kernel_name(struct hx_profile *p, uint64_t addr, char *buf, size_t l
 	hx_kernel_frame(p->ksyms, addr, buf, len);
 }
 
-bool hx_syscall_entry(const struct an_ksyms *k, uint64_t root_ip)
+bool hx_syscall_entry(const char *root)
 {
-	char name[HX_FRAME_LEN];
-
 	/* entry_SYSCALL_64_after_hwframe, entry_SYSENTER_compat, ...; an interrupt's or a
 	 * fault's is asm_sysvec_... or asm_exc_... */
-	hx_kernel_frame(k, root_ip, name, sizeof(name));
-	return !strncmp(name, "entry_", 6);
+	return !strncmp(root, "entry_", 6);
 }
 
 unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
@@ -219,14 +216,14 @@ unsigned hx_user_frames(struct an_usyms *u, const uint64_t *ips, unsigned nips,
 			snprintf(buf, HX_FRAME_LEN, "[unknown 0x%" PRIx64 "]", addr);
 			*garbage = true;
 		} else {
-			char inl[AN_INLINES_MAX][AN_INLINE_NAME_LEN];
-			size_t k = an_usyms_inlines(u, at, inl, AN_INLINES_MAX);
+			char inl[AN_INLINES_MAX][AN_INLINE_NAME_LEN], fn[HX_FRAME_LEN];
+			size_t k = an_usyms_frames(u, at, fn, sizeof(fn), inl, AN_INLINES_MAX);
 
 			/* the calls inlined there, innermost first, each a frame: "g_[i]" */
 			for (size_t j = 0; j < k && n + 1 < max; j++)
 				snprintf(names[n++], HX_FRAME_LEN, "%s_[i]", inl[j]);
 			buf = names[n];
-			an_usyms_name(u, at, buf, HX_FRAME_LEN);
+			memcpy(buf, fn, sizeof(fn));
 		}
 		n++;
 		if (is_root(buf)) {
@@ -252,9 +249,8 @@ void hx_comm_frame(const char *comm, char *buf, size_t len)
 static unsigned name_user(struct fold_ctx *f, const struct sample *s, size_t base, bool *rooted,
 			  bool *garbage, bool *past_root)
 {
-	bool in_syscall = s->nkernel && hx_syscall_entry(f->p->ksyms,
-							 s->kstack[(s->nkernel < PROBE_MAX_DEPTH ?
-								    s->nkernel : PROBE_MAX_DEPTH) - 1] - 1);
+	/* the kernel frames, named just before them, end at base - 1 */
+	bool in_syscall = s->nkernel && hx_syscall_entry(f->names[base - 1]);
 
 	return hx_user_frames(f->usyms, s->ustack, s->nuser, in_syscall, &f->names[base],
 			      base + 4 < MAX_FRAMES ? MAX_FRAMES - 4 - base : 0, rooted, garbage,

@@ -626,15 +626,16 @@ Test(usyms, inlined_calls_are_named_innermost_first_as_addr2line_names_them)
 	size_t n;
 	FILE *p;
 
-	n = an_usyms_inlines(u, pc, names, AN_INLINES_MAX);
+	n = an_usyms_frames(u, pc, host, sizeof(host), names, AN_INLINES_MAX);
 	cr_assert_eq(n, 2, "%zu inlined calls at %#lx", n, (unsigned long)pc);
 	cr_expect_str_eq(names[0], "an_test_inl_inner");
 	cr_expect_str_eq(names[1], "an_test_inl_outer");
-	an_usyms_name(u, pc, host, sizeof(host));
 	cr_expect_str_eq(host, "an_test_inl_host");
-	cr_expect_eq(an_usyms_inlines(u, pc, names, 1), 1, "max bounds what is named");
-	cr_expect_eq(an_usyms_inlines(u, (uintptr_t)&an_test_marker_alpha, names,
-				      AN_INLINES_MAX), 0, "nothing is inlined at a function's entry");
+	cr_expect_eq(an_usyms_frames(u, pc, host, sizeof(host), names, 1), 1,
+		     "max bounds what is named");
+	cr_expect_eq(an_usyms_frames(u, (uintptr_t)&an_test_marker_alpha, host, sizeof(host),
+				     names, AN_INLINES_MAX), 0,
+		     "nothing is inlined at a function's entry");
 
 	/* addr2line -i -f: innermost function first, one name line and one place line each */
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);

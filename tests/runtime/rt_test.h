@@ -109,27 +109,35 @@ static inline void rt_test_await_u32(const uint32_t *word, uint32_t want, const 
 		       want);
 }
 
-/* Wait until thread tid of this process is asleep (state S in /proc/self/task/TID/stat:
- * blocked, not runnable, which other work on the CPUs cannot make it); fail after 30 s. */
+/* The state letter of thread tid of this process in /proc/self/task/TID/stat (R running or
+ * runnable, S asleep, ...); '?' when it cannot be read (the thread is gone). */
+static inline char rt_test_thread_state(pid_t tid)
+{
+	char path[64], buf[512], state = '?';
+	const char *paren;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
+		state = paren[2]; /* "tid (comm) S ..." */
+	fclose(f);
+	return state;
+}
+
+/* Wait until thread tid is asleep (state S: blocked, not runnable, which other work on the
+ * CPUs cannot make it); fail after 30 s on the clock. */
 static inline void rt_test_await_asleep(pid_t tid, const char *what)
 {
 	uint64_t until = rt_now_ns() + 30 * 1000000000ull;
-	char path[64], buf[512], state = '?';
+	char state;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	do {
-		FILE *f = fopen(path, "r");
-		const char *paren;
-
-		cr_assert_not_null(f, "%s: %s: %s", what, path, strerror(errno));
-		if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
-			state = paren[2]; /* "tid (comm) S ..." */
-		fclose(f);
-		if (state == 'S')
-			return;
+	while ((state = rt_test_thread_state(tid)) != 'S' && rt_now_ns() < until)
 		usleep(100);
-	} while (rt_now_ns() < until);
-	cr_assert_fail("%s: thread %d still in state %c after 30 s", what, (int)tid, state);
+	if (state != 'S')
+		cr_assert_fail("%s: thread %d still in state %c after 30 s", what, (int)tid, state);
 }
 
 /* Pin the calling thread to CPU i (modulo the CPUs there are). */

@@ -669,14 +669,16 @@ Test(poller, worker_needs_a_fixed_pool)
 struct thread_wait {
 	int fd[2];
 	int err;
-	uint32_t tid; /* atomic: the waiter's, once it runs */
+	pid_t tid;      /* the waiter's, once running is set */
+	uint32_t running; /* atomic */
 };
 
 static void *thread_waiter(void *arg)
 {
 	struct thread_wait *tw = arg;
 
-	__atomic_store_n(&tw->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
+	tw->tid = gettid();
+	__atomic_store_n(&tw->running, 1, __ATOMIC_RELEASE);
 	tw->err = rt_io_wait(tw->fd[0], EPOLLIN, 10000 * (int64_t)MS);
 	return NULL;
 }
@@ -694,9 +696,8 @@ Test(reactor, thread_waits_with_poll, .timeout = 60)
 	cr_expect_geq(rt_now_ns() - t0, 5 * MS);
 	pthread_create(&th, NULL, thread_waiter, &tw);
 	/* the write finds the thread asleep in its wait, where nothing else puts it */
-	while (!__atomic_load_n(&tw.tid, __ATOMIC_ACQUIRE))
-		usleep(100);
-	rt_test_await_asleep((pid_t)tw.tid, "the thread waits in poll");
+	rt_test_await_u32(&tw.running, 1, "the thread starts");
+	rt_test_await_asleep(tw.tid, "the thread waits in poll");
 	cr_assert_eq(write(tw.fd[1], &c, 1), 1);
 	pthread_join(th, NULL);
 	cr_expect_eq(tw.err, 0);

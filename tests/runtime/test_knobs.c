@@ -246,12 +246,7 @@ static char worker_state(void)
 			continue;
 		}
 		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
-		f = fopen(path, "r");
-		if (f && fgets(buf, sizeof(buf), f) && strrchr(buf, ')'))
-			state = strrchr(buf, ')')[2]; /* "pid (comm) S ..." */
-		if (f)
-			fclose(f);
+		state = rt_test_thread_state((pid_t)atoi(e->d_name));
 	}
 	closedir(d);
 	return state;
