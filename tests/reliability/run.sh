@@ -646,6 +646,9 @@ san_row() { # NAME LOG RC
 		: >"$tmp/err"
 	else
 		grep -m1 -E 'WARNING: [A-Za-z]*Sanitizer|SUMMARY: |runtime error:|FAIL' "$log" >"$tmp/err"
+		# the whole story on stderr, so that CI's log names the tests and their lines
+		grep -E '^\[(FAIL|----)\]|^== |Synthesis|WARNING: [A-Za-z]*Sanitizer|SUMMARY: |runtime error:' \
+			"$log" | grep -v 'Failing: 0 | Crashing: 0' | head -60 | sed "s/^/reliability: $name: /" >&2
 	fi
 	record "$name: $passed of $tested tests passed" 0 "$rc" "make test SANITIZE=${name}"
 }
@@ -721,4 +724,9 @@ if [ -e "$OUT" ] && { [ -L "$OUT" ] || [ ! -f "$OUT" ]; }; then
 fi
 cp "$tmp/report.md" "$OUT.tmp.$$" && mv "$OUT.tmp.$$" "$OUT"
 echo "reliability: $ok of ${#verdicts[@]} rows ok; see $OUT"
+for i in "${!names[@]}"; do
+	[ "${verdicts[$i]}" = ok ] ||
+		printf 'reliability: not ok: %s: %s (exit %s, want %s): %s\n' "${names[$i]}" \
+			"${verdicts[$i]}" "${gots[$i]}" "${wants[$i]}" "${notes[$i]}" >&2
+done
 exit $failed
