@@ -364,7 +364,7 @@ enum an_verdict an_ratio_verdict(const struct an_ratio *r, double noise_pct);
 const char *an_verdict_name(enum an_verdict v); /* "faster", "slower", "no change" */
 
 /* 1 when a larger score is better in unit ("ops/s": any "X/s"), 0 when a smaller one
- * is ("ns/op": any "X/op"), -1 for a unit that is neither. */
+ * is ("ns/op": any "X/op"), -1 for a unit that is neither (format.c). */
 int an_unit_higher_is_better(const char *unit);
 
 /* Two finished runs of one workload side by side: throughput B / A with its interval
@@ -759,8 +759,11 @@ int an_findings_json(const struct an_finding *f, size_t n, FILE *out);
  * written; how many there are, or -errno with one line in err. */
 int an_run_findings(const struct an_run *r, const char *source, struct an_finding *out,
 		    size_t max, char *err, size_t errlen);
-/* JSON values as the reports write them, for other writers: a string quoted and escaped
- * (NULL: null), a number with 17 digits (NaN and infinities: null). */
+
+/* ---- numbers, units and JSON as every writer prints them (format.c) ------------------ */
+
+/* JSON values as the reports write them: a string quoted and escaped (NULL: null), a
+ * number with 17 digits (NaN and infinities: null). */
 void an_json_str(FILE *out, const char *s);
 void an_json_num(FILE *out, double v);
 /* Format v with thousands grouped and `decimals` digits after the point: 12,345.67. */

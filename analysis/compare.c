@@ -88,24 +88,6 @@ const char *an_verdict_name(enum an_verdict v)
 	}
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n > k && !strcmp(s + n - k, suffix);
-}
-
-int an_unit_higher_is_better(const char *unit)
-{
-	if (!unit)
-		return -1;
-	if (ends_with(unit, "/s"))
-		return 1;
-	if (ends_with(unit, "/op"))
-		return 0;
-	return -1;
-}
-
 /* ---- the comparison ------------------------------------------------------------------- */
 
 struct side {

@@ -6,100 +6,17 @@
  * iteration, the score with its error and n, the runtime's counters, and for each
  * probe its status, event, frequency, samples and every kind of loss. A failed run
  * still gets both files, with the error, so that no result is ever lost silently.
+ * Last, a run's findings at report time (findings.c reasons; this renders the run for it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
 #include "runtime/phase.h"
-
-void an_format_number(double v, int decimals, char *buf, size_t len)
-{
-	char digits[64];
-	size_t off = 0;
-	int start, intlen, i;
-
-	if (!len)
-		return;
-	if (!isfinite(v)) {
-		snprintf(buf, len, "%s", isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf");
-		return;
-	}
-	snprintf(digits, sizeof(digits), "%.*f", decimals, v);
-	start = digits[0] == '-';
-	intlen = (int)strcspn(digits + start, ".");
-	for (i = 0; digits[i] && off + 1 < len; i++) {
-		int pos = i - start; /* position within the integer part */
-
-		if (pos > 0 && pos < intlen && (intlen - pos) % 3 == 0 && off + 2 < len)
-			buf[off++] = ',';
-		buf[off++] = digits[i];
-	}
-	buf[off] = '\0';
-}
-
-int an_score_decimals(double score, double error)
-{
-	if (fabs(score) >= 1000)
-		return 0;
-	if (isfinite(error) && error > 0 && error < 0.005)
-		return 3;
-	return 2;
-}
-
-/* ---- JSON ------------------------------------------------------------------------------ */
-
-static void json_str(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		default:
-			if (*p < 0x20)
-				fprintf(out, "\\u%04x", *p);
-			else
-				fputc(*p, out);
-		}
-	}
-	fputc('"', out);
-}
-
-/* JSON has no NaN or infinity: they become null. */
-static void json_num(FILE *out, double v)
-{
-	if (isfinite(v))
-		fprintf(out, "%.17g", v);
-	else
-		fputs("null", out);
-}
-
-void an_json_str(FILE *out, const char *s)
-{
-	json_str(out, s);
-}
-
-void an_json_num(FILE *out, double v)
-{
-	json_num(out, v);
-}
 
 /* The largest gap, in points, between the phase word's and the stacks' share of a
  * category; *worst is the category. 0 when nothing was classified. */
@@ -134,9 +51,9 @@ static void json_quality(FILE *out, const struct an_stack_quality *q)
 		(unsigned long long)q->past_root);
 	for (size_t i = 0; i < q->nbreaks; i++) {
 		fputs(i ? ", {\"object\": " : "{\"object\": ", out);
-		json_str(out, q->breaks[i].object);
+		an_json_str(out, q->breaks[i].object);
 		fputs(", \"walk\": ", out);
-		json_str(out, q->breaks[i].why);
+		an_json_str(out, q->breaks[i].why);
 		fprintf(out, ", \"samples\": %llu}", (unsigned long long)q->breaks[i].count);
 	}
 	fprintf(out, "], \"broken_elsewhere\": %llu}", (unsigned long long)q->breaks_other);
@@ -151,15 +68,15 @@ static void json_agreement(FILE *out, const struct an_agreement *a, size_t nrule
 		     "\"rules\": %zu, \"largest_gap_points\": ",
 		(unsigned long long)a->samples, (unsigned long long)a->same,
 		(unsigned long long)a->no_stack, nrules);
-	json_num(out, a->samples ? gap : NAN);
+	an_json_num(out, a->samples ? gap : NAN);
 	fputs(", \"largest_gap_category\": ", out);
-	json_str(out, a->samples && gap > 0 ? an_category_name(worst) : NULL);
+	an_json_str(out, a->samples && gap > 0 ? an_category_name(worst) : NULL);
 	fputs(", \"disagreement\": ", out);
 	if (a->samples && gap > AN_AGREEMENT_MAX_GAP) {
 		fputs("{\"category\": ", out);
-		json_str(out, an_category_name(worst));
+		an_json_str(out, an_category_name(worst));
 		fputs(", \"points\": ", out);
-		json_num(out, gap);
+		an_json_num(out, gap);
 		fputc('}', out);
 	} else {
 		fputs("null", out);
@@ -237,7 +154,7 @@ enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *
 
 /* The category table: every sample by its category where the attribution was kept,
  * else the samples by their phase (a summary made without one). */
-static unsigned ncats(const struct an_probe_summary *p)
+static unsigned probe_ncats(const struct an_probe_summary *p)
 {
 	return p->attribution ? AN_CAT_COUNT : RT_PHASE_COUNT;
 }
@@ -259,17 +176,17 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	enum an_shortfall why = an_sampling_shortfall(p, shortfall, sizeof(shortfall));
 
 	fputs("{\"name\": ", out);
-	json_str(out, p->name);
+	an_json_str(out, p->name);
 	fprintf(out, ", \"attached\": %s, \"status\": ", p->attached ? "true" : "false");
-	json_str(out, p->status);
+	an_json_str(out, p->status);
 	fputs(", \"event\": ", out);
-	json_str(out, p->event);
+	an_json_str(out, p->event);
 	fputs(", \"event_note\": ", out);
-	json_str(out, p->event_note);
+	an_json_str(out, p->event_note);
 	fputs(", \"call_graph\": ", out);
-	json_str(out, p->callgraph);
+	an_json_str(out, p->callgraph);
 	fputs(", \"group\": ", out);
-	json_str(out, p->group);
+	an_json_str(out, p->group);
 	fprintf(out,
 		", \"frequency_hz\": %u, \"samples\": %llu, \"sampling\": {\"expected\": %llu, "
 		"\"taken\": %llu, \"cpu_ns\": %llu, \"window_ns\": %llu, \"cost_pct\": %.1f, "
@@ -291,19 +208,19 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 		(unsigned long long)p->ring_full, (unsigned long long)p->truncated, p->stack_copy,
 		p->ring_bytes, (unsigned long long)p->stack_bytes,
 		(unsigned long long)p->unwind_ns);
-	json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
+	an_json_str(out, p->unwind_error && *p->unwind_error ? p->unwind_error : NULL);
 	fprintf(out, "}, \"maps\": {\"stack_entries\": %u, \"count_entries\": %u, "
 		     "\"stacks_held_max\": %llu, \"counts_held_max\": %llu",
 		p->stack_entries, p->count_entries, (unsigned long long)p->stacks_held_max,
 		(unsigned long long)p->counts_held_max);
 	if (p->maps_sized) {
 		fputs(", \"sized\": ", out);
-		json_str(out, p->maps_sized);
+		an_json_str(out, p->maps_sized);
 	}
 	fputs("}", out);
 	fprintf(out, ", \"program\": {\"runs\": %llu, \"ns\": %llu}, \"categories\": {",
 		(unsigned long long)p->prog_runs, (unsigned long long)p->prog_ns);
-	for (unsigned i = 0; i < ncats(p); i++)
+	for (unsigned i = 0; i < probe_ncats(p); i++)
 		fprintf(out, "%s\"%s\": %llu", i ? ", " : "", an_category_name(cat_of(p, i)),
 			(unsigned long long)cat_samples(p, i));
 	fputs("}, \"attribution\": ", out);
@@ -325,20 +242,20 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 	else
 		fputs("null", out);
 	fputs(", \"rules_file\": ", out);
-	json_str(out, p->rules); /* null: the built-in rules */
+	an_json_str(out, p->rules); /* null: the built-in rules */
 	fputs(", \"objects\": [", out);
 	for (size_t i = 0; i < p->nobjects; i++) {
 		fputs(i ? ", {\"path\": " : "{\"path\": ", out);
-		json_str(out, p->objects[i].path);
+		an_json_str(out, p->objects[i].path);
 		fputs(", \"build_id\": ", out);
-		json_str(out, p->objects[i].build_id[0] ? p->objects[i].build_id : NULL);
+		an_json_str(out, p->objects[i].build_id[0] ? p->objects[i].build_id : NULL);
 		fputs("}", out);
 	}
 	fprintf(out, "], \"objects_left_out\": %zu", p->objects_over);
 	fputs(", \"folded\": ", out);
-	json_str(out, p->folded);
+	an_json_str(out, p->folded);
 	fputs(", \"svg\": ", out);
-	json_str(out, p->svg);
+	an_json_str(out, p->svg);
 	fprintf(out, ", \"attach_ns\": %llu, \"cost_measure_ns\": %llu}",
 		(unsigned long long)p->attach_ns, (unsigned long long)p->cost_ns);
 }
@@ -346,15 +263,15 @@ static void json_probe(FILE *out, const struct an_probe_summary *p)
 static void json_part(FILE *out, const struct an_probe_part *p)
 {
 	fputs("{\"name\": ", out);
-	json_str(out, p->name);
+	an_json_str(out, p->name);
 	fprintf(out, ", \"attached\": %s, \"status\": ", p->attached ? "true" : "false");
-	json_str(out, p->status);
+	an_json_str(out, p->status);
 	fprintf(out, ", \"attach_ns\": %llu, \"summary\": ", (unsigned long long)p->attach_ns);
-	json_str(out, p->summary);
+	an_json_str(out, p->summary);
 	fputs(", \"files\": [", out);
 	for (size_t i = 0; i < sizeof(p->files) / sizeof(p->files[0]) && p->files[i]; i++) {
 		fputs(i ? ", " : "", out);
-		json_str(out, p->files[i]);
+		an_json_str(out, p->files[i]);
 	}
 	fputc(']', out);
 	if (p->attached && p->json)
@@ -365,9 +282,9 @@ static void json_part(FILE *out, const struct an_probe_part *p)
 static void json_summary(FILE *out, const struct an_summary *s)
 {
 	fprintf(out, "{\"n\": %zu, \"mean\": ", s->n);
-	json_num(out, s->mean);
+	an_json_num(out, s->mean);
 	fputs(", \"error\": ", out);
-	json_num(out, s->ci_half);
+	an_json_num(out, s->ci_half);
 	fputc('}', out);
 }
 
@@ -378,20 +295,20 @@ static void json_overhead(FILE *out, const struct an_overhead *o)
 		return;
 	}
 	fputs("{\"probes\": ", out);
-	json_str(out, o->probes);
+	an_json_str(out, o->probes);
 	fprintf(out, ", \"forks_each\": %u, \"measured\": %s, \"why_not\": ", o->forks,
 		o->measured ? "true" : "false");
-	json_str(out, o->measured ? NULL : o->why);
+	an_json_str(out, o->measured ? NULL : o->why);
 	fputs(", \"with_probes\": ", out);
 	json_summary(out, &o->on);
 	fputs(", \"without_probes\": ", out);
 	json_summary(out, &o->off);
 	fputs(", \"ratio\": ", out);
-	json_num(out, o->measured ? o->ratio.value : NAN);
+	an_json_num(out, o->measured ? o->ratio.value : NAN);
 	fputs(", \"ratio_low\": ", out);
-	json_num(out, o->measured && o->ratio.bounded ? o->ratio.lo : NAN);
+	an_json_num(out, o->measured && o->ratio.bounded ? o->ratio.lo : NAN);
 	fputs(", \"ratio_high\": ", out);
-	json_num(out, o->measured && o->ratio.bounded ? o->ratio.hi : NAN);
+	an_json_num(out, o->measured && o->ratio.bounded ? o->ratio.hi : NAN);
 	fputs(", \"confidence\": 0.999}", out);
 }
 
@@ -400,14 +317,14 @@ static void json_table(FILE *out, const struct an_table *t)
 	fputs("{\"columns\": [", out);
 	for (size_t c = 0; c < t->ncols; c++) {
 		fputs(c ? ", " : "", out);
-		json_str(out, t->cols[c]);
+		an_json_str(out, t->cols[c]);
 	}
 	fputs("], \"rows\": [", out);
 	for (size_t r = 0; r < t->nrows; r++) {
 		fputs(r ? ",\n      [" : "\n      [", out);
 		for (size_t c = 0; c < t->ncols; c++) {
 			fputs(c ? ", " : "", out);
-			json_num(out, t->cells[r * t->ncols + c]);
+			an_json_num(out, t->cells[r * t->ncols + c]);
 		}
 		fputc(']', out);
 	}
@@ -417,70 +334,70 @@ static void json_table(FILE *out, const struct an_table *t)
 int an_report_json(const struct an_run *r, FILE *out)
 {
 	fputs("{\n  \"schema\": \"schedlab-result/1\",\n  \"id\": ", out);
-	json_str(out, r->id);
+	an_json_str(out, r->id);
 	fputs(",\n  \"workload\": ", out);
-	json_str(out, r->workload);
+	an_json_str(out, r->workload);
 	fputs(",\n  \"op\": ", out);
-	json_str(out, r->op);
+	an_json_str(out, r->op);
 	fputs(",\n  \"preset\": ", out);
-	json_str(out, r->preset);
+	an_json_str(out, r->preset);
 	if (r->profiled) {
 		fputs(",\n  \"kind\": \"profile\",\n  \"ended\": ", out);
-		json_str(out, r->profiled);
+		an_json_str(out, r->profiled);
 	}
 	fputs(",\n  \"params\": ", out);
-	json_str(out, r->params);
+	an_json_str(out, r->params);
 	fputs(",\n  \"command\": ", out);
-	json_str(out, r->command);
+	an_json_str(out, r->command);
 	fputs(",\n  \"started\": ", out);
-	json_str(out, r->started);
+	an_json_str(out, r->started);
 	fputs(",\n  \"host\": ", out);
-	json_str(out, r->host);
+	an_json_str(out, r->host);
 	fprintf(out,
 		",\n  \"forks\": %u,\n  \"warmup_iterations\": %u,\n  \"iterations\": %u,\n"
 		"  \"iteration_seconds\": ",
 		r->forks, r->warmup, r->iterations);
-	json_num(out, r->time_s);
+	an_json_num(out, r->time_s);
 	fprintf(out, ",\n  \"workers\": %u,\n  \"unit\": ", r->workers);
-	json_str(out, r->unit);
+	an_json_str(out, r->unit);
 	fputs(",\n  \"score\": ", out);
-	json_num(out, r->nsamples ? r->score.mean : NAN);
+	an_json_num(out, r->nsamples ? r->score.mean : NAN);
 	fputs(",\n  \"error\": ", out);
-	json_num(out, r->nsamples ? r->score.ci_half : NAN);
+	an_json_num(out, r->nsamples ? r->score.ci_half : NAN);
 	fputs(",\n  \"confidence\": 0.999", out);
 	fprintf(out, ",\n  \"n\": %zu,\n  \"sd\": ", r->nsamples);
-	json_num(out, r->nsamples ? r->score.sd : NAN);
+	an_json_num(out, r->nsamples ? r->score.sd : NAN);
 	fputs(",\n  \"samples\": [", out);
 	for (size_t i = 0; i < r->nsamples; i++) {
 		fputs(i ? ", " : "", out);
-		json_num(out, r->samples[i]);
+		an_json_num(out, r->samples[i]);
 	}
 	fputs("],\n  \"runtime\": {", out);
 	for (size_t i = 0; i < r->nmetrics; i++) {
 		fputs(i ? ", " : "", out);
-		json_str(out, r->metrics[i].name);
+		an_json_str(out, r->metrics[i].name);
 		fputs(": ", out);
-		json_num(out, r->metrics[i].value);
+		an_json_num(out, r->metrics[i].value);
 	}
 	fputs("},\n  \"workload_metrics\": {", out);
 	for (size_t i = 0; i < r->nworkload_metrics; i++) {
 		fputs(i ? ", " : "", out);
-		json_str(out, r->workload_metrics[i].name);
+		an_json_str(out, r->workload_metrics[i].name);
 		fputs(": {\"value\": ", out);
-		json_num(out, r->workload_metrics[i].value);
+		an_json_num(out, r->workload_metrics[i].value);
 		fputs(", \"unit\": ", out);
-		json_str(out, r->workload_units[i]);
+		an_json_str(out, r->workload_units[i]);
 		fputc('}', out);
 	}
 	fputs("},\n  \"knobs\": {", out);
 	for (size_t i = 0; i < r->nknobs; i++) {
 		fputs(i ? ", " : "", out);
-		json_str(out, r->knobs[i].name);
+		an_json_str(out, r->knobs[i].name);
 		fputs(": ", out);
-		json_str(out, r->knobs[i].value);
+		an_json_str(out, r->knobs[i].value);
 	}
 	fputs("},\n  \"overrides\": ", out);
-	json_str(out, r->overrides ? r->overrides : "");
+	an_json_str(out, r->overrides ? r->overrides : "");
 	fputs(",\n  \"per_iteration\": ", out);
 	json_table(out, &r->per_iteration);
 	fputs(",\n  \"per_worker\": ", out);
@@ -517,19 +434,19 @@ int an_report_json(const struct an_run *r, FILE *out)
 		fprintf(out, "{\"name\": \"counters\", \"attached\": %s, \"status\": ",
 			r->counters_status && !strncmp(r->counters_status, "attached", 8) ? "true"
 											  : "false");
-		json_str(out, r->counters_status);
+		an_json_str(out, r->counters_status);
 		fprintf(out, ", \"attach_ns\": %llu, \"summary\": ",
 			(unsigned long long)r->counters_attach_ns);
-		json_str(out, r->counters_summary);
+		an_json_str(out, r->counters_summary);
 		an_counters_json(out, r->counters);
 		fputs("}", out);
 	} else {
 		fputs("null", out);
 	}
 	fputs(",\n  \"failure\": ", out);
-	json_str(out, r->error);
+	an_json_str(out, r->error);
 	fprintf(out, ",\n  \"partial\": %s,\n  \"partial_reason\": ", r->partial ? "true" : "false");
-	json_str(out, r->partial);
+	an_json_str(out, r->partial);
 	fputs(",\n  \"findings\": ", out);
 	if (r->findings)
 		an_findings_json(r->findings, r->nfindings, out);
@@ -544,15 +461,15 @@ int an_findings_json(const struct an_finding *f, size_t n, FILE *out)
 	fputc('[', out);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i ? ",\n    {\"id\": " : "\n    {\"id\": ", out);
-		json_str(out, f[i].id);
+		an_json_str(out, f[i].id);
 		fputs(", \"share\": ", out);
-		json_num(out, f[i].share);
+		an_json_num(out, f[i].share);
 		fputs(", \"claim\": ", out);
-		json_str(out, f[i].claim);
+		an_json_str(out, f[i].claim);
 		fputs(", \"evidence\": ", out);
-		json_str(out, f[i].evidence);
+		an_json_str(out, f[i].evidence);
 		fputs(", \"action\": ", out);
-		json_str(out, f[i].action);
+		an_json_str(out, f[i].action);
 		fputc('}', out);
 	}
 	fputs(n ? "\n  ]" : "]", out);
@@ -807,7 +724,7 @@ static void md_probe(FILE *out, const struct an_probe_summary *p)
 		fputs("- Grouping: by thread (--group thread).\n", out);
 	if (p->samples) {
 		fputs("\n  | category | samples | share |\n  | --- | ---: | ---: |\n", out);
-		for (unsigned i = 0; i < ncats(p); i++) {
+		for (unsigned i = 0; i < probe_ncats(p); i++) {
 			if (!cat_samples(p, i))
 				continue;
 			an_format_number((double)cat_samples(p, i), 0, n, sizeof(n));
@@ -1023,4 +940,58 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 	fprintf(out, "Reproduce: `%s`  \nRun %s, started %s on %s.\n", r->command, r->id,
 		r->started, r->host);
 	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- at report time ---------------------------------------------------------------------- */
+
+/* The run in memory, before any of its files is read back: rendered as result.json is,
+ * into memory, and parsed as the result 'schedlab diagnose' reads from the folder. This
+ * round trip is the one seam left between a run in memory and its findings, and it is
+ * kept on purpose: the findings read a result by path, and the probes beside oncpu
+ * (sched, offcpu, ...) hold their figures only as the JSON members their callbacks write
+ * (struct an_probe_part), so a reader of struct an_run would need a second description
+ * of every probe's figures, or could say something diagnose would not. Nothing here
+ * touches result.json on disk; only the folder's oncpu.folded, written by now, is read. */
+int an_run_findings(const struct an_run *r, const char *source, struct an_finding *out,
+		    size_t max, char *err, size_t errlen)
+{
+	struct an_result *res;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int n;
+
+	mem = open_memstream(&text, &len);
+	if (!mem) {
+		n = -errno;
+		snprintf(err, errlen, "%s: cannot render the result for its findings: %s", source,
+			 strerror(-n));
+		return n;
+	}
+	n = an_report_json(r, mem);
+	if (fclose(mem) && !n)
+		n = -ENOMEM;
+	if (n) {
+		snprintf(err, errlen, "%s: cannot render the result for its findings: %s", source,
+			 strerror(-n));
+		free(text);
+		return n;
+	}
+	{
+		const char *slash = strrchr(source, '/');
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - source) : 1,
+			 slash ? source : ".");
+		res = an_result_parse_in(text, len, dir, source, err, errlen);
+	}
+	n = res ? 0 : -errno;
+	free(text);
+	if (!res)
+		return n ? n : -EINVAL;
+	n = an_findings(res, out, max);
+	an_result_free(res);
+	if (n < 0)
+		snprintf(err, errlen, "%s: findings: %s", source, strerror(-n));
+	return n;
 }

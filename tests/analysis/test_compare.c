@@ -1,9 +1,9 @@
 /*
  * Tests of analysis/compare.c: Fieller's interval for a ratio of means against a case
  * worked by hand, the verdict on either side of the noise band and when the interval
- * holds 1, which way a unit is better, and comparisons of result.json documents: the
- * refusals, a time-per-op unit, parameters that differ, category shares in points and
- * which counters count as differing materially.
+ * holds 1, and comparisons of result.json documents: the refusals, a time-per-op unit,
+ * parameters that differ, category shares in points and which counters count as
+ * differing materially.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -119,17 +119,6 @@ Test(compare, verdict_needs_the_interval_to_exclude_one_and_the_change_beyond_th
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_FASTER), "faster");
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_SLOWER), "slower");
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_NO_CHANGE), "no change");
-}
-
-Test(compare, units_say_which_way_is_better)
-{
-	cr_expect_eq(an_unit_higher_is_better("ops/s"), 1);
-	cr_expect_eq(an_unit_higher_is_better("MiB/s"), 1);
-	cr_expect_eq(an_unit_higher_is_better("ns/op"), 0);
-	cr_expect_eq(an_unit_higher_is_better("us/op"), 0);
-	cr_expect_eq(an_unit_higher_is_better("widgets"), -1);
-	cr_expect_eq(an_unit_higher_is_better("/s"), -1);
-	cr_expect_eq(an_unit_higher_is_better(NULL), -1);
 }
 
 /* ---- comparisons of result.json documents ------------------------------------------ */
