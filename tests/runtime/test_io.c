@@ -149,10 +149,14 @@ static void earlier_timer_run(struct rt_sched *s, const char *what)
 
 	make_pipe(e.fd);
 	early_arg = &e;
+	cr_expect_not(rt_test_epoll_sleeper(5000 * MS),
+		      "%s: a long sleep in epoll before the long wait", what);
 	cr_assert_not_null(lw = rt_submit(s, long_wait_task, NULL));
 	while (!__atomic_load_n(&e.waiting, __ATOMIC_ACQUIRE))
 		usleep(100);
-	usleep(5000); /* let the reactor settle into its 10 s sleep */
+	/* the reactor (or the worker's poller) sleeps toward the 10 s deadline: the earlier
+	 * timer must wake it */
+	rt_test_await_epoll_sleep(5000 * MS, what);
 	cr_assert_not_null(sl = rt_submit(s, short_sleep_task, NULL));
 	slept = rt_join(sl);
 	cr_expect_geq(slept, 20 * MS, "%s: early", what);
@@ -623,7 +627,8 @@ static void parked_workers_woken(const char *poller, unsigned workers)
 		cr_assert_eq(poll_waits(s), 4, "%s/%u: the waits on the workers' pollers",
 			     poller, workers);
 	}
-	usleep(20000); /* the workers park (nothing else to run); nothing depends on it */
+	/* every worker parks (nothing else to run): the writes must wake what sleeps */
+	rt_test_await_named_asleep("rt-worker", workers, "the workers park");
 	for (int i = 0; i < 4; i++) {
 		char c = 'w';
 
@@ -707,10 +712,29 @@ Test(reactor, thread_waits_with_poll, .timeout = 60)
 
 /* ---- the reactor's life --------------------------------------------------------------------- */
 
+static bool no_runtime_threads(void *left)
+{
+	unsigned asleep;
+
+	*(unsigned *)left = rt_test_named_threads("rt-worker", 'S', &asleep) +
+			    rt_test_named_threads("rt-monitor", 'S', &asleep);
+	return !*(unsigned *)left;
+}
+
+/* Freed, a scheduler leaves no thread behind (detached, a worker's thread ends just after
+ * it says so: the test waits for it), and one that never waited started no reactor. */
 Test(reactor, scheduler_that_never_used_it_stops_cleanly, .timeout = 60)
 {
-	for (int i = 0; i < 20; i++)
-		rt_sched_free(rt_test_start("ce", 1 + i % 3));
+	for (int i = 0; i < 20; i++) {
+		struct rt_sched *s = rt_test_start("ce", 1 + i % 3);
+		pthread_t reactor;
+		unsigned left;
+
+		cr_expect_not(rt__io_thread(s, &reactor), "round %d: a reactor started", i);
+		rt_sched_free(s);
+		cr_expect(rt_test_until(no_runtime_threads, &left),
+			  "round %d: %u threads outlived their scheduler by 30 s", i, left);
+	}
 }
 
 static uint64_t nap_task(void *arg)
@@ -736,8 +760,10 @@ static void restart_run(struct rt_sched *s, const char *what)
 		make_pipe(fd);
 		cr_assert_eq(rt_join(rt_submit(t, nap_task, (void *)(uintptr_t)(100000 * i))), 1,
 			     "%s", what);
+		cr_expect_not(rt_test_epoll_watches(&fd[0]), "%s: watched before the wait", what);
 		cr_assert_not_null(p = rt_submit(t, parked_on_pipe, (void *)(uintptr_t)fd[0]));
-		usleep(1000);
+		/* the wait is registered: the write wakes it */
+		rt_test_await_epoll_watch(fd[0], what);
 		cr_assert_eq(write(fd[1], &c, 1), 1);
 		cr_expect_eq((int64_t)rt_join(p), 0, "%s", what);
 		rt_sched_free(t);

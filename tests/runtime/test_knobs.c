@@ -4,7 +4,6 @@
  * a park. Each is checked by what it changes in the counters or in what tasks see.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <pthread.h>
@@ -14,14 +13,6 @@
 
 #include "runtime/internal.h"
 #include "tests/runtime/rt_test.h"
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 /* ---- blocking=offload ------------------------------------------------------------------ */
 
@@ -50,7 +41,7 @@ static uint64_t section_with_child(void *arg)
 	rt_blocking_begin();
 	p->inside = gettid();
 	for (int i = 0; i < 5000 && !__atomic_load_n(&p->child_ran, __ATOMIC_ACQUIRE); i++)
-		sleep_ms(1);
+		rt_test_sleep_ns(1ull * 1000000);
 	p->ran_during = __atomic_load_n(&p->child_ran, __ATOMIC_ACQUIRE);
 	rt_blocking_end();
 	p->after = gettid();
@@ -108,7 +99,7 @@ static uint64_t overlapping_section(void *arg)
 	     now > m && !__atomic_compare_exchange_n(&o->most, &m, now, false, __ATOMIC_RELAXED,
 						     __ATOMIC_RELAXED);)
 		;
-	sleep_ms(50);
+	rt_test_sleep_ns(50ull * 1000000);
 	__atomic_sub_fetch(&o->inside, 1, __ATOMIC_ACQ_REL);
 	rt_blocking_end();
 	return 0;
@@ -222,36 +213,6 @@ Test(knobs, scan_start_round_robin_deals_the_tasks_out)
 
 /* ---- park_spin_us ------------------------------------------------------------------------ */
 
-/* The state letter of the process's one thread named rt-worker (/proc: R running or
- * runnable, S asleep); '?' when there is none. */
-static char worker_state(void)
-{
-	char path[64], buf[512];
-	struct dirent *e;
-	char state = '?';
-	DIR *d = opendir("/proc/self/task");
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* gone meanwhile */
-		if (!fgets(buf, sizeof(buf), f) || strcmp(buf, "rt-worker\n")) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		state = rt_test_thread_state((pid_t)atoi(e->d_name));
-	}
-	closedir(d);
-	return state;
-}
-
 /* How many of 20 looks, 5 ms apart, find the one worker, idle since its task ended,
  * on a CPU or waiting for one (R) rather than asleep. The worker's thread state is the
  * kernel's, so other work on the CPUs cannot change it: a spinner preempted is still
@@ -265,13 +226,14 @@ static int idle_worker_running(const char *spin_us)
 	/* the worker parks after the task, and spins (if it does) for a second from then;
 	 * the looks fall well inside it */
 	rt_join(rt_submit(s, leaf, NULL));
-	sleep_ms(20);
+	rt_test_sleep_ns(20ull * 1000000);
 	for (int i = 0; i < 20; i++) {
-		char st = worker_state();
+		unsigned on_cpu;
 
-		cr_assert_neq(st, '?', "no thread named rt-worker");
-		running += st == 'R';
-		sleep_ms(5);
+		cr_assert_eq(rt_test_named_threads("rt-worker", 'R', &on_cpu), 1,
+			     "not one thread named rt-worker");
+		running += on_cpu;
+		rt_test_sleep_ns(5ull * 1000000);
 	}
 	rt_sched_free(s);
 	return running;
@@ -396,7 +358,7 @@ static uint64_t attempts_with(const char *passes)
 
 	for (int i = 0; i < 20; i++) {
 		rt_join(rt_submit(s, leaf, NULL));
-		sleep_ms(1);
+		rt_test_sleep_ns(1ull * 1000000);
 	}
 	rt_sched_stats_total(s, &st);
 	rt_sched_free(s);

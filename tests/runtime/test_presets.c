@@ -37,14 +37,6 @@ static struct rt_sched *start_kyo_undetected(unsigned workers)
 	return rt_test_start_with("kyo", workers, "blocking", "none", "time_slice_ms", "0", NULL);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -71,10 +63,11 @@ static void wait_all_parked(struct rt_sched *s)
 			parked += per[i].parks > 0;
 		if (parked == n)
 			break;
-		sleep_ns(1000000);
+		rt_test_sleep_ns(1000000);
 	}
 	cr_assert_eq(parked, n, "%u of %u workers parked within 60 s of the start", parked, n);
-	sleep_ns(2000000); /* and are asleep, not just counted */
+	/* and are asleep, not just counted */
+	rt_test_await_named_asleep("rt-worker", n, "the workers park");
 }
 
 /* ---- placement ---------------------------------------------------------------------- */
@@ -318,7 +311,7 @@ static uint64_t block_with_child_queued(void *arg)
 	rt_blocking_begin();
 	until = now_ns() + p->block_ns;
 	while (now_ns() < until && !__atomic_load_n(&p->ran, __ATOMIC_ACQUIRE))
-		sleep_ns(200000);
+		rt_test_sleep_ns(200000);
 	p->ran_during = __atomic_load_n(&p->ran, __ATOMIC_ACQUIRE);
 	rt_blocking_end();
 	rt_join(t);
@@ -361,7 +354,7 @@ struct goes_on {
 
 static int nap_1ms(void *arg)
 {
-	sleep_ns(1000000);
+	rt_test_sleep_ns(1000000);
 	return 0;
 }
 
@@ -427,7 +420,7 @@ Test(presets, go_monitor_retakes_a_blocked_workers_queue)
 	 * thread may have run the child, the section ended and the join returned: wait for
 	 * the count (failed once with both CPUs busy, read before the monitor got back) */
 	for (int tries = 0; st.handoffs < 1 && tries < 5000; tries++) {
-		sleep_ns(1000000);
+		rt_test_sleep_ns(1000000);
 		rt_sched_stats_total(s, &st);
 	}
 	cr_expect_geq(st.handoffs, 1);
@@ -494,7 +487,7 @@ static uint64_t short_blocks(void *arg)
 
 		rt_blocking_begin();
 		t0 = now_ns();
-		sleep_ns(1000000);
+		rt_test_sleep_ns(1000000);
 		t0 = now_ns() - t0;
 		rt_blocking_end();
 		if (t0 > r->longest_ns)
@@ -532,7 +525,7 @@ Test(presets, kyo_detector_misses_1ms_blocks)
 static uint64_t long_block(void *arg)
 {
 	rt_blocking_begin();
-	sleep_ns(60000000);
+	rt_test_sleep_ns(60000000);
 	rt_blocking_end();
 	return 0;
 }

@@ -18,16 +18,6 @@
 static const enum fx_interp interps[] = { FX_STACK, FX_NAIVE };
 static const char *const interp_names[] = { "stack", "naive" };
 
-/* Run fn(arg) as one task on a fresh scheduler. */
-static uint64_t in_task(unsigned workers, rt_fn fn, void *arg)
-{
-	struct rt_sched *s = rt_test_start(NULL, workers);
-	uint64_t r = rt_join(rt_submit(s, fn, arg));
-
-	rt_sched_free(s);
-	return r;
-}
-
 /* Run io (consumed) and expect value v. */
 static void expect_value(struct fx_io *io, enum fx_interp how, uint64_t v)
 {
@@ -706,19 +696,38 @@ Test(effect, a_chain_of_depth_100000_runs_and_frees_everything, .timeout = 60)
 	rt_sched_free(s);
 }
 
+struct unrun {
+	struct rt_sched *s;
+	uint64_t calls, frees;
+};
+
 static uint64_t free_unrun(void *arg)
 {
-	struct fx_io *io = fx_pure(0);
+	struct unrun *u = arg;
+	struct rt_worker_stats before, after;
+	struct fx_io *io;
 
+	rt_sched_stats_total(u->s, &before);
+	io = fx_pure(0);
 	for (int i = 0; i < 200000; i++)
 		io = fx_map(io, plus_one, NULL);
 	fx_free(io); /* a list, freed in a loop: a recursion would overflow the task's stack */
+	rt_sched_stats_total(u->s, &after);
+	u->calls = after.alloc_calls - before.alloc_calls;
+	u->frees = after.frees - before.frees;
 	return 0;
 }
 
-Test(effect, freeing_a_deep_value_that_never_ran)
+Test(effect, freeing_a_deep_value_that_never_ran, .timeout = 60)
 {
-	in_task(1, free_unrun, NULL);
+	struct unrun u = { .s = rt_test_start(NULL, 1) };
+
+	rt_join(rt_submit(u.s, free_unrun, &u));
+	cr_expect_geq(u.calls, 200001, "%lu allocations for 200,001 values",
+		      (unsigned long)u.calls);
+	cr_expect_eq(u.calls, u.frees, "%lu allocations, %lu frees", (unsigned long)u.calls,
+		     (unsigned long)u.frees);
+	rt_sched_free(u.s);
 }
 
 /* ---- preemption -------------------------------------------------------------------------- */
