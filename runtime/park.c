@@ -4,8 +4,10 @@
  * that finds work wakes the next one if it was the last; the last searcher to park
  * re-checks every queue, so work is never left with every worker asleep. Work placed on
  * one worker by another thread wakes that worker itself. The placement code (place.c)
- * and the run loop (sched.c) call in here; from them this file uses only
- * rt__work_pending(), the last searcher's look at every queue.
+ * and the run loop (sched.c) call in here. Beyond the clock and futex helpers of
+ * internal.h this file calls rt__work_pending() (place.c), the last searcher's look at
+ * every queue; rt__poller_wait() (io.c), where a worker with its own poller parks in
+ * epoll; and rt__count_park() (stats.c).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -2,16 +2,12 @@
  * The scheduler: runtime threads and their run loop, searching (parking is park.c), and the
  * task operations built on them (spawn, submit, join, yield, suspend, wait).
  *
- * A thread that drives a worker looks for its next task (rt__next_task: the LIFO
+ * A thread that drives a worker looks for its next task (rt__next_task, place.c: the LIFO
  * slot, the global queue every global_interval ticks, its own queue, its inbox, a
  * batch from the global queue), then, if idle workers may steal and fewer than
  * workers/searcher_frac are searching already, searches other workers' queues for
- * search_passes passes and then up to search_spin_us more, and then parks. Parking
- * follows Tokio's protocol: one atomic word counts unparked and searching workers; a
- * push wakes a parked worker by the notify knob's rule, a searcher that finds work
- * wakes the next one if it was the last, and the last searcher to park re-checks
- * every queue, so work is never left with every worker asleep. Work placed on one
- * worker by another thread (a scan, a flush) wakes that worker itself.
+ * search_passes passes and then up to search_spin_us more, and then parks (park.c:
+ * Tokio's protocol, whose last searcher re-checks every queue before it sleeps).
  *
  * A task switches back to its thread's own context (never straight to another task);
  * what it wants done then (finish, requeue, or commit a wait) is in th->after, and
