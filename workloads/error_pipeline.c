@@ -690,19 +690,12 @@ static uint64_t ep_pipeline(struct ep_state *st, uint64_t k)
 	return w;
 }
 
-#define EP_FOLD_START 0xcbf29ce484222325ull
-
-static uint64_t ep_fold(uint64_t h, uint64_t w)
-{
-	return (h ^ w) * 0x100000001b3ull;
-}
-
 /* n pipelines in sequence, each awaited before the next begins; the fold of their words,
  * which are kept for the check. */
 static uint64_t error_pipeline_op(struct wl_ctx *ctx)
 {
 	struct ep_state *st = ctx->state;
-	uint64_t h = EP_FOLD_START;
+	uint64_t h = WL__FOLD_SEED;
 
 	st->first = st->next;
 	for (st->ran = 0; st->ran < st->n;) {
@@ -711,7 +704,7 @@ static uint64_t error_pipeline_op(struct wl_ctx *ctx)
 		st->words[st->ran++] = w;
 		if (w == EP_BROKEN)
 			break;
-		h = ep_fold(h, w);
+		h = wl__fold(h, w);
 	}
 	return h;
 }
@@ -734,7 +727,7 @@ static void ep_describe(char *buf, size_t len, uint64_t w)
 static bool error_pipeline_check(struct wl_ctx *ctx, uint64_t result, char *err, size_t errlen)
 {
 	struct ep_state *st = ctx->state;
-	uint64_t h = EP_FOLD_START, got[EP_OUTCOMES] = { 0 }, want[EP_OUTCOMES] = { 0 };
+	uint64_t h = WL__FOLD_SEED, got[EP_OUTCOMES] = { 0 }, want[EP_OUTCOMES] = { 0 };
 	char got_s[96] = "not run", want_s[96];
 	long bad = -1;
 
@@ -742,7 +735,7 @@ static bool error_pipeline_check(struct wl_ctx *ctx, uint64_t result, char *err,
 		uint64_t w = ep_replay(st, st->first + (uint64_t)j);
 
 		want[w & 3]++;
-		h = ep_fold(h, w);
+		h = wl__fold(h, w);
 		if (j < st->ran && st->words[j] != EP_BROKEN && (st->words[j] & 3) < EP_OUTCOMES)
 			got[st->words[j] & 3]++;
 		if (bad < 0 && (j >= st->ran || st->words[j] != w))

@@ -99,13 +99,13 @@ size_t wl__tcp_report(struct wl_ctx *ctx, rt_fn op_task, struct wl_metric *out, 
 /* tcp-blocking and tcp-callback share parameters. */
 extern const struct wl_param wl__tcp_params[];
 
-/* ---- streams: stream-queue and stream-par ------------------------------------------- */
+/* ---- checks: the fold the workloads' checks use -------------------------------------- */
 
 #define WL__FOLD_SEED 0xcbf29ce484222325ull /* FNV-1a's offset basis */
 
-/* The streams' fold of one element into acc: FNV-1a over 64-bit words, so that the fold
- * depends on the order of the elements as well as their values, and a stream that
- * reorders, drops or repeats an element folds to something else. */
+/* The fold of one value into acc: FNV-1a over 64-bit words, so that the fold depends on
+ * the order of the values as well as the values, and a stream, a pipeline or a
+ * connection's replies that reorder, drop or repeat one fold to something else. */
 static inline uint64_t wl__fold(uint64_t acc, uint64_t v)
 {
 	return (acc ^ v) * 0x100000001b3ull;

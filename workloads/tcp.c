@@ -50,9 +50,6 @@ extern char **environ;
 
 _Static_assert(WL__TCP_MAX_CONNS <= WL_TCP_SERVER_MAX_CONNS, "the server admits every one");
 
-#define FOLD_START 0xcbf29ce484222325ull /* FNV-1a's offset basis and prime */
-#define FOLD_PRIME 0x100000001b3ull
-
 const struct wl_param wl__tcp_params[] = {
 	{ "conns", WL_INT, "64", 1, WL__TCP_MAX_CONNS, NULL,
 	  "persistent loopback connections, one task each per op" },
@@ -80,21 +77,16 @@ static uint64_t fold_exchange(uint64_t r, uint32_t tag)
 	return r * 1000003u + tag + 1;
 }
 
-static uint64_t fold_connection(uint64_t h, uint64_t r)
-{
-	return (h ^ r) * FOLD_PRIME;
-}
-
 static uint64_t tcp_reference(long nconns, long exchanges)
 {
-	uint64_t h = FOLD_START;
+	uint64_t h = WL__FOLD_SEED;
 
 	for (long k = 0; k < nconns; k++) {
 		uint64_t r = 0;
 
 		for (long i = k; i < exchanges; i += nconns)
 			r = fold_exchange(r, tcp_tag((uint32_t)i));
-		h = fold_connection(h, r);
+		h = wl__fold(h, r);
 	}
 	return h;
 }
@@ -140,10 +132,10 @@ uint64_t wl__tcp_fold_exchange(uint64_t r, const struct wl__tcp_msg *resp)
 
 uint64_t wl__tcp_fold_connections(const uint64_t *r, long n)
 {
-	uint64_t h = FOLD_START;
+	uint64_t h = WL__FOLD_SEED;
 
 	for (long k = 0; k < n; k++)
-		h = fold_connection(h, r[k]);
+		h = wl__fold(h, r[k]);
 	return h;
 }
 

@@ -81,17 +81,17 @@ static void payload_fill(uint8_t *buf, size_t len, uint64_t i)
 
 static __attribute__((noinline)) uint64_t payload_checksum(const uint8_t *buf, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = WL__FOLD_SEED;
 	size_t off = 0;
 
 	for (; off + 8 <= len; off += 8) {
 		uint64_t w;
 
 		memcpy(&w, buf + off, 8);
-		h = (h ^ w) * 0x100000001b3ull;
+		h = wl__fold(h, w);
 	}
 	for (; off < len; off++)
-		h = (h ^ buf[off]) * 0x100000001b3ull;
+		h = wl__fold(h, buf[off]);
 	return h;
 }
 
