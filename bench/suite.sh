@@ -2,11 +2,13 @@
 # The studies' grids (docs/studies.md) at the studies' settings: `schedlab suite
 # five-runtimes`, `kyo-blocking`, `micro` and `memory` (study 1), `sequentially` (study 2) and
 # `errors` (study 3) with the probes off, so that each figure is the runtime's speed (errors'
-# stack-capture table runs its own cells under the on-CPU probe, as the suite says). A Markdown section per suite on stdout (make bench appends them to
-# BENCHMARKS.md): the suite's own table, our figure beside the published one and the shape
-# column the suite computes, without the run-folder links (the folders are temporary).
-# Progress on stderr. SUITES (all six; or SUITE, one name) and
-# SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s measured) change what runs.
+# stack-capture table runs its own cells under the on-CPU probe, as the suite says). On
+# stdout, Markdown for BENCHMARKS.md (make bench appends it): a heading that says which
+# build, host and sitting every grid came from, then a section per suite, the suite's own
+# table with our figure beside the published one and the shape column the suite computes,
+# without the run-folder links (the folders are temporary). Progress on stderr. SUITES (all
+# six; or SUITE, one name) and SUITE_ARGS (empty: 3 forks, 3 × 1 s warm-up, 3 × 1 s
+# measured) change what runs.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -57,9 +59,24 @@ section() {
 	}' "$tmp/$suite/suite.md" | sed -E 's/^(#+) /#\1 /'
 }
 
+# Every grid from one build on one host in one sitting: the sections go to a file, and
+# the heading that says when, where and with what comes first once they are done.
+start=$(date -u '+%Y-%m-%d %H:%M')
+t_all=$(date +%s)
 first=1
 for suite in $SUITES; do
+	echo "suite.sh: $suite" >&2
 	[ "$first" = 1 ] || echo
 	first=0
 	section "$suite"
-done
+done >"$tmp/sections.md"
+build_id=$(git describe --always --dirty 2>/dev/null || echo "of unknown commit")
+echo "## The studies' grids, in one sitting"
+echo
+echo "Every grid below ran one after another from one build (schedlab $(cat VERSION 2>/dev/null)," \
+	"commit $build_id) on one host ($(uname -r), $(nproc) CPUs): \`BUILD=$BUILD SUITES=\"$SUITES\"" \
+	"bench/suite.sh\` (\`make bench\`'s \`suite\` part), from $start UTC for" \
+	"$(($(date +%s) - t_all)) s. Numbers across these grids compare; numbers against other" \
+	"sections of this file, from other sittings, only as ratios."
+echo
+cat "$tmp/sections.md"
