@@ -122,6 +122,8 @@ same_content() { cmp -s "$1" "$2"; }
 # await PATTERN [FILE]: until FILE ($tmp/err) holds a line matching PATTERN (grep), or the
 # time limit; a row's check then says what did not come.
 await() { local n=0; until grep -q "$1" "${2:-$tmp/err}" 2>/dev/null || [ $n -ge $((LIMIT * 10)) ]; do sleep 0.1; n=$((n + 1)); done; }
+# await_path GLOB: until a path matches GLOB, or the same bound.
+await_path() { local n=0; until compgen -G "$1" >/dev/null || [ $n -ge $((LIMIT * 10)) ]; do sleep 0.1; n=$((n + 1)); done; }
 
 # A small folded file and a large one (a few seconds to render).
 printf 'main;a;b 10\nmain;a;c 5\nmain;d 3\n' >"$tmp/small.folded"
@@ -502,7 +504,11 @@ setsid "$BIN" sweep spawn-join -P n=100,200,400 --forks 1 --warmup 0 --iteration
 	--probes none -o "$tmp/sweepint" >"$tmp/out" 2>"$tmp/err" </dev/null &
 pid=$!
 await '\[2/3\]'
-await 'iteration  1/4' "$(ls "$tmp/sweepint"/02-*.log | head -1)"
+# the point's log is made after its "[2/3]" line is printed: wait for the file before
+# reading it, or the wait would read the sweep's own stderr, where no iteration shows,
+# and the SIGINT would come after the sweep ended
+await_path "$tmp/sweepint/02-*.log"
+await 'iteration  1/4' "$(ls "$tmp/sweepint"/02-*.log 2>/dev/null | head -1)"
 kill -INT -- -"$pid"
 timeout -k 5 "$LIMIT" tail --pid="$pid" -f /dev/null
 wait "$pid"
