@@ -445,9 +445,10 @@ struct hx_probeset_entry {
 	int error;               /* the first failure of begin or end, -errno */
 };
 
-/* The profile (oncpu) and the probes beside it, driven together. */
+/* The probes beside oncpu, driven together, and the profile (oncpu) they go with, which
+ * its caller drives (hx_profile_hooks(), hx_profile_reset()). */
 struct hx_probeset {
-	struct hx_profile *oncpu;  /* NULL: oncpu not asked for */
+	struct hx_profile *oncpu;  /* NULL: oncpu not asked for; carried, never driven here */
 	struct hx_probeset_entry probes[HX_NPROBES];
 	size_t n;
 	struct an_probe_part parts[HX_NPROBES];
@@ -462,10 +463,21 @@ int hx_probeset_open(struct hx_probeset *s, struct hx_profile *prof, unsigned ma
  * for). 0, -EINVAL as above, -ENOSPC when s is full. */
 int hx_probeset_add(struct hx_probeset *s, const struct hx_probe_ops *ops,
 		    const struct hx_probe_config *cfg, char *err, size_t errlen);
-/* Hooks for hx_run() that drive the profile and every attached probe: begun in order,
- * ended in reverse, and told in reverse when the fork is gone (their gone). */
+/* Hooks for hx_run() that drive every attached probe (not the profile): begun in order,
+ * ended in reverse, and told in reverse when the fork is gone (their gone). A probe's
+ * failure is kept as its own error, never the fork's: their end returns 0. */
 void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h);
+/* Forget what every attached probe collected (not the profile's). The first error. */
 int hx_probeset_reset(struct hx_probeset *s);
+
+/* Hooks h that run first's, then then's around a fork: begin first then then (a failure of
+ * first's begin stops there), end and gone in reverse, returning first's failure, else
+ * then's. The pipeline chains the profile (first) and the probe set. */
+struct hx_chain {
+	struct hx_hooks first, then;
+};
+void hx_hooks_chain(struct hx_chain *c, const struct hx_hooks *first, const struct hx_hooks *then,
+		    struct hx_hooks *h);
 /* Hand the benchmark's result to every attached probe that asks for it (observe). */
 void hx_probeset_observe(struct hx_probeset *s, const struct hx_result *res);
 /* Each probe's finish, into dir; s->parts[0..n) describe them afterwards (a probe that

@@ -390,15 +390,24 @@ static void measure_overhead(struct pipe *p)
 static int measure(struct pipe *p)
 {
 	const struct hx_spec *s = p->s;
-	struct hx_hooks hooks;
+	struct hx_hooks hooks, set_hooks, prof_hooks;
 	struct hx_alternate alternate;
+	struct hx_chain chain;
 	struct hx_spec doubled;
 	int err;
 
-	err = hx_probeset_reset(p->set);
+	/* the profile first: its failure to begin stops the fork, and it ends last */
+	err = p->set->oncpu ? hx_profile_reset(p->set->oncpu) : 0;
+	if (!err)
+		err = hx_probeset_reset(p->set);
 	if (err)
 		return err;
-	hx_probeset_hooks(p->set, &hooks);
+	hx_probeset_hooks(p->set, &set_hooks);
+	hooks = set_hooks;
+	if (p->set->oncpu) {
+		hx_profile_hooks(p->set->oncpu, &prof_hooks);
+		hx_hooks_chain(&chain, &prof_hooks, &set_hooks, &hooks);
+	}
 	if (p->o->overhead) {
 		struct hx_hooks probed = hooks;
 

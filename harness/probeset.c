@@ -1,6 +1,8 @@
 /*
- * The probe set: oncpu (the profile) and the probes beside it, opened from one --probes
- * list and driven together around each fork's measured iterations.
+ * The probe set: the probes beside oncpu, opened from one --probes list and driven
+ * together around each fork's measured iterations. The profile (oncpu, profile.c) is the
+ * pipeline's to drive; the set only carries it, and hx_hooks_chain() puts the two in
+ * order around a fork, so that nothing here calls up into the profile.
  *
  * A probe that cannot attach is not a failure of the run: its status says why, and the
  * benchmark runs without it. Each probe's attach time (open, load, attach) is measured
@@ -200,14 +202,8 @@ int hx_probeset_open(struct hx_probeset *s, struct hx_profile *prof, unsigned ma
 static int set_begin(void *ctx, pid_t pid, int64_t tls_off)
 {
 	struct hx_probeset *s = ctx;
-	struct hx_hooks h;
 	int err;
 
-	if (s->oncpu) {
-		hx_profile_hooks(s->oncpu, &h);
-		if ((err = h.measure_begin(h.ctx, pid, tls_off)))
-			return err;
-	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct hx_probeset_entry *e = &s->probes[i];
 
@@ -221,8 +217,7 @@ static int set_begin(void *ctx, pid_t pid, int64_t tls_off)
 static int set_end(void *ctx, pid_t pid)
 {
 	struct hx_probeset *s = ctx;
-	struct hx_hooks h;
-	int err, first = 0;
+	int err;
 
 	for (size_t i = s->n; i-- > 0;) {
 		struct hx_probeset_entry *e = &s->probes[i];
@@ -230,11 +225,7 @@ static int set_end(void *ctx, pid_t pid)
 		if (e->state && e->ops->end && (err = e->ops->end(e->state, pid)) && !e->error)
 			e->error = err;
 	}
-	if (s->oncpu) {
-		hx_profile_hooks(s->oncpu, &h);
-		first = h.measure_end(h.ctx, pid);
-	}
-	return first;
+	return 0; /* a probe's failure is its own (hx_probeset_finish()), not the fork's */
 }
 
 static int set_gone(void *ctx, pid_t pid)
@@ -262,7 +253,7 @@ void hx_probeset_hooks(struct hx_probeset *s, struct hx_hooks *h)
 
 int hx_probeset_reset(struct hx_probeset *s)
 {
-	int first = s->oncpu ? hx_profile_reset(s->oncpu) : 0;
+	int first = 0;
 
 	for (size_t i = 0; i < s->n; i++) {
 		struct hx_probeset_entry *e = &s->probes[i];
@@ -322,6 +313,50 @@ void hx_probeset_close(struct hx_probeset *s)
 			s->probes[i].ops->close(s->probes[i].state);
 	s->n = 0;
 }
+
+/* ---- hooks around hooks ---------------------------------------------------------------- */
+
+static int chain_begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	struct hx_chain *c = ctx;
+	int err = c->first.measure_begin ? c->first.measure_begin(c->first.ctx, pid, tls_off) : 0;
+
+	if (err)
+		return err;
+	return c->then.measure_begin ? c->then.measure_begin(c->then.ctx, pid, tls_off) : 0;
+}
+
+static int chain_end(void *ctx, pid_t pid)
+{
+	struct hx_chain *c = ctx;
+	int then = c->then.measure_end ? c->then.measure_end(c->then.ctx, pid) : 0;
+	int first = c->first.measure_end ? c->first.measure_end(c->first.ctx, pid) : 0;
+
+	return first ? first : then;
+}
+
+static int chain_gone(void *ctx, pid_t pid)
+{
+	struct hx_chain *c = ctx;
+	int then = c->then.fork_gone ? c->then.fork_gone(c->then.ctx, pid) : 0;
+	int first = c->first.fork_gone ? c->first.fork_gone(c->first.ctx, pid) : 0;
+
+	return first ? first : then;
+}
+
+void hx_hooks_chain(struct hx_chain *c, const struct hx_hooks *first, const struct hx_hooks *then,
+		    struct hx_hooks *h)
+{
+	c->first = *first;
+	c->then = *then;
+	h->ctx = c;
+	h->measure_begin = chain_begin;
+	h->measure_end = chain_end;
+	h->fork_gone = chain_gone;
+	h->probed = NULL;
+}
+
+/* ---- --overhead: every other fork without the probes ---------------------------------- */
 
 /* Forks 2, 4, 6 ... (k counts from 1) have the probes. */
 static bool alt_probed(void *ctx, unsigned k)

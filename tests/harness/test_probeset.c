@@ -1,6 +1,7 @@
 /*
  * The probe set: --probes lists, and probes beside oncpu driven in order around a
- * fork's measured iterations, with their attach time, status and files reported.
+ * fork's measured iterations, with their attach time, status and files reported; and the
+ * chain that puts the profile before them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -304,4 +305,91 @@ Test(probeset, the_result_reaches_the_attached_probes_that_take_it)
 	cr_assert_eq(result_ops, 42, "once, to the one attached probe that takes it");
 	hx_probeset_close(&s);
 	fakes[0].fail_open = 0;
+}
+
+/* ---- hooks around hooks -------------------------------------------------------------------- */
+
+struct chained {
+	char name;
+	int fail_begin, fail_end, fail_gone;
+	char *log;
+};
+
+static void log_call(struct chained *c, char what)
+{
+	size_t n = strlen(c->log);
+
+	c->log[n] = what;
+	c->log[n + 1] = c->name;
+	c->log[n + 2] = '\0';
+}
+
+static int chained_begin(void *ctx, pid_t pid, int64_t tls_off)
+{
+	(void)pid;
+	(void)tls_off;
+	log_call(ctx, 'B');
+	return ((struct chained *)ctx)->fail_begin;
+}
+
+static int chained_end(void *ctx, pid_t pid)
+{
+	(void)pid;
+	log_call(ctx, 'E');
+	return ((struct chained *)ctx)->fail_end;
+}
+
+static int chained_gone(void *ctx, pid_t pid)
+{
+	(void)pid;
+	log_call(ctx, 'G');
+	return ((struct chained *)ctx)->fail_gone;
+}
+
+static struct hx_hooks chained_hooks(struct chained *c)
+{
+	return (struct hx_hooks){ .ctx = c, .measure_begin = chained_begin,
+				  .measure_end = chained_end, .fork_gone = chained_gone };
+}
+
+/* The pipeline's order around a fork: the profile (first) begins first and ends last;
+ * a failure of its begin stops there; its failure wins over the probes'. */
+Test(probeset, a_chain_begins_first_first_and_ends_it_last)
+{
+	char log[64] = "";
+	struct chained a = { .name = 'p', .log = log }, b = { .name = 's', .log = log };
+	struct hx_hooks ha = chained_hooks(&a), hb = chained_hooks(&b), h;
+	struct hx_chain chain;
+
+	hx_hooks_chain(&chain, &ha, &hb, &h);
+	cr_assert_null(h.probed, "every fork is probed");
+	cr_assert_eq(h.measure_begin(h.ctx, 1, 0), 0);
+	cr_assert_eq(h.measure_end(h.ctx, 1), 0);
+	cr_assert_eq(h.fork_gone(h.ctx, 1), 0);
+	cr_expect_str_eq(log, "BpBsEsEpGsGp");
+
+	log[0] = '\0';
+	a.fail_begin = -EPERM;
+	cr_expect_eq(h.measure_begin(h.ctx, 2, 0), -EPERM);
+	cr_expect_str_eq(log, "Bp", "the second began after the first failed");
+
+	log[0] = '\0';
+	a.fail_end = -EIO;
+	b.fail_end = -ENOSPC;
+	cr_expect_eq(h.measure_end(h.ctx, 2), -EIO, "the first's failure first");
+	a.fail_end = 0;
+	cr_expect_eq(h.measure_end(h.ctx, 2), -ENOSPC, "then the second's");
+	b.fail_gone = -EBADF;
+	cr_expect_eq(h.fork_gone(h.ctx, 2), -EBADF);
+	cr_expect_str_eq(log, "EsEpEsEpGsGp");
+
+	/* a side without a hook is passed over */
+	hb.fork_gone = NULL;
+	hb.measure_begin = NULL;
+	a.fail_begin = 0;
+	hx_hooks_chain(&chain, &ha, &hb, &h);
+	log[0] = '\0';
+	cr_expect_eq(h.measure_begin(h.ctx, 3, 0), 0);
+	cr_expect_eq(h.fork_gone(h.ctx, 3), 0);
+	cr_expect_str_eq(log, "BpGp");
 }
