@@ -287,79 +287,37 @@ static error_t maps_error(struct run_args *a, const char *opt, const char *arg,
 	return EINVAL;
 }
 
-static error_t parse(int key, char *arg, struct argp_state *state)
+/* --preset NAME[,NAME...] into a->presets (pointing into a->preset_list). */
+static error_t parse_presets(struct run_args *a, const char *arg)
 {
-	struct run_args *a = state->input;
+	if (strlen(arg) >= sizeof(a->preset_list)) {
+		a->bad = cli_usage_error("--preset '%.40s...': too long", arg);
+		return EINVAL;
+	}
+	strcpy(a->preset_list, arg);
+	a->npresets = 0;
+	for (char *tok, *save = NULL, *str = a->preset_list;
+	     (tok = strtok_r(str, ",", &save)); str = NULL) {
+		if (a->npresets == MAX_PRESETS) {
+			a->bad = cli_usage_error("--preset: at most %d presets", MAX_PRESETS);
+			return EINVAL;
+		}
+		a->presets[a->npresets++] = tok;
+	}
+	if (!a->npresets || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
+	    strstr(arg, ",,")) {
+		a->bad = cli_usage_error("--preset '%s': expected NAME or NAME,NAME,... "
+					 "(see 'schedlab list --presets')", arg);
+		return EINVAL;
+	}
+	return 0;
+}
 
+/* The options of the probes (which, how they sample, their maps and filters), or
+ * ARGP_ERR_UNKNOWN for any other key. */
+static error_t parse_probe_option(struct run_args *a, int key, char *arg)
+{
 	switch (key) {
-	case 'p':
-		if (strlen(arg) >= sizeof(a->preset_list)) {
-			a->bad = cli_usage_error("--preset '%.40s...': too long", arg);
-			return EINVAL;
-		}
-		strcpy(a->preset_list, arg);
-		a->npresets = 0;
-		for (char *tok, *save = NULL, *str = a->preset_list;
-		     (tok = strtok_r(str, ",", &save)); str = NULL) {
-			if (a->npresets == MAX_PRESETS) {
-				a->bad = cli_usage_error("--preset: at most %d presets", MAX_PRESETS);
-				return EINVAL;
-			}
-			a->presets[a->npresets++] = tok;
-		}
-		if (!a->npresets || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
-		    strstr(arg, ",,")) {
-			a->bad = cli_usage_error("--preset '%s': expected NAME or NAME,NAME,... "
-						 "(see 'schedlab list --presets')", arg);
-			return EINVAL;
-		}
-		return 0;
-	case 'P':
-		if (a->nparams == MAX_PARAMS) {
-			a->bad = cli_usage_error("at most %d -P assignments", MAX_PARAMS);
-			return EINVAL;
-		}
-		a->params[a->nparams++] = arg;
-		return 0;
-	case 'c':
-		if (a->nknobs == HX_MAX_ASSIGN) {
-			a->bad = cli_usage_error("at most %d -c settings", HX_MAX_ASSIGN);
-			return EINVAL;
-		}
-		a->knobs[a->nknobs++] = arg;
-		return 0;
-	case OPT_FORKS:
-		if (!cli_parse_long(arg, 1, 1000, &a->forks)) {
-			a->bad = cli_usage_error("--forks '%s': expected a whole number from 1 to 1000",
-						 arg);
-			return EINVAL;
-		}
-		return 0;
-	case OPT_WARMUP:
-		if (!cli_parse_long(arg, 0, 1000, &a->warmup)) {
-			a->bad = cli_usage_error("--warmup '%s': expected a whole number from 0 to 1000",
-						 arg);
-			return EINVAL;
-		}
-		return 0;
-	case OPT_ITERATIONS:
-		if (!cli_parse_long(arg, 1, 100000, &a->iterations)) {
-			a->bad = cli_usage_error(
-				"--iterations '%s': expected a whole number from 1 to 100000", arg);
-			return EINVAL;
-		}
-		return 0;
-	case OPT_TIME:
-		if (!cli_parse_double(arg, 0.001, 3600, &a->time_s)) {
-			a->bad = cli_usage_error("--time '%s': expected seconds from 0.001 to 3600, "
-						 "e.g. --time 0.5",
-						 arg);
-			return EINVAL;
-		}
-		return 0;
-	case OPT_QUICK:
-		a->quick = true;
-		return 0;
 	case OPT_FREQ:
 		a->bad = cli_parse_freq(arg, &a->freq);
 		return a->bad ? EINVAL : 0;
@@ -444,6 +402,63 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		a->counters = a->probes & (1u << HX_PROBE_COUNTERS);
 		return 0;
 	}
+	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct run_args *a = state->input;
+
+	switch (key) {
+	case 'p':
+		return parse_presets(a, arg);
+	case 'P':
+		if (a->nparams == MAX_PARAMS) {
+			a->bad = cli_usage_error("at most %d -P assignments", MAX_PARAMS);
+			return EINVAL;
+		}
+		a->params[a->nparams++] = arg;
+		return 0;
+	case 'c':
+		if (a->nknobs == HX_MAX_ASSIGN) {
+			a->bad = cli_usage_error("at most %d -c settings", HX_MAX_ASSIGN);
+			return EINVAL;
+		}
+		a->knobs[a->nknobs++] = arg;
+		return 0;
+	case OPT_FORKS:
+		if (!cli_parse_long(arg, 1, 1000, &a->forks)) {
+			a->bad = cli_usage_error("--forks '%s': expected a whole number from 1 to 1000",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_WARMUP:
+		if (!cli_parse_long(arg, 0, 1000, &a->warmup)) {
+			a->bad = cli_usage_error("--warmup '%s': expected a whole number from 0 to 1000",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_ITERATIONS:
+		if (!cli_parse_long(arg, 1, 100000, &a->iterations)) {
+			a->bad = cli_usage_error(
+				"--iterations '%s': expected a whole number from 1 to 100000", arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_TIME:
+		if (!cli_parse_double(arg, 0.001, 3600, &a->time_s)) {
+			a->bad = cli_usage_error("--time '%s': expected seconds from 0.001 to 3600, "
+						 "e.g. --time 0.5",
+						 arg);
+			return EINVAL;
+		}
+		return 0;
+	case OPT_QUICK:
+		a->quick = true;
+		return 0;
 	case 'o':
 		a->bad = cli_parse_out(arg, &a->out);
 		return a->bad ? EINVAL : 0;
@@ -477,7 +492,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		}
 		return 0;
 	}
-	return ARGP_ERR_UNKNOWN;
+	return parse_probe_option(a, key, arg);
 }
 
 /* What one measured iteration keeps until the reports are written: its score, its

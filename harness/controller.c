@@ -285,18 +285,128 @@ static void counters_finish(struct hx_result *res)
 	}
 }
 
+/* What the controller keeps of one fork while it runs. */
+struct fork_run {
+	const struct hx_spec *spec;
+	struct hx_result *res;
+	unsigned k;                /* 1 for the first fork */
+	FILE *progress;
+	bool probed;               /* it runs with the probes: its figures are the run's */
+	bool counted[PROBE_COUNTERS_MAX]; /* events this fork counted */
+	unsigned iters;            /* measured iterations it reported */
+};
+
+/* Take a message of f's figures (the fork's hello, its counters, warm-ups, iterations,
+ * runtime statistics, metrics, workers) into the result. 0, or -EPROTO with res->error
+ * said when the fork reports more iterations than were asked for. */
+static int fork_figures(struct fork_run *f, struct msg *m)
+{
+	const struct hx_spec *spec = f->spec;
+	struct hx_result *res = f->res;
+	char rate[64];
+	double v;
+
+	switch (m->type) {
+	case MSG_HELLO:
+		res->workers = m->workers;
+		if (f->probed && m->ns > res->counters_attach_ns)
+			res->counters_attach_ns = m->ns;
+		break;
+	case MSG_EVENT:
+		if (m->index < res->ncounters)
+			counter_state(&res->counters[m->index], &f->counted[m->index], m, f->k);
+		break;
+	case MSG_WARMUP:
+		fmt_rate(rate, sizeof(rate), m->ops / (m->ns / 1e9));
+		if (f->progress)
+			fprintf(f->progress, "  fork %u/%u  warm-up    %u/%u: %s %s\n", f->k,
+				spec->opt.forks, m->index + 1, spec->opt.warmup, rate, spec->wl->unit);
+		break;
+	case MSG_ITER:
+		/* the result has room for iterations per fork and no more: a fork that sends
+		 * another breaks the protocol (a mismatched binary, or memory gone bad), and
+		 * is stopped before it writes past the samples */
+		if (f->iters == spec->opt.iterations ||
+		    res->nsamples >= (size_t)spec->opt.forks * spec->opt.iterations) {
+			snprintf(res->error, sizeof(res->error),
+				 "fork %u: protocol error: %u measured iterations, %u asked for; killed it",
+				 f->k, f->iters + 1, spec->opt.iterations);
+			return -EPROTO;
+		}
+		v = m->ops / (m->ns / 1e9);
+		f->iters++;
+		res->iter_rt[res->nsamples] = m->rt;
+		counters_add(res, m, f->counted);
+		res->samples[res->nsamples++] = v;
+		if (f->probed)
+			res->ops += m->ops;
+		fmt_rate(rate, sizeof(rate), v);
+		if (f->progress)
+			fprintf(f->progress, "  fork %u/%u  iteration  %u/%u: %s %s\n", f->k,
+				spec->opt.forks, m->index + 1, spec->opt.iterations, rate,
+				spec->wl->unit);
+		break;
+	case MSG_RTSTATS:
+		if (!f->probed)
+			break;
+		stats_add(&res->rt, &m->rt);
+		res->threads_created += m->ops;
+		if (m->workers > res->workers_started)
+			res->workers_started = m->workers;
+		if (m->active > res->workers_active)
+			res->workers_active = m->active;
+		res->adaptations += m->adaptations;
+		break;
+	case MSG_METRIC:
+		/* kept and printed as strings: the fork's must end in the struct */
+		m->metric.name[sizeof(m->metric.name) - 1] = '\0';
+		m->metric.unit[sizeof(m->metric.unit) - 1] = '\0';
+		metric_add(res, m, f->k - 1, spec->opt.forks);
+		break;
+	case MSG_WORKER:
+		if (f->probed && m->index < RT_MAX_WORKERS) {
+			stats_add(&res->per_worker[m->index], &m->rt);
+			for (unsigned w = 0; w < RT_MAX_WORKERS; w++)
+				res->steals[m->index * RT_MAX_WORKERS + w] += m->row[w];
+			if (m->index + 1 > res->nper)
+				res->nper = m->index + 1;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* Why fork k ended as it did, from its wait status, into res->error when nothing said so
+ * before (ended: it said goodbye). -EIO when it failed, else 0. */
+static int fork_status(struct hx_result *res, unsigned k, int status, bool ended,
+		       const char *self)
+{
+	if (!res->error[0]) {
+		if (WIFSIGNALED(status))
+			snprintf(res->error, sizeof(res->error), "fork %u: killed by signal %d (%s)", k,
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else if (WEXITSTATUS(status) == 127 && !ended)
+			snprintf(res->error, sizeof(res->error), "fork %u: could not execute %s", k,
+				 self);
+		else if (WEXITSTATUS(status) || !ended)
+			snprintf(res->error, sizeof(res->error),
+				 "fork %u: exited with status %d before it finished", k,
+				 WEXITSTATUS(status));
+	}
+	return res->error[0] ? -EIO : 0;
+}
+
 static int run_fork(const struct hx_spec *spec, const char *self, const struct hx_hooks *hooks,
 		    struct hx_result *res, unsigned k, FILE *progress, const sigset_t *wait_mask)
 {
 	/* the longest a fork may stay silent: setup or an iteration and its last op */
 	int timeout_ms = (int)(spec->opt.time_s * 20000) + 60000;
-	char **argv = NULL, rate[64];
+	char **argv = NULL;
 	int sv[2] = { -1, -1 }, err, status, r;
 	bool ended = false, measuring = false, begun = false;
-	bool counted[PROBE_COUNTERS_MAX] = { false }; /* by this fork */
-	unsigned iters = 0; /* measured iterations this fork reported */
 	/* a fork without the probes: its figures other than throughput are not the run's */
-	bool probed = !hooks || !hooks->probed || hooks->probed(hooks->ctx, k);
+	struct fork_run f = { .spec = spec, .res = res, .k = k, .progress = progress,
+			      .probed = !hooks || !hooks->probed || hooks->probed(hooks->ctx, k) };
 	struct hx_spec *bare = NULL;
 	struct msg m;
 	pid_t pid, self_pid = getpid();
@@ -306,7 +416,7 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		snprintf(res->error, sizeof(res->error), "fork %u: socketpair: %s", k, strerror(errno));
 		return err;
 	}
-	if (!probed && spec->events[0]) {
+	if (!f.probed && spec->events[0]) {
 		/* the same benchmark, counting nothing */
 		bare = malloc(sizeof(*bare));
 		if (!bare) {
@@ -367,22 +477,6 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			break;
 		}
 		switch (m.type) {
-		case MSG_HELLO:
-			res->workers = m.workers;
-			if (probed && m.ns > res->counters_attach_ns)
-				res->counters_attach_ns = m.ns;
-			break;
-		case MSG_EVENT:
-			if (m.index < res->ncounters)
-				counter_state(&res->counters[m.index], &counted[m.index], &m, k);
-			break;
-		case MSG_WARMUP:
-			fmt_rate(rate, sizeof(rate), m.ops / (m.ns / 1e9));
-			if (progress)
-				fprintf(progress, "  fork %u/%u  warm-up    %u/%u: %s %s\n", k,
-					spec->opt.forks, m.index + 1, spec->opt.warmup, rate,
-					spec->wl->unit);
-			break;
 		case MSG_MEASURE:
 			begun = true;
 			if (hooks && hooks->measure_begin &&
@@ -394,59 +488,6 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 			measuring = true;
 			m.type = MSG_GO;
 			msg_send(sv[0], &m);
-			break;
-		case MSG_ITER: {
-			double v = m.ops / (m.ns / 1e9);
-
-			/* the result has room for iterations per fork and no more: a fork that
-			 * sends another breaks the protocol (a mismatched binary, or memory gone
-			 * bad), and is stopped before it writes past the samples */
-			if (iters == spec->opt.iterations ||
-			    res->nsamples >= (size_t)spec->opt.forks * spec->opt.iterations) {
-				err = -EPROTO;
-				snprintf(res->error, sizeof(res->error),
-					 "fork %u: protocol error: %u measured iterations, %u asked for; killed it",
-					 k, iters + 1, spec->opt.iterations);
-				goto out_kill;
-			}
-			iters++;
-			res->iter_rt[res->nsamples] = m.rt;
-			counters_add(res, &m, counted);
-			res->samples[res->nsamples++] = v;
-			if (probed)
-				res->ops += m.ops;
-			fmt_rate(rate, sizeof(rate), v);
-			if (progress)
-				fprintf(progress, "  fork %u/%u  iteration  %u/%u: %s %s\n", k,
-					spec->opt.forks, m.index + 1, spec->opt.iterations, rate,
-					spec->wl->unit);
-			break;
-		}
-		case MSG_RTSTATS:
-			if (!probed)
-				break;
-			stats_add(&res->rt, &m.rt);
-			res->threads_created += m.ops;
-			if (m.workers > res->workers_started)
-				res->workers_started = m.workers;
-			if (m.active > res->workers_active)
-				res->workers_active = m.active;
-			res->adaptations += m.adaptations;
-			break;
-		case MSG_METRIC:
-			/* kept and printed as strings: the fork's must end in the struct */
-			m.metric.name[sizeof(m.metric.name) - 1] = '\0';
-			m.metric.unit[sizeof(m.metric.unit) - 1] = '\0';
-			metric_add(res, &m, k - 1, spec->opt.forks);
-			break;
-		case MSG_WORKER:
-			if (probed && m.index < RT_MAX_WORKERS) {
-				stats_add(&res->per_worker[m.index], &m.rt);
-				for (unsigned v = 0; v < RT_MAX_WORKERS; v++)
-					res->steals[m.index * RT_MAX_WORKERS + v] += m.row[v];
-				if (m.index + 1 > res->nper)
-					res->nper = m.index + 1;
-			}
 			break;
 		case MSG_END:
 			if (hooks && hooks->measure_end &&
@@ -463,6 +504,9 @@ static int run_fork(const struct hx_spec *spec, const char *self, const struct h
 		case MSG_ERROR:
 			snprintf(res->error, sizeof(res->error), "fork %u: %s", k, m.text);
 			break;
+		default:
+			if ((err = fork_figures(&f, &m)))
+				goto out_kill;
 		}
 		if (m.type == MSG_ERROR)
 			break;
@@ -480,20 +524,8 @@ out_wait:
 		err = r;
 		snprintf(res->error, sizeof(res->error), "fork %u: probes: %s", k, strerror(-r));
 	}
-	if (!err && !res->error[0]) {
-		if (WIFSIGNALED(status))
-			snprintf(res->error, sizeof(res->error), "fork %u: killed by signal %d (%s)", k,
-				 WTERMSIG(status), strsignal(WTERMSIG(status)));
-		else if (WEXITSTATUS(status) == 127 && !ended)
-			snprintf(res->error, sizeof(res->error), "fork %u: could not execute %s", k,
-				 self);
-		else if (WEXITSTATUS(status) || !ended)
-			snprintf(res->error, sizeof(res->error),
-				 "fork %u: exited with status %d before it finished", k,
-				 WEXITSTATUS(status));
-	}
-	if (!err && res->error[0])
-		err = -EIO;
+	if (!err)
+		err = fork_status(res, k, status, ended, self);
 out_close:
 	if (sv[0] >= 0)
 		close(sv[0]);

@@ -386,6 +386,55 @@ static void worker_arg(char *buf, size_t len, uint32_t w)
 
 static const char *const next_names[] = { "done", "yield", "wait" };
 
+/* One of fork pid's events that is a moment, not a span (a spawn, an enqueue, a steal, a
+ * placement, a flush, the measured window's edges), w its worker as an argument. */
+static void write_instant(FILE *out, struct tl_ctx *c, pid_t pid, const struct probe_rt_event *e,
+			  const char *w)
+{
+	char a[192];
+
+	switch (e->kind) {
+	case PROBE_RT_SPAWN:
+		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, \"path\": %"
+			 PRIu64, e->a0, w, e->a1);
+		instant(out, c, pid, e->tid, "t", "spawn", e->ts, a);
+		break;
+	case PROBE_RT_ENQUEUE:
+		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"to\": %s, \"path\": %"
+			 PRIu64, e->a0, w, e->a1);
+		instant(out, c, pid, e->tid, "t", "enqueue", e->ts, a);
+		break;
+	case PROBE_RT_STEAL: {
+		char name[40];
+
+		snprintf(name, sizeof(name), "steal from %" PRIu64, e->a0);
+		snprintf(a, sizeof(a), "\"thief\": %s, \"victim\": %" PRIu64 ", \"tasks\": %"
+			 PRIu64, w, e->a0, e->a1);
+		instant(out, c, pid, e->tid, "t", name, e->ts, a);
+		break;
+	}
+	case PROBE_RT_PLACE: {
+		char to[16];
+
+		worker_arg(to, sizeof(to), (uint32_t)e->a1);
+		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"from\": %s, \"to\": %s, "
+			 "\"load\": %u, \"fallback\": %s", e->a0, w, to,
+			 (unsigned)(uint32_t)e->a2, e->a2 >> 32 ? "true" : "false");
+		instant(out, c, pid, e->tid, "t", "place", e->ts, a);
+		break;
+	}
+	case PROBE_RT_FLUSH:
+		snprintf(a, sizeof(a), "\"worker\": %s, \"tasks\": %" PRIu64, w, e->a0);
+		instant(out, c, pid, e->tid, "t", "flush", e->ts, a);
+		break;
+	case PROBE_RT_WINDOW:
+		instant(out, c, pid, e->tid, "p",
+			e->a0 ? "measured iterations begin" : "measured iterations end",
+			e->ts, "");
+		break;
+	}
+}
+
 static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsigned k)
 {
 	struct lane *lanes = NULL, *l;
@@ -459,43 +508,8 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 				l->block = false;
 			}
 			break;
-		case PROBE_RT_SPAWN:
-			snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, \"path\": %"
-				 PRIu64, e->a0, w, e->a1);
-			instant(out, c, f->pid, e->tid, "t", "spawn", e->ts, a);
-			break;
-		case PROBE_RT_ENQUEUE:
-			snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"to\": %s, \"path\": %"
-				 PRIu64, e->a0, w, e->a1);
-			instant(out, c, f->pid, e->tid, "t", "enqueue", e->ts, a);
-			break;
-		case PROBE_RT_STEAL: {
-			char name[40];
-
-			snprintf(name, sizeof(name), "steal from %" PRIu64, e->a0);
-			snprintf(a, sizeof(a), "\"thief\": %s, \"victim\": %" PRIu64 ", \"tasks\": %"
-				 PRIu64, w, e->a0, e->a1);
-			instant(out, c, f->pid, e->tid, "t", name, e->ts, a);
-			break;
-		}
-		case PROBE_RT_PLACE: {
-			char to[16];
-
-			worker_arg(to, sizeof(to), (uint32_t)e->a1);
-			snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"from\": %s, \"to\": %s, "
-				 "\"load\": %u, \"fallback\": %s", e->a0, w, to,
-				 (unsigned)(uint32_t)e->a2, e->a2 >> 32 ? "true" : "false");
-			instant(out, c, f->pid, e->tid, "t", "place", e->ts, a);
-			break;
-		}
-		case PROBE_RT_FLUSH:
-			snprintf(a, sizeof(a), "\"worker\": %s, \"tasks\": %" PRIu64, w, e->a0);
-			instant(out, c, f->pid, e->tid, "t", "flush", e->ts, a);
-			break;
-		case PROBE_RT_WINDOW:
-			instant(out, c, f->pid, e->tid, "p",
-				e->a0 ? "measured iterations begin" : "measured iterations end",
-				e->ts, "");
+		default:
+			write_instant(out, c, f->pid, e, w);
 			break;
 		}
 	}

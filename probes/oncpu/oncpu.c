@@ -379,10 +379,78 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* Let go of the sampling events: their links, the descriptors that switch them, the
+ * events themselves. Safe on a part-made set (NULL arrays, -1 descriptors). */
+static void events_close(struct probe_oncpu *p)
+{
+	for (int i = 0; p->links && i < p->pe.n; i++)
+		bpf_link__destroy(p->links[i]);
+	for (int i = 0; p->ctl_fds && i < p->pe.n; i++)
+		if (p->ctl_fds[i] >= 0)
+			close(p->ctl_fds[i]);
+	free(p->ctl_fds);
+	free(p->links);
+	p->ctl_fds = NULL;
+	p->links = NULL;
+	probe__perf_close(&p->pe);
+}
+
+/* Open a sampling event on every CPU (the hardware one, else the software fallback),
+ * attach the loaded program to each, keep a descriptor to switch each, and leave them
+ * off until probe_oncpu_start(). 0, or -errno with one line in err and nothing left open. */
+static int events_attach(struct probe_oncpu *p, bool software_only, char *err, size_t errlen)
+{
+	char msg[256];
+	int ret;
+
+	ret = probe__perf_open(&p->pe, p->freq, software_only, msg, sizeof(msg));
+	if (ret) {
+		snprintf(err, errlen, "oncpu: %s", msg);
+		return ret;
+	}
+	p->links = calloc(p->pe.n, sizeof(*p->links));
+	p->ctl_fds = malloc(p->pe.n * sizeof(*p->ctl_fds));
+	if (!p->links || !p->ctl_fds) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "oncpu: out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < p->pe.n; i++)
+		p->ctl_fds[i] = -1;
+	for (int i = 0; i < p->pe.n; i++) {
+		p->ctl_fds[i] = fcntl(p->pe.fds[i], F_DUPFD_CLOEXEC, 0);
+		if (p->ctl_fds[i] < 0) {
+			ret = -errno;
+			snprintf(msg, sizeof(msg), "dup of the event on cpu %d", p->pe.cpus[i]);
+			step_error(err, errlen, msg, errno);
+			goto fail;
+		}
+		p->links[i] = bpf_program__attach_perf_event(p->skel->progs.oncpu_sample,
+							     p->pe.fds[i]);
+		if (!p->links[i]) {
+			ret = -errno;
+			snprintf(msg, sizeof(msg), "attach on cpu %d", p->pe.cpus[i]);
+			step_error(err, errlen, msg, errno);
+			goto fail;
+		}
+		p->pe.fds[i] = -1; /* the link closes it */
+	}
+	/* attaching enabled the events; they run only between start and stop */
+	ret = switch_events(p, false);
+	if (ret) {
+		step_error(err, errlen, "switching the events off", -ret);
+		goto fail;
+	}
+	return 0;
+
+fail:
+	events_close(p);
+	return ret;
+}
+
 struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err, size_t errlen)
 {
 	struct probe_oncpu_opts d = {};
-	char msg[256];
 	struct timespec t0, t1;
 	struct probe_oncpu *p;
 	unsigned stack_entries;
@@ -484,66 +552,24 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 		}
 	}
 
-	ret = probe__perf_open(&p->pe, p->freq, o->software_only, msg, sizeof(msg));
-	if (ret) {
-		snprintf(err, errlen, "oncpu: %s", msg);
+	ret = events_attach(p, o->software_only, err, errlen);
+	if (ret)
 		goto out_destroy;
-	}
-	p->links = calloc(p->pe.n, sizeof(*p->links));
-	p->ctl_fds = malloc(p->pe.n * sizeof(*p->ctl_fds));
-	if (!p->links || !p->ctl_fds) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "oncpu: out of memory");
-		goto out_close_perf;
-	}
-	for (int i = 0; i < p->pe.n; i++)
-		p->ctl_fds[i] = -1;
-	for (int i = 0; i < p->pe.n; i++) {
-		p->ctl_fds[i] = fcntl(p->pe.fds[i], F_DUPFD_CLOEXEC, 0);
-		if (p->ctl_fds[i] < 0) {
-			ret = -errno;
-			snprintf(msg, sizeof(msg), "dup of the event on cpu %d", p->pe.cpus[i]);
-			step_error(err, errlen, msg, errno);
-			goto out_close_perf;
-		}
-		p->links[i] = bpf_program__attach_perf_event(p->skel->progs.oncpu_sample,
-							     p->pe.fds[i]);
-		if (!p->links[i]) {
-			ret = -errno;
-			snprintf(msg, sizeof(msg), "attach on cpu %d", p->pe.cpus[i]);
-			step_error(err, errlen, msg, errno);
-			goto out_close_perf;
-		}
-		p->pe.fds[i] = -1; /* the link closes it */
-	}
-	/* attaching enabled the events; they run only between start and stop */
-	ret = switch_events(p, false);
-	if (ret) {
-		step_error(err, errlen, "switching the events off", -ret);
-		goto out_close_perf;
-	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = check_cost(p, o->cpu_budget_pct, err, errlen);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	p->cost_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
 		     (uint64_t)(t1.tv_nsec - t0.tv_nsec);
-	if (ret)
-		goto out_close_perf;
+	if (ret) {
+		events_close(p);
+		goto out_destroy;
+	}
 	/* What a sample costs is measured, not guessed: the kernel times every BPF
 	 * program while the process's statistics fd is open (two clock reads a run).
 	 * Without it the report says the cost was not measured. */
 	p->stats_fd = probe_bpf_stats_fd();
 	return p;
 
-out_close_perf:
-	for (int i = 0; p->links && i < p->pe.n; i++)
-		bpf_link__destroy(p->links[i]);
-	for (int i = 0; p->ctl_fds && i < p->pe.n; i++)
-		if (p->ctl_fds[i] >= 0)
-			close(p->ctl_fds[i]);
-	free(p->ctl_fds);
-	free(p->links);
-	probe__perf_close(&p->pe);
 out_destroy:
 	ring_buffer__free(p->ring);
 	oncpu_bpf__destroy(p->skel);
@@ -562,13 +588,7 @@ void probe_oncpu_free(struct probe_oncpu *p)
 		return;
 	probe_oncpu_stop(p);
 	bpf_link__destroy(p->fork_link); /* NULL unless a start failed past attaching it */
-	for (int i = 0; i < p->pe.n; i++) {
-		bpf_link__destroy(p->links[i]);
-		close(p->ctl_fds[i]);
-	}
-	free(p->ctl_fds);
-	free(p->links);
-	probe__perf_close(&p->pe);
+	events_close(p);
 	ring_buffer__free(p->ring);
 	oncpu_bpf__destroy(p->skel);
 	free(p->ids);
