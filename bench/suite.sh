@@ -63,6 +63,9 @@ section() {
 # the heading that says when, where and with what comes first once they are done.
 start=$(date -u '+%Y-%m-%d %H:%M')
 t_all=$(date +%s)
+# the build's commit as the sitting begins (the binary was copied then; a commit made
+# while it runs would be named otherwise)
+build_id=$(git describe --always --dirty 2>/dev/null || echo "of unknown commit")
 first=1
 for suite in $SUITES; do
 	echo "suite.sh: $suite" >&2
@@ -70,7 +73,6 @@ for suite in $SUITES; do
 	first=0
 	section "$suite"
 done >"$tmp/sections.md"
-build_id=$(git describe --always --dirty 2>/dev/null || echo "of unknown commit")
 echo "## The studies' grids, in one sitting"
 echo
 echo "Every grid below ran one after another from one build (schedlab $(cat VERSION 2>/dev/null)," \
