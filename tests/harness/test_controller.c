@@ -60,6 +60,26 @@ static void spawn_join_spec(struct hx_spec *s)
 	cr_assert_eq(hx_spec_param(s, "n=100", err, sizeof(err)), 0, "%s", err);
 }
 
+/* spawn-join in short forks: forks of warmup and iterations of time_s seconds each. */
+static void short_spec(struct hx_spec *s, unsigned forks, unsigned warmup, unsigned iterations,
+		       double time_s)
+{
+	spawn_join_spec(s);
+	s->opt.forks = forks;
+	s->opt.warmup = warmup;
+	s->opt.iterations = iterations;
+	s->opt.time_s = time_s;
+}
+
+/* spawn-join counting events, in forks short forks of two 50 ms iterations each. */
+static void counted_spec(struct hx_spec *s, const char *events, unsigned forks)
+{
+	char err[512];
+
+	short_spec(s, forks, 1, 2, 0.05);
+	cr_assert_eq(hx_spec_events(s, events, err, sizeof(err)), 0, "%s", err);
+}
+
 /* Hands the fork's pid to the test over the pipe whose write end is ctx. */
 static int tell_pid(void *ctx, pid_t pid, int64_t tls_off)
 {
@@ -253,14 +273,8 @@ Test(run, forks_measure_and_report_every_iteration, .timeout = 120)
 	struct hx_hooks hooks = { &seen, on_begin, on_end, NULL, NULL };
 	struct hx_result res;
 	struct hx_spec s;
-	char err[512];
 
-	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
-	hx_spec_param(&s, "n=100", err, sizeof(err));
-	s.opt.forks = 2;
-	s.opt.warmup = 1;
-	s.opt.iterations = 3;
-	s.opt.time_s = 0.05;
+	short_spec(&s, 2, 1, 3, 0.05);
 	cr_assert_eq(hx_run(&s, schedlab_binary(), &hooks, &res, NULL), 0, "%s", res.error);
 	cr_expect_eq(res.nsamples, 6);
 	for (size_t i = 0; i < res.nsamples; i++)
@@ -332,15 +346,7 @@ Test(run, every_measured_iteration_brings_its_counters, .timeout = 120)
 	char err[512];
 	bool pmu;
 
-	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
-	hx_spec_param(&s, "n=100", err, sizeof(err));
-	cr_assert_eq(hx_spec_events(&s, "perf::task-clock,cycles,perf::context-switches", err,
-				    sizeof(err)),
-		     0, "%s", err);
-	s.opt.forks = 2;
-	s.opt.warmup = 1;
-	s.opt.iterations = 2;
-	s.opt.time_s = 0.05;
+	counted_spec(&s, "perf::task-clock,cycles,perf::context-switches", 2);
 	cr_assert_eq(hx_run(&s, schedlab_binary(), NULL, &res, NULL), 0, "%s", res.error);
 	cr_assert_eq(res.ncounters, 3);
 	cr_expect_str_eq(res.counters[0].name, "perf::task-clock");
@@ -427,17 +433,8 @@ Test(run, a_fork_without_the_probes_opens_no_counters_and_gives_only_its_through
 	uint64_t spawned_on = 0, spawned_off = 0;
 	struct hx_result res;
 	struct hx_spec s;
-	char err[512];
 
-	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
-	hx_spec_param(&s, "n=100", err, sizeof(err));
-	cr_assert_eq(hx_spec_events(&s, "perf::task-clock,perf::context-switches", err,
-				    sizeof(err)),
-		     0, "%s", err);
-	s.opt.forks = 4;
-	s.opt.warmup = 1;
-	s.opt.iterations = 2;
-	s.opt.time_s = 0.05;
+	counted_spec(&s, "perf::task-clock,perf::context-switches", 4);
 	cr_assert_eq(hx_run(&s, schedlab_binary(), &hooks, &res, NULL), 0, "%s", res.error);
 	cr_assert_eq(seen.forks, 4);
 	cr_expect_eq(seen.fds[0], 0, "fork 1, without the probes, opened %d", seen.fds[0]);
@@ -478,7 +475,7 @@ Test(run, a_fork_without_the_probes_opens_no_counters_and_gives_only_its_through
  * than the controller asked. */
 Test(run, a_fork_that_sends_one_iteration_too_many_fails_with_a_protocol_error, .timeout = 60)
 {
-	char dir[] = "/tmp/schedlab-harness.XXXXXX", path[PATH_MAX], err[512];
+	char dir[] = "/tmp/schedlab-harness.XXXXXX", path[PATH_MAX];
 	struct hx_result res;
 	struct hx_spec s;
 	FILE *f;
@@ -499,12 +496,7 @@ Test(run, a_fork_that_sends_one_iteration_too_many_fails_with_a_protocol_error, 
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(path, 0700), 0);
 
-	cr_assert_eq(hx_spec_init(&s, "spawn-join", NULL, err, sizeof(err)), 0);
-	hx_spec_param(&s, "n=100", err, sizeof(err));
-	s.opt.forks = 1;
-	s.opt.warmup = 0;
-	s.opt.iterations = 2;
-	s.opt.time_s = 0.02;
+	short_spec(&s, 1, 0, 2, 0.02);
 	cr_expect_eq(hx_run(&s, path, NULL, &res, NULL), -EPROTO, "%s", res.error);
 	cr_expect(strstr(res.error, "fork 1") && strstr(res.error, "protocol"), "%s", res.error);
 	cr_expect(strstr(res.error, "3 measured iterations, 2 asked for"), "%s", res.error);
