@@ -25,6 +25,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "harness/harness.h"
+#include "runtime/clock.h"
 
 #define SUITE_MAX_PRESETS 16
 #define SUITE_MAX_NAMES	  8
@@ -391,10 +392,7 @@ static void job_dir(struct suite_run *sr, size_t j)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)rt_clock_ns() * 1e-9;
 }
 
 /* The value of run option flag among those handed on, or def. */

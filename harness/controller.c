@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "runtime/clock.h"
 #include "runtime/usdt.h"
 
 enum msg_type {
@@ -646,14 +647,6 @@ void hx_result_free(struct hx_result *res)
 
 /* ---- the fork ------------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t op_task(void *arg)
 {
 	struct wl_ctx *ctx = arg;
@@ -665,7 +658,7 @@ static uint64_t op_task(void *arg)
 static int iteration(struct wl_ctx *ctx, double time_s, uint64_t *ops, uint64_t *ns, char *err,
 		     size_t errlen)
 {
-	uint64_t t0 = now_ns(), limit = (uint64_t)(time_s * 1e9), t, n = 0;
+	uint64_t t0 = rt_clock_ns(), limit = (uint64_t)(time_s * 1e9), t, n = 0;
 
 	do {
 		struct rt_task *task = rt_submit(ctx->sched, op_task, ctx);
@@ -679,7 +672,7 @@ static int iteration(struct wl_ctx *ctx, double time_s, uint64_t *ops, uint64_t 
 		if (!ctx->desc->check(ctx, r, err, errlen))
 			return -EIO;
 		n++;
-		t = now_ns();
+		t = rt_clock_ns();
 	} while (t - t0 < limit);
 	*ops = n;
 	*ns = t - t0;
@@ -808,12 +801,12 @@ int hx_fork_main(const struct hx_spec *spec, int fd)
 	 * counters: a read then sums every thread of this process but none of the
 	 * controller's */
 	if (spec->events[0]) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rt_clock_ns();
 
 		/* the counters' attach, timed as the other probes' open-load-attach is */
 		ctr = probe_counters_open(spec->events, ctr_why, sizeof(ctr_why));
 		if (ctr)
-			ctr_open_ns = now_ns() - t0;
+			ctr_open_ns = rt_clock_ns() - t0;
 	}
 	ctx.sched = rt_sched_new(&spec->rt);
 	if (!ctx.sched) {

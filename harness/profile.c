@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "runtime/clock.h"
 
 #define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
 #define NAME_LEN   HX_FRAME_LEN
@@ -110,14 +111,6 @@ int hx_callgraph_parse(const char *name)
 	if (!strcmp(name, "auto"))
 		return PROBE_CG_AUTO;
 	return -1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static bool is_root(const char *name)
@@ -500,7 +493,7 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 		.stack = ds->stack,
 		.stack_len = ds->stack_len,
 	};
-	uint64_t t0 = now_ns();
+	uint64_t t0 = rt_clock_ns();
 
 	s->nuser = an_unwind_stack(u, &us, f->ips, PROBE_MAX_DEPTH, r);
 	if (r->end == AN_UNWIND_NO_MODULE && *refreshes < UNWIND_REFRESH_MAX) {
@@ -517,7 +510,7 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 		}
 	}
 	f->usyms = *usyms;
-	p->unwind_ns += now_ns() - t0;
+	p->unwind_ns += rt_clock_ns() - t0;
 	s->ustack = f->ips;
 	s->unwound = r;
 	if (r->end == AN_UNWIND_DEPTH)
@@ -1093,7 +1086,7 @@ static void target_wait(struct hx_profile *p, const struct hx_target *t,
 			if (all)
 				return;
 		}
-		now = now_ns();
+		now = rt_clock_ns();
 		if (t->duration_s > 0 && (double)(now - t0) >= t->duration_s * 1e9) {
 			r->timed_out = true;
 			return;
@@ -1185,7 +1178,7 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
 		snprintf(r->error, sizeof(r->error), "cannot start sampling: %s", strerror(-err));
 		goto out_reap;
 	}
-	t0 = now_ns();
+	t0 = rt_clock_ns();
 	if (t->argv) {
 		ssize_t n;
 
@@ -1215,7 +1208,7 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
 			probe_oncpu_event(p->oncpu),
 			t->duration_s > 0 ? "" : "; Ctrl-C ends it");
 	target_wait(p, t, r, t0);
-	r->seconds = (double)(now_ns() - t0) / 1e9;
+	r->seconds = (double)(rt_clock_ns() - t0) / 1e9;
 	err = target_finish(p);
 	r->processes = p->nprocs;
 	for (size_t i = 0; i < p->nprocs; i++)

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/deque.h"
 #include "runtime/phase.h"
 #include "runtime/rt.h"
@@ -563,14 +564,10 @@ void rt__thread_bind(struct rt__thread *th);
 void rt__adapt_interval(struct rt__worker *w);
 /* A worker, not yet driven by any thread. NULL + errno. */
 struct rt__worker *rt__worker_new(struct rt_sched *s, unsigned index);
-/* CLOCK_MONOTONIC in nanoseconds: the runtime's one clock (rt_now_ns() is it for
- * workloads), inline for the hot paths that read it. */
+/* The runtime's one clock (clock.h), inline for the hot paths that read it. */
 static inline uint64_t rt__now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return rt_clock_ns();
 }
 /* futex(2) on a private word: wait while *addr == val (with a relative timeout, or
  * none), wake up to n. By the syscall instruction itself, not libc's syscall(): Debian's

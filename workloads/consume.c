@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "runtime/clock.h"
 #include "workloads/internal.h"
 
 /* Read by every call and written only when a spin ends at 42: process-wide by nature,
@@ -29,14 +30,6 @@ __attribute__((noinline)) uint64_t consume_cpu(uint64_t tokens)
 	return t;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #define CALIBRATE_TOKENS (1u << 20) /* about 2 ms a round here */
 #define CALIBRATE_ROUNDS 5
 
@@ -47,10 +40,10 @@ double wl__consume_cpu_ns_per_token(void)
 	uint64_t best = UINT64_MAX;
 
 	for (int r = 0; r < CALIBRATE_ROUNDS; r++) {
-		uint64_t t0 = mono_ns(), t;
+		uint64_t t0 = rt_clock_ns(), t;
 
 		consume_cpu(CALIBRATE_TOKENS);
-		t = mono_ns() - t0;
+		t = rt_clock_ns() - t0;
 		if (t < best)
 			best = t;
 	}

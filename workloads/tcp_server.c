@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/clock.h"
 #include "workloads/workload.h"
 
 #define SERVER_MAX_LOOPS 8
@@ -98,14 +99,6 @@ struct server {
 	unsigned nloops;
 	struct server_loop loops[SERVER_MAX_LOOPS];
 };
-
-static uint64_t server_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static bool write_all(int fd, const char *buf, size_t len)
 {
@@ -157,7 +150,7 @@ static void conn_readable(struct server_loop *l, struct server_conn *c)
 			conn_close(c);
 		return;
 	}
-	c->due = server_now() + l->delay_ns;
+	c->due = rt_clock_ns() + l->delay_ns;
 	c->next = NULL;
 	if (l->tail)
 		l->tail->next = c;
@@ -169,7 +162,7 @@ static void conn_readable(struct server_loop *l, struct server_conn *c)
 /* Echo every request due by now; set the timer for the next. */
 static void loop_answer(struct server_loop *l)
 {
-	uint64_t now = server_now();
+	uint64_t now = rt_clock_ns();
 	struct itimerspec it = { 0 };
 
 	while (l->head && l->head->due <= now) {
@@ -332,7 +325,7 @@ static void admit_accept(struct server *srv)
 			continue;
 		}
 		g->fd = fd;
-		g->deadline = server_now() + SERVER_KEY_TIMEOUT_NS;
+		g->deadline = rt_clock_ns() + SERVER_KEY_TIMEOUT_NS;
 		g->prev = srv->tail;
 		if (srv->tail)
 			srv->tail->next = g;
@@ -348,7 +341,7 @@ static void admit_accept(struct server *srv)
 /* Close the guests whose deadline passed; set the timer for the next. */
 static void guests_expire(struct server *srv)
 {
-	uint64_t now = server_now();
+	uint64_t now = rt_clock_ns();
 	struct itimerspec it = { 0 };
 
 	while (srv->head && srv->head->deadline <= now)

@@ -18,6 +18,7 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/alloc/alloc.h"
 #include "probes/alloc/alloc.skel.h"
+#include "runtime/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -239,17 +240,9 @@ static int find_libc(pid_t pid, char *buf, size_t len)
 	return ret;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen)
 {
-	uint64_t t0 = monotonic_ns();
+	uint64_t t0 = rt_clock_ns();
 	char msg[PATH_MAX + 64];
 	int ret;
 
@@ -293,7 +286,7 @@ int probe_alloc_start(struct probe_alloc *p, pid_t pid, char *err, size_t errlen
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
 	p->started = true;
 	p->starts++;
-	p->attach_ns += monotonic_ns() - t0;
+	p->attach_ns += rt_clock_ns() - t0;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/offcpu/offcpu.h"
 #include "probes/offcpu/offcpu.skel.h"
+#include "runtime/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -54,14 +55,6 @@ struct probe_offcpu {
 	uint64_t ubuf[OFFCPU_MAX_DEPTH], kbuf[OFFCPU_MAX_DEPTH];
 	uint64_t wubuf[OFFCPU_MAX_DEPTH], wkbuf[OFFCPU_MAX_DEPTH];
 };
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void step_error(char *err, size_t len, const char *step, int e)
 {
@@ -256,7 +249,7 @@ int probe_offcpu_start(struct probe_offcpu *p, pid_t tgid, int64_t phase_tls_off
 	p->skel->bss->target_tgid = (__u32)tgid;
 	p->skel->bss->target_ktgid = 0;
 	p->skel->bss->phase_tls_off = phase_tls_off;
-	p->window_start_ns = monotonic_ns();
+	p->window_start_ns = rt_clock_ns();
 	/* Publish the target before the flag; pairs with the programs' read of enabled
 	 * first (x86 keeps store order; the release says so elsewhere). */
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
@@ -269,7 +262,7 @@ int probe_offcpu_stop(struct probe_offcpu *p)
 	if (!p->started)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
-	p->window_ns += monotonic_ns() - p->window_start_ns;
+	p->window_ns += rt_clock_ns() - p->window_start_ns;
 	p->started = false;
 	/* a program that saw enabled = 1 may still run on another CPU */
 	probe__wait_programs();

@@ -24,6 +24,7 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/oncpu/oncpu.h"
 #include "probes/oncpu/oncpu.skel.h"
+#include "runtime/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -108,14 +109,6 @@ struct probe_oncpu {
 	int dwarf_err;             /* dwarf_fn's first non-zero return since the start */
 	uint64_t dwarf_seen;       /* records handed to dwarf_fn since the last drain */
 };
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The target's CPU time so far (every thread's, live or exited), or false once the
  * process is gone. */
@@ -780,7 +773,7 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 			  read_cpu_clock(p->cpu_clock, &p->cpu_start_ns);
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
-	p->window_start_ns = monotonic_ns();
+	p->window_start_ns = rt_clock_ns();
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
 	p->last_tgid = p->set_mode ? (uint32_t)t->tgids[0] : (uint32_t)t->tgid;
 	p->started = true;
@@ -795,7 +788,7 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 	if (!p->started)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
-	p->window_ns += monotonic_ns() - p->window_start_ns;
+	p->window_ns += rt_clock_ns() - p->window_start_ns;
 	if (p->cpu_clock_ok && read_cpu_clock(p->cpu_clock, &cpu_end))
 		p->cpu_ns += cpu_end - p->cpu_start_ns;
 	else

@@ -15,6 +15,7 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/runtime/runtime.h"
 #include "probes/runtime/runtime.skel.h"
+#include "runtime/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -214,19 +215,11 @@ static void detach(struct probe_runtime *p)
 	}
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int probe_runtime_start(struct probe_runtime *p, pid_t pid, uint64_t *attach_ns, char *err,
 			size_t errlen)
 {
 	char link[64], exe[PATH_MAX], step[96];
-	uint64_t t0 = monotonic_ns();
+	uint64_t t0 = rt_clock_ns();
 	ssize_t n;
 	int ret;
 
@@ -259,7 +252,7 @@ int probe_runtime_start(struct probe_runtime *p, pid_t pid, uint64_t *attach_ns,
 		}
 	}
 	if (attach_ns)
-		*attach_ns = monotonic_ns() - t0;
+		*attach_ns = rt_clock_ns() - t0;
 	p->started = true;
 	if (p->hold_reader)
 		return 0;

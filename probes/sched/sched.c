@@ -19,6 +19,7 @@
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/sched/sched.h"
 #include "probes/sched/sched.skel.h"
+#include "runtime/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -55,14 +56,6 @@ struct probe_sched {
 	uint64_t stop_ns;          /* CLOCK_MONOTONIC (the programs' clock) at the last stop */
 	pid_t tgid;                /* the target of the last start */
 };
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct probe_sched *probe_sched_open(const struct probe_sched_opts *o, char *err, size_t errlen)
 {
@@ -177,7 +170,7 @@ int probe_sched_start(struct probe_sched *p, pid_t tgid, int64_t phase_tls_off)
 	p->skel->bss->phase_tls_off = phase_tls_off;
 	/* Publish the target before the flag; pairs with the programs' read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
-	p->window_start_ns = monotonic_ns();
+	p->window_start_ns = rt_clock_ns();
 	__atomic_store_n(&p->skel->bss->enabled, 1, __ATOMIC_RELEASE);
 	p->started = true;
 	return 0;
@@ -188,7 +181,7 @@ int probe_sched_stop(struct probe_sched *p)
 	if (!p->started)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
-	p->stop_ns = monotonic_ns();
+	p->stop_ns = rt_clock_ns();
 	p->window_ns += p->stop_ns - p->window_start_ns;
 	p->started = false;
 	/* an event that saw enabled = 1 may still be running on another CPU */
