@@ -89,17 +89,9 @@ struct probe_alloc *probe_alloc_open(const struct probe_alloc_opts *o, char *err
 
 	if (!o)
 		o = &d;
-	ret = probe__host_get(&h, "alloc", err, errlen);
-	if (ret) {
-		errno = -ret;
+	p = probe__state_new("alloc", sizeof(*p), &h, err, errlen);
+	if (!p)
 		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "alloc: out of memory");
-		errno = ENOMEM;
-		return NULL;
-	}
 	p->stats_fd = -1;
 	p->period = o->sample_bytes ? o->sample_bytes : PROBE_ALLOC_SAMPLE_DEFAULT;
 	p->stack_entries = o->stack_entries ? o->stack_entries : DEFAULT_STACK_ENTRIES;

@@ -343,6 +343,24 @@ int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t 
 	return 0;
 }
 
+void *probe__state_new(const char *probe, size_t size, struct probe__host *h, char *err,
+		       size_t len)
+{
+	int ret = probe__host_get(h, probe, err, len);
+	void *state;
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	state = calloc(1, size);
+	if (!state) {
+		snprintf(err, len, "%s: out of memory", probe);
+		errno = ENOMEM;
+	}
+	return state;
+}
+
 bool probe__have_btf(char *why, size_t len)
 {
 	if (!access(PROBE__VMLINUX_BTF, R_OK))

@@ -31,6 +31,10 @@ struct probe__host {
 	unsigned long long pidns_dev, pidns_ino;
 };
 int probe__host_get(struct probe__host *h, const char *probe, char *err, size_t len);
+/* The start of every loader's open: the host (probe__host_get()) into h, then a zeroed
+ * state of size bytes. NULL with errno set and one line in err naming the probe. */
+void *probe__state_new(const char *probe, size_t size, struct probe__host *h, char *err,
+		       size_t len);
 
 /* Route libbpf's messages to a per-thread buffer instead of stderr (idempotent), and
  * clear it: call before a sequence of libbpf calls whose failure you will report. */

@@ -73,17 +73,9 @@ struct probe_offcpu *probe_offcpu_open(const struct probe_offcpu_opts *o, char *
 
 	if (!o)
 		o = &d;
-	ret = probe__host_get(&h, "offcpu", err, errlen);
-	if (ret) {
-		errno = -ret;
+	p = probe__state_new("offcpu", sizeof(*p), &h, err, errlen);
+	if (!p)
 		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "offcpu: out of memory");
-		errno = ENOMEM;
-		return NULL;
-	}
 	p->stats_fd = -1;
 	p->min_block_us = o->min_block_us ? o->min_block_us : 1;
 	p->wakers = o->wakers;

@@ -453,17 +453,9 @@ struct probe_oncpu *probe_oncpu_open(const struct probe_oncpu_opts *o, char *err
 
 	if (!o)
 		o = &d;
-	ret = probe__host_get(&h, "oncpu", err, errlen);
-	if (ret) {
-		errno = -ret;
+	p = probe__state_new("oncpu", sizeof(*p), &h, err, errlen);
+	if (!p)
 		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "oncpu: out of memory");
-		errno = ENOMEM;
-		return NULL;
-	}
 	p->stats_fd = -1;
 	p->freq = o->freq ? o->freq : DEFAULT_FREQ;
 	p->callgraph = o->callgraph;

@@ -134,17 +134,9 @@ struct probe_runtime *probe_runtime_open(const struct probe_runtime_opts *o, cha
 		errno = EINVAL;
 		return NULL;
 	}
-	ret = probe__host_get(&h, "runtime", err, errlen);
-	if (ret) {
-		errno = -ret;
+	p = probe__state_new("runtime", sizeof(*p), &h, err, errlen);
+	if (!p)
 		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "runtime: out of memory");
-		errno = ENOMEM;
-		return NULL;
-	}
 	p->stats_fd = -1;
 	p->fn = o->fn;
 	p->ctx = o->ctx;
