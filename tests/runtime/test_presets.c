@@ -37,14 +37,6 @@ static struct rt_sched *start_kyo_undetected(unsigned workers)
 	return rt_test_start_with("kyo", workers, "blocking", "none", "time_slice_ms", "0", NULL);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Wait until every worker has parked once since start: a worker still starting up looks
  * for work once, and would take tasks a test means to stay put. Not a sleep: on a loaded
  * machine a thread may take long to start. */
@@ -52,10 +44,10 @@ static void wait_all_parked(struct rt_sched *s)
 {
 	struct rt_worker_stats per[RT_MAX_WORKERS];
 	unsigned n = rt_sched_workers(s), parked = 0;
-	uint64_t deadline = now_ns() + 60 * 1000000000ull;
+	uint64_t deadline = rt_now_ns() + 60 * 1000000000ull;
 
 	/* a bound only a machine that stopped running threads meets: then say so */
-	while (now_ns() < deadline) {
+	while (rt_now_ns() < deadline) {
 		unsigned got = rt_sched_stats(s, per, n);
 
 		parked = 0;
@@ -119,11 +111,11 @@ static uint64_t ran_on;
 
 static uint64_t busy_where(void *arg)
 {
-	uint64_t until = now_ns() + 10 * 1000000000ull;
+	uint64_t until = rt_now_ns() + 10 * 1000000000ull;
 	unsigned w = rt_worker_index();
 
 	__atomic_or_fetch(&ran_on, 1ull << w, __ATOMIC_RELAXED);
-	while (__atomic_load_n(&ran_on, __ATOMIC_RELAXED) != 3 && now_ns() < until)
+	while (__atomic_load_n(&ran_on, __ATOMIC_RELAXED) != 3 && rt_now_ns() < until)
 		;
 	return w;
 }
@@ -309,8 +301,8 @@ static uint64_t block_with_child_queued(void *arg)
 	uint64_t until;
 
 	rt_blocking_begin();
-	until = now_ns() + p->block_ns;
-	while (now_ns() < until && !__atomic_load_n(&p->ran, __ATOMIC_ACQUIRE))
+	until = rt_now_ns() + p->block_ns;
+	while (rt_now_ns() < until && !__atomic_load_n(&p->ran, __ATOMIC_ACQUIRE))
 		rt_test_sleep_ns(200000);
 	p->ran_during = __atomic_load_n(&p->ran, __ATOMIC_ACQUIRE);
 	rt_blocking_end();
@@ -486,9 +478,9 @@ static uint64_t short_blocks(void *arg)
 		uint64_t t0;
 
 		rt_blocking_begin();
-		t0 = now_ns();
+		t0 = rt_now_ns();
 		rt_test_sleep_ns(1000000);
-		t0 = now_ns() - t0;
+		t0 = rt_now_ns() - t0;
 		rt_blocking_end();
 		if (t0 > r->longest_ns)
 			r->longest_ns = t0;
@@ -645,7 +637,7 @@ static uint64_t where_marked(void *arg)
 static uint64_t fill_and_hold(void *arg)
 {
 	struct rt_task *t[FAN];
-	uint64_t seen = 0, give_up = now_ns() + 20 * 1000000000ull;
+	uint64_t seen = 0, give_up = rt_now_ns() + 20 * 1000000000ull;
 
 	(void)arg;
 	fill_worker = rt_worker_index();
@@ -654,7 +646,7 @@ static uint64_t fill_and_hold(void *arg)
 	__atomic_store_n(&fill_ready, 1, __ATOMIC_RELEASE);
 	/* a bound only so that a runtime that never steals fails the test, not hangs it */
 	while ((!__atomic_load_n(&dry_done, __ATOMIC_ACQUIRE) ||
-		!__atomic_load_n(&stolen_ran, __ATOMIC_ACQUIRE)) && now_ns() < give_up)
+		!__atomic_load_n(&stolen_ran, __ATOMIC_ACQUIRE)) && rt_now_ns() < give_up)
 		sched_yield();
 	for (int i = 0; i < FAN; i++)
 		seen |= 1ull << rt_join(t[i]);
