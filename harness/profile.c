@@ -36,7 +36,12 @@
 
 #define MAX_FRAMES 300 /* category, comm, task, markers, user and kernel stacks of 127 each */
 #define NAME_LEN   HX_FRAME_LEN
-#define UNWIND_REFRESH_MAX 4 /* re-reads of a fork's mappings for code mapped meanwhile */
+/* A process's mappings are read again when a sample runs into code mapped since (ld.so
+ * loading libraries, a dlopen, a JIT's new code): at once the first time, then no sooner
+ * than a gap that doubles while the re-reads find nothing new (a frame pointer into
+ * data, code that no file backs), from REREAD_GAP_MIN_NS to REREAD_GAP_MAX_NS. */
+#define REREAD_GAP_MIN_NS (2 * 1000000ull)
+#define REREAD_GAP_MAX_NS (1000 * 1000000ull)
 #define UNWIND_TRIES_MAX   8 /* attempts to attach libdw to a profiled process */
 
 /* The functions that begin a thread's stack: a fiber's entry, glibc's thread start
@@ -48,6 +53,26 @@ static const char *const thread_roots[] = {
 	"rt__fiber_start", "start_thread", "clone3", "__clone3", "clone", "__clone",
 	"__libc_start_call_main", "__libc_start_main", "_start", NULL,
 };
+
+/* When the next re-read of a process's mappings may be, and the gap after it. */
+struct reread {
+	uint64_t next_ns, gap_ns;
+};
+
+static bool reread_due(const struct reread *r, uint64_t now)
+{
+	return now >= r->next_ns;
+}
+
+/* After a re-read at now: the next soon if it helped, later if it did not. */
+static void reread_done(struct reread *r, uint64_t now, bool helped)
+{
+	if (helped || !r->gap_ns)
+		r->gap_ns = REREAD_GAP_MIN_NS;
+	else if (r->gap_ns < REREAD_GAP_MAX_NS)
+		r->gap_ns *= 2;
+	r->next_ns = now + r->gap_ns;
+}
 
 struct fold_ctx {
 	struct hx_profile *p;
@@ -63,7 +88,7 @@ struct hx__live {
 	pid_t pid;
 	struct an_usyms *usyms;  /* the mappings when it began measuring */
 	struct an_unwind *unwind; /* NULL: none could be made (unwind_error says why) */
-	unsigned refreshes;
+	struct reread unwind_reread;
 	uint64_t prog_runs, prog_ns; /* the program's counters at the start */
 	bool prog_stats;
 	struct fold_ctx *fold;   /* for DWARF samples: the reader's, then the stop's */
@@ -78,7 +103,8 @@ struct hx__proc {
 	struct an_unwind *unwind; /* DWARF samples': made at the first (NULL: none yet, or
 				   * libdw could not attach) */
 	unsigned unwind_tries;   /* attempts to make it: libdw cannot attach mid-exec */
-	unsigned refreshes;
+	struct reread unwind_reread; /* the unwinder's, when a stack runs into no module */
+	struct reread names_reread;  /* the names', when a frame is in no mapping */
 };
 
 /* One sample (or an aggregate of identical ones) on its way into the profile. */
@@ -479,11 +505,11 @@ static int fold_aggregate(const struct probe_stack *ps, void *arg)
 }
 
 /* Unwind ds's user stack into s with u, the unwinder of process pid whose mappings are
- * *usyms: re-read (at most UNWIND_REFRESH_MAX times, *refreshes) when the stack runs into
- * code mapped since they were read (a dlopen), for the names too. */
+ * *usyms: both re-read (as *rr allows) when the stack runs into code mapped since they
+ * were read (a dlopen, ld.so loading the libraries). */
 static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sample *s,
 			  const struct probe_dwarf_sample *ds, struct an_unwind *u,
-			  struct an_usyms **usyms, pid_t pid, unsigned *refreshes,
+			  struct an_usyms **usyms, pid_t pid, struct reread *rr,
 			  struct an_unwind_result *r)
 {
 	struct an_unwind_sample us = {
@@ -496,11 +522,10 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 	uint64_t t0 = rt_clock_ns();
 
 	s->nuser = an_unwind_stack(u, &us, f->ips, PROBE_MAX_DEPTH, r);
-	if (r->end == AN_UNWIND_NO_MODULE && *refreshes < UNWIND_REFRESH_MAX) {
+	if (r->end == AN_UNWIND_NO_MODULE && reread_due(rr, t0)) {
 		struct an_procmaps *maps = an_procmaps_read(pid);
 		struct an_usyms *fresh = maps ? an_usyms_new(p->symcache, maps) : NULL;
 
-		(*refreshes)++;
 		if (fresh && !an_unwind_refresh(u)) {
 			an_usyms_free(*usyms);
 			*usyms = fresh;
@@ -508,6 +533,7 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 		} else {
 			an_usyms_free(fresh);
 		}
+		reread_done(rr, t0, r->end != AN_UNWIND_NO_MODULE);
 	}
 	f->usyms = *usyms;
 	p->unwind_ns += rt_clock_ns() - t0;
@@ -515,6 +541,17 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 	s->unwound = r;
 	if (r->end == AN_UNWIND_DEPTH)
 		s->lost |= PROBE_TRUNCATED_USTACK;
+}
+
+/* Whether a frame of the user stack (leaf first, n of them) lies in no mapping of u and
+ * in no JIT's perf map: code mapped since u was read, or an address that is no code. */
+static bool outruns_maps(struct an_usyms *u, const uint64_t *ips, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ips[i] >= 4096 && !an_usyms_module(u, ips[i], NULL, 0) &&
+		    !an_usyms_jit(u, i ? ips[i] - 1 : ips[i], NULL, 0))
+			return true;
+	return false;
 }
 
 static int proc_read(struct hx_profile *p, pid_t pid);
@@ -539,9 +576,20 @@ static int fold_dwarf_proc(struct hx_profile *p, struct fold_ctx *f, struct samp
 		pr->unwind = an_unwind_new(pid);
 	}
 	f->usyms = pr ? pr->usyms : NULL;
-	if (pr && pr->unwind)
-		unwind_sample(p, f, s, ds, pr->unwind, &pr->usyms, pid, &pr->refreshes, &r);
-	else
+	if (pr && pr->unwind) {
+		uint64_t now = rt_clock_ns();
+
+		unwind_sample(p, f, s, ds, pr->unwind, &pr->usyms, pid, &pr->unwind_reread, &r);
+		/* the unwinder may have known code the names do not (it was made, or read its
+		 * mappings, after they were): the names read again */
+		if (!pr->gone && pr->usyms && outruns_maps(pr->usyms, s->ustack, s->nuser) &&
+		    reread_due(&pr->names_reread, now)) {
+			proc_read(p, pid);
+			f->usyms = pr->usyms;
+			reread_done(&pr->names_reread, now,
+				    pr->usyms && !outruns_maps(pr->usyms, s->ustack, s->nuser));
+		}
+	} else
 		s->no_unwinder = pr && pr->gone && !pr->unwind_tries
 					 ? "the process exited before its stacks could be unwound"
 					 : "libdw could not attach to the process";
@@ -577,8 +625,8 @@ static int fold_dwarf(const struct probe_dwarf_sample *ds, void *arg)
 		return fold_dwarf_proc(p, f, &s, ds);
 	f->usyms = live->usyms;
 	if (live->unwind)
-		unwind_sample(p, f, &s, ds, live->unwind, &live->usyms, live->pid, &live->refreshes,
-			      &r);
+		unwind_sample(p, f, &s, ds, live->unwind, &live->usyms, live->pid,
+			      &live->unwind_reread, &r);
 	else
 		s.no_unwinder = p->unwind_error;
 	return fold(f, &s);
@@ -834,6 +882,8 @@ void hx_profile_close(struct hx_profile *p)
 #define TARGET_POLL_NS    (50 * 1000000ull)  /* new processes' mappings read this often */
 #define TARGET_REREAD_NS  (500 * 1000000ull) /* a living one's again (dlopen, exec) */
 
+static bool exited(pid_t pid);
+
 /* Read pid's mappings into its entry (made if new); a read that fails keeps the last
  * (the process exited, and its frames keep the names they had). */
 static int proc_read(struct hx_profile *p, pid_t pid)
@@ -858,9 +908,13 @@ static int proc_read(struct hx_profile *p, pid_t pid)
 	if (pr->gone)
 		return 0;
 	maps = an_procmaps_read(pid);
-	/* no mappings: a zombie whose parent has not reaped it yet, as good as gone */
 	if (maps && !an_procmaps_count(maps)) {
 		an_procmaps_free(maps);
+		/* no mappings: a zombie whose parent has not reaped it yet, as good as gone;
+		 * or a process between the two halves of its exec, whose new image is not
+		 * mapped yet: the last read kept, and read again later */
+		if (!exited(pid))
+			return 0;
 		maps = NULL;
 	}
 	u = maps ? an_usyms_new(p->symcache, maps) : NULL;
@@ -976,6 +1030,43 @@ static int check_pid(pid_t pid, char *err, size_t errlen)
 	}
 	close(fd);
 	return 0;
+}
+
+#define EXEC_SETTLE_NS (1000 * 1000000ull)
+
+/* Wait (up to EXEC_SETTLE_NS) until pid's new image is mapped. The exec closes the
+ * profiler's pipe (close-on-exec) before the kernel maps the program, its loader and then
+ * the vDSO: mappings read at the pipe's end can be none, or the program's alone, and
+ * names and code ranges taken from them would miss the code that runs first. */
+static void exec_settle(pid_t pid)
+{
+	char path[64], buf[4096];
+	uint64_t t0 = rt_clock_ns();
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	do {
+		struct timespec nap = { 0, 1000000L };
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		size_t keep = 0;
+		bool found = false;
+		ssize_t n;
+
+		if (fd < 0)
+			return; /* gone */
+		while (!found && (n = read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
+			size_t len = keep + (size_t)n;
+
+			buf[len] = '\0';
+			found = strstr(buf, "[vdso]") != NULL;
+			/* a line cut between two reads: its last bytes carried over */
+			keep = len < 8 ? len : 8;
+			memmove(buf, buf + len - keep, keep);
+		}
+		close(fd);
+		if (found)
+			return;
+		nanosleep(&nap, NULL);
+	} while (rt_clock_ns() - t0 < EXEC_SETTLE_NS && !exited(pid));
 }
 
 /* Start argv stopped before its exec: the caller adds it to the targets, then lets it go
@@ -1196,6 +1287,7 @@ int hx_profile_target(struct hx_profile *p, const struct hx_target *t,
 				 strerror(exec_errno));
 			goto out_stop;
 		}
+		exec_settle(r->pid);
 		ranges_of(p, r->pid);
 		proc_forget(p, r->pid);
 	}
