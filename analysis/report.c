@@ -134,8 +134,8 @@ enum an_shortfall an_sampling_shortfall(const struct an_probe_summary *p, char *
 	an_format_number((double)p->expected, 0, e, sizeof(e));
 	an_format_number((double)p->taken, 0, t, sizeof(t));
 	format_cpu_time(p->cpu_ns, cpu, sizeof(cpu));
-	n = snprintf(buf, len, "expected %s samples (the forks' %s of CPU time × %u Hz), taken %s",
-		     e, cpu, p->freq, t);
+	n = snprintf(buf, len, "expected %s samples (the %s' %s of CPU time × %u Hz), taken %s",
+		     e, p->whole_program ? "processes" : "forks", cpu, p->freq, t);
 	if (n < 0 || (size_t)n >= len)
 		return why;
 	if (why == AN_SHORT_THROTTLED)

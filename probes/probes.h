@@ -130,8 +130,9 @@ struct probe_target {
 	const struct probe_range *ranges; /* may be NULL; at most PROBE_MAX_RANGES are used */
 	unsigned nranges;
 	/* Instead of tgid (0): a set of processes, at most PROBE_ONCPU_MAX_TARGETS, whose
-	 * CPU time then goes unclocked; with follow, every process one of them starts joins
-	 * the set as it forks (probe_oncpu_targets() lists them). */
+	 * CPU time is clocked by a task-clock counter on each of their threads, inherited by
+	 * the threads they start; with follow, every process one of them starts joins the
+	 * set as it forks (probe_oncpu_targets() lists them) and its clock. */
 	const pid_t *tgids;
 	unsigned ntgids;
 	bool follow;

@@ -20,6 +20,7 @@
 #include "probes/common/env.h"
 #include "probes/common/maps.h"
 #include "probes/common/perf.h"
+#include "probes/common/treeclock.h"
 
 #include <linux/types.h> /* before the shared header and the skeleton, which use __u64 */
 #include "probes/oncpu/oncpu.h"
@@ -83,6 +84,7 @@ struct probe_oncpu {
 	uint64_t window_start_ns;  /* CLOCK_MONOTONIC when sampling was last enabled */
 	uint64_t window_ns;        /* time enabled since the last drain */
 	clockid_t cpu_clock;       /* the target's process CPU clock, while started */
+	struct probe__tree_clock set_clock; /* a set's, and what it starts, while started */
 	bool cpu_clock_ok;         /* it could be read when sampling was enabled */
 	uint64_t cpu_start_ns;     /* its reading then */
 	uint64_t cpu_ns;           /* the targets' CPU time while enabled, since the last drain */
@@ -572,6 +574,7 @@ void probe_oncpu_free(struct probe_oncpu *p)
 	if (!p)
 		return;
 	probe_oncpu_stop(p);
+	probe__tree_clock_close(&p->set_clock); /* opened unless a start failed past it */
 	bpf_link__destroy(p->fork_link); /* NULL unless a start failed past attaching it */
 	events_close(p);
 	ring_buffer__free(p->ring);
@@ -721,6 +724,24 @@ void probe_oncpu_set_ranges(struct probe_oncpu *p, pid_t tgid, const struct prob
 	__atomic_store_n(&p->skel->bss->nranges, n, __ATOMIC_RELEASE);
 }
 
+/* Count the set's threads from now (their descendants too, processes when followed):
+ * its CPU time at the stop is the counters' sum less the one read here. 0, or -errno
+ * (a process gone, no counter allowed): the window then goes unclocked. */
+static int set_clock_start(struct probe_oncpu *p, const struct probe_target *t)
+{
+	int err = 0;
+
+	probe__tree_clock_close(&p->set_clock);
+	p->set_clock.processes = t->follow;
+	for (unsigned i = 0; i < t->ntgids && !err; i++)
+		err = probe__tree_clock_add(&p->set_clock, t->tgids[i]);
+	if (!err)
+		err = probe__tree_clock_read(&p->set_clock, &p->cpu_start_ns);
+	if (err)
+		probe__tree_clock_close(&p->set_clock);
+	return err;
+}
+
 int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 {
 	int err;
@@ -759,10 +780,12 @@ int probe_oncpu_start(struct probe_oncpu *p, const struct probe_target *t)
 		return err;
 	}
 	/* The target's CPU time brackets the window, read inside the events' on/off:
-	 * what it spends while enabled is what the frequency owes samples for. */
-	/* (a set's processes come and go: its CPU time is not one clock, and goes unknown) */
-	p->cpu_clock_ok = !p->set_mode && !clock_getcpuclockid(t->tgid, &p->cpu_clock) &&
-			  read_cpu_clock(p->cpu_clock, &p->cpu_start_ns);
+	 * what it spends while enabled is what the frequency owes samples for. A set's
+	 * processes come and go, so no process clock covers it: its threads' counters,
+	 * inherited as the followed processes are, do. */
+	p->cpu_clock_ok = p->set_mode ? !set_clock_start(p, t)
+				      : !clock_getcpuclockid(t->tgid, &p->cpu_clock) &&
+					read_cpu_clock(p->cpu_clock, &p->cpu_start_ns);
 	/* Publish the target before the flag; pairs with the program's read of enabled
 	 * before target_tgid (x86 keeps store order; the release says so elsewhere). */
 	p->window_start_ns = rt_clock_ns();
@@ -781,10 +804,13 @@ int probe_oncpu_stop(struct probe_oncpu *p)
 		return 0;
 	__atomic_store_n(&p->skel->bss->enabled, 0, __ATOMIC_RELEASE);
 	p->window_ns += rt_clock_ns() - p->window_start_ns;
-	if (p->cpu_clock_ok && read_cpu_clock(p->cpu_clock, &cpu_end))
+	if (p->cpu_clock_ok && (p->set_mode ? !probe__tree_clock_read(&p->set_clock, &cpu_end)
+					    : read_cpu_clock(p->cpu_clock, &cpu_end)) &&
+	    cpu_end >= p->cpu_start_ns)
 		p->cpu_ns += cpu_end - p->cpu_start_ns;
 	else
 		p->unclocked++; /* the target was gone, or its clock never readable */
+	probe__tree_clock_close(&p->set_clock);
 	err = switch_events(p, false);
 	p->started = false;
 	/* no new process joins after the window: it would never be sampled */

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,20 @@ static const char *schedlab_build(void)
 	const char *build = getenv("SCHEDLAB_BUILD");
 
 	return build && *build ? build : "build";
+}
+
+/* The number after "key": in json, searching from the first occurrence of `after`
+ * (NULL: from the start). */
+static __attribute__((unused)) uint64_t json_u64(const char *json, const char *after, const char *key)
+{
+	char pat[64];
+	const char *p = after ? strstr(json, after) : json;
+
+	cr_assert_not_null(p, "%s not in result.json", after);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	cr_assert_not_null(p, "%s not in result.json", key);
+	return strtoull(p + strlen(pat), NULL, 10);
 }
 
 /* Run `schedlab ARGS...`; stdout and stderr land in out_text and err_text. */

@@ -172,6 +172,34 @@ static void expect_split(const char *run)
 			  fns[i], 100 * got[i] / sampled, 100 * own[i] / total);
 }
 
+/* The CPU time the profile clocked for what it sampled (result.json's sampling.cpu_ns),
+ * in seconds. */
+static double clocked_seconds(const char *run)
+{
+	char path[1100], *json;
+	double s;
+
+	snprintf(path, sizeof(path), "%s/result.json", run);
+	json = slurp(path, NULL);
+	cr_assert_not_null(json, "%s", path);
+	s = (double)json_u64(json, "\"sampling\"", "cpu_ns") / 1e9;
+	free(json);
+	return s;
+}
+
+/* The profile's clock against the program's own: at least the three functions' CPU time
+ * (the program's own clock, the child's where it forked), and at most 10% and 0.1 s more
+ * (its start, its exit, the loop around them). */
+static void expect_clocked(const char *run)
+{
+	double own = own_seconds("split_a") + own_seconds("split_b") + own_seconds("split_c");
+	double got = clocked_seconds(run);
+
+	cr_expect(got >= own && got <= 1.1 * own + 0.1,
+		  "the profile clocked %.3f s of CPU time, the program %.3f s by its own clock",
+		  got, own);
+}
+
 Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
      .fini = profile_teardown, .timeout = 120)
 {
@@ -181,6 +209,7 @@ Test(profile, a_command_split_matches_its_own_clock, .init = profile_setup,
 	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
 	profile_dir(run, sizeof(run));
 	expect_split(run);
+	expect_clocked(run);
 	snprintf(path, sizeof(path), "%s/result.json", run);
 	json = slurp(path, NULL);
 	cr_assert_not_null(json);
@@ -216,13 +245,14 @@ Test(profile, a_child_process_is_followed_and_named, .init = profile_setup,
      .fini = profile_teardown, .timeout = 120)
 {
 	/* the work runs in a child the command forks, which exits before the profile ends:
-	 * its frames keep their names */
+	 * its frames keep their names, and its CPU time is clocked with the command's */
 	const char *args[] = { "profile", "-o", in_dir("s"), "--", helper, "1", "--fork", NULL };
 	char run[1024];
 
 	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
 	profile_dir(run, sizeof(run));
 	expect_split(run);
+	expect_clocked(run);
 }
 
 Test(profile, code_opened_with_dlopen_while_profiled_is_named, .init = profile_setup,
@@ -376,6 +406,7 @@ Test(profile, no_follow_leaves_out_the_processes_it_starts, .init = profile_setu
 	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
 	profile_dir(run, sizeof(run));
 	cr_expect_lt(folded_share(run, "split_a"), 0.01, "the child's work was sampled");
+	cr_expect_lt(clocked_seconds(run), 0.1, "the child's work was clocked");
 }
 
 /* Start `three_split ARGS` in the background with its stdout in dir/own; its pid. */
@@ -433,6 +464,11 @@ Test(profile, a_running_process_by_pid_until_it_exits, .init = profile_setup,
 	read_into(in_dir("own"), own, sizeof(own));
 	strncat(out_text, own, sizeof(out_text) - strlen(out_text) - 1);
 	expect_split(run);
+	/* clocked from the attach to its exit: some of its own time, none that it did not */
+	cr_expect(clocked_seconds(run) > 0.1 &&
+			  clocked_seconds(run) <= own_seconds("split_a") + own_seconds("split_b") +
+							   own_seconds("split_c") + 0.1,
+		  "the profile clocked %.3f s", clocked_seconds(run));
 }
 
 Test(profile, a_duration_ends_it_and_interrupting_a_pid_profile_is_its_end,

@@ -244,20 +244,6 @@ Test(run_cli, list_names_workloads_presets_and_probes)
 
 /* ---- a quick run --------------------------------------------------------------------------- */
 
-/* The number after "key": in json, searching from the first occurrence of `after`
- * (NULL: from the start). */
-static uint64_t json_u64(const char *json, const char *after, const char *key)
-{
-	char pat[64];
-	const char *p = after ? strstr(json, after) : json;
-
-	cr_assert_not_null(p, "%s not in result.json", after);
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(p, pat);
-	cr_assert_not_null(p, "%s not in result.json", key);
-	return strtoull(p + strlen(pat), NULL, 10);
-}
-
 /* Run `schedlab ARGV...`, whose run folders go under in_dir("results"), and read its
  * result.json (to be freed). */
 static char *run_result(const char *const *argv)

@@ -13,17 +13,6 @@
 
 TestSuite(alloc_run, .init = setup, .fini = teardown);
 
-/* The number after the first key in text. */
-static uint64_t json_u64(const char *text, const char *key)
-{
-	const char *p;
-
-	cr_assert_not_null(text, "no text to find %s in", key);
-	p = strstr(text, key);
-	cr_assert_not_null(p, "no %s", key);
-	return strtoull(p + strlen(key), NULL, 10);
-}
-
 /* Under AddressSanitizer the schedlab binary allocates through the sanitizer's own
  * allocator, which never calls libc's malloc: the probe's uprobes see none of it (the
  * probe tests' helper programs, built without sanitizers, still test the probe there). */
@@ -51,10 +40,10 @@ Test(alloc_run, a_run_writes_allocation_stacks_beside_the_accounting, .timeout =
 	part = strstr(json, "{\"name\": \"alloc\", \"attached\": true");
 	cr_assert_not_null(part, "%s", json);
 	cr_expect_not_null(strstr(json, " --alloc-sample 65536"), "the command: %s", json);
-	sampled = json_u64(part, "\"sampled_bytes\": ");
+	sampled = json_u64(part, NULL, "sampled_bytes");
 	/* the totals follow the per-function figures */
-	bytes = json_u64(strstr(part, "\"calloc_overflow\": "), "\"bytes\": ");
-	rt_bytes = json_u64(strstr(part, "\"runtime_accounting\""), "\"bytes\": ");
+	bytes = json_u64(part, "\"calloc_overflow\": ", "bytes");
+	rt_bytes = json_u64(part, "\"runtime_accounting\"", "bytes");
 	cr_expect_gt(rt_bytes, 0);
 	cr_expect_geq(bytes, rt_bytes, "probe %llu bytes < accounting %llu",
 		      (unsigned long long)bytes, (unsigned long long)rt_bytes);
