@@ -514,6 +514,8 @@ struct an_stack_quality {
 	uint64_t fp, dwarf;     /* user stacks from the frame-pointer walk, from DWARF */
 	uint64_t fallback;      /* DWARF ones that auto mode sent (the walk met code without
 				 * frame pointers) */
+	uint64_t spliced;       /* DWARF ones whose unwind stopped short and went on along
+				 * the frame-pointer walk (an_unwind_splice_fp()) */
 	uint64_t garbage;       /* samples with a frame that is no code ([unknown 0x...]) */
 	uint64_t past_root;     /* samples with frames past their root, dropped */
 	struct an_stack_break breaks[AN_BREAKS_MAX]; /* the most frequent, most first */
@@ -1095,6 +1097,7 @@ struct an_unwind_result {
 	/* Frames found by libdw's frame-pointer fallback, because the pc before had no
 	 * module or its module no CFI: the frame of that pc's caller may be missing. */
 	unsigned fp_frames;
+	unsigned fp_spliced;   /* frames an_unwind_splice_fp() added after the stop */
 	char why[160]; /* what stopped it, with libdw's message, unless OUTERMOST/DEPTH */
 };
 
@@ -1107,6 +1110,20 @@ struct an_unwind_result {
  * finds no CFI for a pc it falls back to the frame pointer, as perf does. */
 unsigned an_unwind_stack(struct an_unwind *u, const struct an_unwind_sample *s, uint64_t *ips,
 			 unsigned max, struct an_unwind_result *r);
+/* After an unwind into ips[0..n) that stopped anywhere but at its depth limit, go on with
+ * the kernel's frame-pointer walk of the same sample, fp_ips[0..fp_nr) (leaf first):
+ * where the walk holds the last frame's return address, its ips past it are that
+ * frame's callers. Code that switches stacks leaves the unwinder at a frame whose caller
+ * it cannot find (Go's runtime.nanotime1 calls the vDSO on the system stack, and its CFI
+ * reads a return address from that stack: a 0, an end as a root's), while the walk went
+ * on along the %rbp chain in place. A walk skips frames (the caller of a function that
+ * keeps none) but never adds one, so the return address is matched as often as the
+ * unwind met it (recursion); where the walk holds it fewer times nothing is added, as
+ * at a real root, where the walk ends too. An unwind that found no caller of the sampled
+ * pc takes the walk's. Returns the new count (at most max), and adds to r->fp_spliced
+ * what it added. */
+unsigned an_unwind_splice_fp(const uint64_t *fp_ips, unsigned fp_nr, uint64_t *ips, unsigned n,
+			     unsigned max, struct an_unwind_result *r);
 /* "outermost", "depth", "stack-end", "no-module", "no-cfi", "error"; "?" for others. */
 const char *an_unwind_end_name(enum an_unwind_end end);
 

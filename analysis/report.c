@@ -42,12 +42,13 @@ static void json_quality(FILE *out, const struct an_stack_quality *q)
 	fprintf(out,
 		"{\"with_user_stack\": %llu, \"reached_root\": %llu, \"runtime_threads\": %llu, "
 		"\"runtime_reached_root\": %llu, \"frame_pointer\": %llu, \"dwarf\": %llu, "
-		"\"dwarf_fallback\": %llu, \"with_unknown_frames\": %llu, "
-		"\"frames_past_root_cut\": %llu, \"broken\": [",
+		"\"dwarf_fallback\": %llu, \"dwarf_then_frame_pointers\": %llu, "
+		"\"with_unknown_frames\": %llu, \"frames_past_root_cut\": %llu, \"broken\": [",
 		(unsigned long long)q->with_user, (unsigned long long)q->rooted,
 		(unsigned long long)q->runtime, (unsigned long long)q->runtime_rooted,
 		(unsigned long long)q->fp, (unsigned long long)q->dwarf,
-		(unsigned long long)q->fallback, (unsigned long long)q->garbage,
+		(unsigned long long)q->fallback, (unsigned long long)q->spliced,
+		(unsigned long long)q->garbage,
 		(unsigned long long)q->past_root);
 	for (size_t i = 0; i < q->nbreaks; i++) {
 		fputs(i ? ", {\"object\": " : "{\"object\": ", out);
@@ -554,6 +555,10 @@ static void md_stacks(FILE *out, const struct an_probe_summary *p)
 		if (q->breaks_other)
 			fprintf(out, ", elsewhere %llu", (unsigned long long)q->breaks_other);
 	}
+	if (q->spliced)
+		fprintf(out, "; %llu unwound from DWARF until it stopped short, then along the "
+			     "frame-pointer walk (which skips the caller of a function that keeps "
+			     "no frame)", (unsigned long long)q->spliced);
 	if (q->garbage)
 		fprintf(out, "; %llu with a frame in no code, shown as [unknown 0x...]",
 			(unsigned long long)q->garbage);

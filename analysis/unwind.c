@@ -562,6 +562,33 @@ unsigned an_unwind_stack(struct an_unwind *u, const struct an_unwind_sample *s, 
 	return w.n;
 }
 
+unsigned an_unwind_splice_fp(const uint64_t *fp_ips, unsigned fp_nr, uint64_t *ips, unsigned n,
+			     unsigned max, struct an_unwind_result *r)
+{
+	unsigned want = 0, seen = 0, m;
+
+	if (!fp_ips || !ips || !r || !n || r->end == AN_UNWIND_DEPTH)
+		return n;
+	/* the last frame's return address, as often as the unwind met it (recursion): the
+	 * walk, which skips frames but never adds one, holds it as often up to there; with
+	 * the sampled pc alone, the walk's callers of it are all there is */
+	m = 0;
+	if (n > 1) {
+		for (unsigned i = 1; i < n; i++)
+			want += ips[i] == ips[n - 1];
+		for (m = 1; m < fp_nr; m++)
+			if (fp_ips[m] == ips[n - 1] && ++seen == want)
+				break;
+	} else if (!fp_nr || fp_ips[0] != ips[0]) {
+		return n; /* not the same sample */
+	}
+	for (unsigned i = m + 1; i < fp_nr && n < max; i++) {
+		ips[n++] = fp_ips[i];
+		r->fp_spliced++;
+	}
+	return n;
+}
+
 const char *an_unwind_end_name(enum an_unwind_end end)
 {
 	switch (end) {

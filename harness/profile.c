@@ -374,6 +374,7 @@ static int fold(struct fold_ctx *f, const struct sample *s)
 			else
 				q->fp += s->count;
 			q->fallback += s->fallback ? s->count : 0;
+			q->spliced += s->unwound && s->unwound->fp_spliced ? s->count : 0;
 			q->garbage += garbage ? s->count : 0;
 			q->past_root += past ? s->count : 0;
 			if (rooted) {
@@ -535,6 +536,10 @@ static void unwind_sample(struct hx_profile *p, struct fold_ctx *f, struct sampl
 		}
 		reread_done(rr, t0, r->end != AN_UNWIND_NO_MODULE);
 	}
+	/* auto mode: where the unwind stopped short, the frame-pointer walk may go on */
+	if (ds->fp_nr)
+		s->nuser = an_unwind_splice_fp(ds->fp_ips, ds->fp_nr, f->ips, s->nuser,
+					       PROBE_MAX_DEPTH, r);
 	f->usyms = *usyms;
 	p->unwind_ns += rt_clock_ns() - t0;
 	s->ustack = f->ips;

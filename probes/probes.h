@@ -71,6 +71,8 @@ struct probe_dwarf_sample {
 	uint32_t nkernel;
 	uint32_t lost;           /* PROBE_LOST_KSTACK_* */
 	bool fallback;           /* auto mode: the frame-pointer walk could not be trusted */
+	const uint64_t *fp_ips;  /* auto mode: that walk, leaf first, from regs' %rbp */
+	uint32_t fp_nr;          /* its ips; 0 in DWARF mode */
 };
 
 /* Called for each DWARF sample on the probe's reader thread while sampling, and on the

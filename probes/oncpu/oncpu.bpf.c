@@ -360,6 +360,11 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	__builtin_memcpy(d->comm, key->comm, sizeof(d->comm));
 	if (bpf_probe_read_kernel(d->kips, sizeof(d->kips), sc->kernel.ips))
 		return -EFAULT;
+	d->fpnr = fallback && sc->user.nr < ONCPU_MAX_DEPTH ? sc->user.nr :
+		  fallback ? ONCPU_MAX_DEPTH : 0;
+	d->pad2 = 0;
+	if (bpf_probe_read_kernel(d->fpips, sizeof(d->fpips), sc->user.ips))
+		return -EFAULT;
 	if (bpf_ringbuf_output(&dwarf_ring, d, sizeof(*d) + got, 0))
 		return -ENOSPC;
 	c->stack_bytes += got;

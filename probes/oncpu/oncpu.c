@@ -48,7 +48,7 @@ _Static_assert(sizeof(struct oncpu_stack) == 1024, "oncpu_stack ABI");
 _Static_assert(sizeof(struct oncpu_counters) == 104, "oncpu_counters ABI");
 _Static_assert(ONCPU_MAX_TARGETS == PROBE_ONCPU_MAX_TARGETS, "one bound on a set");
 _Static_assert(sizeof(struct oncpu_range) == 24, "oncpu_range ABI");
-_Static_assert(sizeof(struct oncpu_dwarf_sample) == 1216, "oncpu_dwarf_sample ABI");
+_Static_assert(sizeof(struct oncpu_dwarf_sample) == 2240, "oncpu_dwarf_sample ABI");
 _Static_assert(ONCPU_RED_ZONE == PROBE_RED_ZONE, "one red zone");
 _Static_assert(ONCPU_LOST_USTACK_FULL == PROBE_LOST_USTACK_FULL &&
 	       ONCPU_LOST_KSTACK_FULL == PROBE_LOST_KSTACK_FULL &&
@@ -355,6 +355,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		.nkernel = d->knr < ONCPU_MAX_DEPTH ? d->knr : ONCPU_MAX_DEPTH,
 		.lost = d->lost,
 		.fallback = d->fallback,
+		.fp_ips = (const uint64_t *)d->fpips,
+		.fp_nr = d->fpnr < ONCPU_MAX_DEPTH ? d->fpnr : ONCPU_MAX_DEPTH,
 	};
 	memcpy(s.comm, d->comm, sizeof(s.comm));
 	s.comm[sizeof(s.comm) - 1] = '\0';

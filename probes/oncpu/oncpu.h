@@ -101,6 +101,12 @@ struct oncpu_dwarf_sample {
 	char comm[ONCPU_COMM_LEN];
 	__u64 regs[ONCPU_NREGS];
 	__u64 kips[ONCPU_MAX_DEPTH]; /* the kernel stack, leaf first */
+	__u32 fpnr;		  /* auto mode: ips in fpips; 0 in DWARF mode, which walks none */
+	__u32 pad2;
+	/* auto mode: the frame-pointer walk that was not trusted, leaf first, from regs'
+	 * %rbp: where the unwinder stops short (code that switched stacks, as Go's does
+	 * for a vDSO call, beyond the copy) its callers may go on from it */
+	__u64 fpips[ONCPU_MAX_DEPTH];
 	__u8 stack[];
 };
 

@@ -5,7 +5,8 @@
  * Covered: our own chain up to glibc's thread root (and _start, in a forked child), frames
  * above qsort (no frame pointers), signal and vDSO frames, copies cut short, garbage
  * registers, libdw's frame-pointer fallback, a repeating frame, the frame limit, code
- * mapped after the snapshot, a file mapped beside its image, and a process gone by then.
+ * mapped after the snapshot, a file mapped beside its image, a process gone by then, and
+ * the frame-pointer walk taken up where an unwind stopped.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -904,4 +905,88 @@ Test(unwind, bad_arguments)
 	cr_expect_str_eq(an_unwind_end_name(AN_UNWIND_STACK_END), "stack-end");
 	cr_expect_str_eq(an_unwind_end_name(AN_UNWIND_ERROR), "error");
 	cr_expect_str_eq(an_unwind_end_name((enum an_unwind_end)99), "?");
+}
+
+/* ---- an_unwind_splice_fp: the frame-pointer walk after a stop ----------------------------- */
+
+/* ips[0..n) after a splice of fp[0..nfp) onto got[0..ngot) ending end, at most max. */
+static unsigned splice_fp(const uint64_t *got, unsigned ngot, const uint64_t *fp, unsigned nfp,
+			  enum an_unwind_end end, unsigned max, uint64_t *ips,
+			  struct an_unwind_result *r)
+{
+	*r = (struct an_unwind_result){ .end = end };
+	memcpy(ips, got, ngot * sizeof(*ips));
+	return an_unwind_splice_fp(fp, nfp, ips, ngot, max, r);
+}
+
+Test(unwind, a_stop_goes_on_along_the_walk_from_the_last_frame)
+{
+	/* Go's vDSO call: the unwind has the vDSO's frames and nanotime1 (0x465933), the
+	 * walk skipped the vDSO's inner frame but went on past nanotime1 */
+	const uint64_t got[] = { 0x7f00000007bd, 0x7f0000000c8e, 0x465933 };
+	const uint64_t fp[] = { 0x7f00000007bd, 0x465933, 0x43a0e5, 0x440945, 0x463e81 };
+	const uint64_t want[] = { 0x7f00000007bd, 0x7f0000000c8e, 0x465933, 0x43a0e5, 0x440945,
+				  0x463e81 };
+	uint64_t ips[8];
+	struct an_unwind_result r;
+	unsigned n = splice_fp(got, 3, fp, 5, AN_UNWIND_OUTERMOST, 8, ips, &r);
+
+	cr_assert_eq(n, 6);
+	cr_expect_eq(r.fp_spliced, 3);
+	cr_expect_arr_eq(ips, want, sizeof(want));
+	/* a stack end, a frame without CFI alike */
+	cr_expect_eq(splice_fp(got, 3, fp, 5, AN_UNWIND_STACK_END, 8, ips, &r), 6);
+	cr_expect_eq(splice_fp(got, 3, fp, 5, AN_UNWIND_NO_CFI, 8, ips, &r), 6);
+	/* at most max */
+	cr_expect_eq(splice_fp(got, 3, fp, 5, AN_UNWIND_STACK_END, 4, ips, &r), 4);
+	cr_expect_eq(r.fp_spliced, 1);
+	cr_expect_eq(ips[3], 0x43a0e5);
+}
+
+Test(unwind, a_recursive_last_frame_is_matched_as_often_as_it_was_met)
+{
+	/* the unwind met 0x500 twice; the walk holds it twice before 0x600: one is not
+	 * the point to go on from */
+	const uint64_t got[] = { 0x100, 0x200, 0x500, 0x500 };
+	const uint64_t fp[] = { 0x100, 0x500, 0x500, 0x600, 0x700 };
+	uint64_t ips[8];
+	struct an_unwind_result r;
+
+	cr_assert_eq(splice_fp(got, 4, fp, 5, AN_UNWIND_STACK_END, 8, ips, &r), 6);
+	cr_expect_eq(ips[4], 0x600);
+	cr_expect_eq(ips[5], 0x700);
+	/* a walk that holds it fewer times than the unwind met it adds nothing */
+	cr_expect_eq(splice_fp(got, 4, fp, 2, AN_UNWIND_STACK_END, 8, ips, &r), 4);
+	cr_expect_eq(r.fp_spliced, 0);
+}
+
+Test(unwind, nothing_is_added_where_the_walk_ends_too_or_the_depth_was_reached)
+{
+	const uint64_t got[] = { 0x100, 0x200, 0x300 };
+	const uint64_t ended[] = { 0x100, 0x300 };     /* a real root: the walk ends there */
+	const uint64_t elsewhere[] = { 0x100, 0x800, 0x900 }; /* never meets the last frame */
+	const uint64_t on[] = { 0x100, 0x300, 0x400 };
+	uint64_t ips[8];
+	struct an_unwind_result r;
+
+	cr_expect_eq(splice_fp(got, 3, ended, 2, AN_UNWIND_OUTERMOST, 8, ips, &r), 3);
+	cr_expect_eq(splice_fp(got, 3, elsewhere, 3, AN_UNWIND_STACK_END, 8, ips, &r), 3);
+	cr_expect_eq(splice_fp(got, 3, on, 3, AN_UNWIND_DEPTH, 8, ips, &r), 3, "cut, not stopped");
+	cr_expect_eq(splice_fp(got, 3, NULL, 0, AN_UNWIND_STACK_END, 8, ips, &r), 3);
+	cr_expect_eq(r.fp_spliced, 0);
+}
+
+Test(unwind, the_sampled_pc_alone_takes_the_walks_callers)
+{
+	const uint64_t got[] = { 0x465917 };
+	const uint64_t fp[] = { 0x465917, 0x439fcb, 0x43cd5b };
+	const uint64_t other[] = { 0x123456, 0x439fcb };
+	uint64_t ips[8];
+	struct an_unwind_result r;
+
+	cr_assert_eq(splice_fp(got, 1, fp, 3, AN_UNWIND_STACK_END, 8, ips, &r), 3);
+	cr_expect_eq(ips[1], 0x439fcb);
+	cr_expect_eq(ips[2], 0x43cd5b);
+	/* another sample's walk (its pc not the one unwound) is not taken */
+	cr_expect_eq(splice_fp(got, 1, other, 2, AN_UNWIND_STACK_END, 8, ips, &r), 1);
 }

@@ -227,6 +227,46 @@ Test(peers, tokio_scheduler_frames_land_in_the_runtime_categories, .timeout = 18
 	runtime_frames_named(&tokio, NULL, 0.10);
 }
 
+/* Go reads the clock through the vDSO on its system stack (runtime.nanotime1 switches
+ * to it), where a DWARF unwind cannot find nanotime1's caller; in the default auto mode
+ * the frame-pointer walk of the same sample goes on from there
+ * (an_unwind_splice_fp()): most samples that hold nanotime1 hold its callers too, where
+ * before all of them ended at it as "other" (43 of 43 in one run here). */
+Test(peers, go_stacks_go_on_past_the_vdso_in_auto_mode, .timeout = 180)
+{
+	char path[512], run[1024], folded[1100], *text, *line, *save = NULL;
+	const char *args[] = { "profile", "-o", in_dir("s"), "--", path, "spawn-join",
+			       "--warmup", "1", "--iterations", "2", "--time", "0.3", NULL };
+	double held = 0, ended = 0;
+	const char *nl;
+
+	peer_path(&go, path, sizeof(path));
+	cr_assert_eq(run_schedlab(args), 0, "%s", err_text);
+	nl = strstr(out_text, in_dir("s/"));
+	cr_assert_not_null(nl, "%s", out_text);
+	snprintf(run, sizeof(run), "%.*s", (int)strcspn(nl, "\n"), nl);
+	snprintf(folded, sizeof(folded), "%s/oncpu.folded", run);
+	text = slurp(folded, NULL);
+	cr_assert_not_null(text, "%s", folded);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *sp = strrchr(line, ' '), *at = strstr(line, ";runtime.nanotime1");
+		const char *comm = strchr(line, ';');
+
+		if (!sp || !at || !comm)
+			continue;
+		held += atof(sp + 1);
+		/* the stack's outermost frame, just after the comm, is nanotime1 itself */
+		if (strchr(comm + 1, ';') == at)
+			ended += atof(sp + 1);
+	}
+	free(text);
+	if (held < 10)
+		cr_skip_test("%.0f samples in runtime.nanotime1: too few to judge", held);
+	cr_expect_lt(ended / held, 0.25,
+		     "%.0f of %.0f samples in runtime.nanotime1 end there, its callers lost",
+		     ended, held);
+}
+
 /* The perf maps in /tmp now, as a glob lists them. */
 static size_t perf_maps(glob_t *g)
 {
