@@ -78,8 +78,9 @@ static bool holds_frame(const char *line, const char *sp, const char *name)
 	return false;
 }
 
-/* The share of the folded samples whose stacks hold frame name (holds_frame()). */
-static double folded_share(const char *run, const char *name)
+/* Of the folded samples whose stacks hold frame within (any: NULL), the share that also
+ * hold frame (holds_frame()). */
+static double frame_share_within(const char *run, const char *within, const char *frame)
 {
 	char path[1024], *text, *line, *save = NULL;
 	double in = 0, all = 0;
@@ -89,18 +90,25 @@ static double folded_share(const char *run, const char *name)
 	cr_assert_not_null(text, "%s", path);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *sp = strrchr(line, ' ');
-		double n;
 
 		cr_assert_not_null(sp, "not a folded line: %s", line);
-		n = atof(sp + 1);
-		all += n;
-		if (holds_frame(line, sp, name))
-			in += n;
+		if (within && !holds_frame(line, sp, within))
+			continue;
+		all += atof(sp + 1);
+		if (holds_frame(line, sp, frame))
+			in += atof(sp + 1);
 	}
 	free(text);
 	/* the profile's own account of its samples is on its stderr */
-	cr_assert_gt(all, 0, "%s holds no samples; the profile said: %s", path, err_text);
+	cr_assert_gt(all, 0, "no samples under %s in %s; the profile said: %s",
+		     within ? within : "any frame", path, err_text);
 	return in / all;
+}
+
+/* The share of the folded samples whose stacks hold frame name (holds_frame()). */
+static double folded_share(const char *run, const char *name)
+{
+	return frame_share_within(run, NULL, name);
 }
 
 /* The run's four heaviest folded lines whose stacks hold frame within (any, if NULL),
@@ -293,51 +301,10 @@ Test(profile, generated_code_is_named_from_its_perf_map, .init = profile_setup,
  * line's first frame, "[allocation]") is cat. */
 static double category_share_within(const char *run, const char *within, const char *cat)
 {
-	char path[1024], *text, *line, *save = NULL;
-	double in = 0, all = 0;
-	size_t n = strlen(cat);
+	char frame[64];
 
-	snprintf(path, sizeof(path), "%s/oncpu.folded", run);
-	text = slurp(path, NULL);
-	cr_assert_not_null(text, "%s", path);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *sp = strrchr(line, ' ');
-
-		cr_assert_not_null(sp, "not a folded line: %s", line);
-		if (!holds_frame(line, sp, within))
-			continue;
-		all += atof(sp + 1);
-		if (line[0] == '[' && !strncmp(line + 1, cat, n) && line[n + 1] == ']')
-			in += atof(sp + 1);
-	}
-	free(text);
-	cr_assert_gt(all, 0, "no samples under %s in %s", within, path);
-	return in / all;
-}
-
-/* Of the folded samples whose stacks hold frame within, the share that also hold frame
- * (holds_frame()). */
-static double frame_share_within(const char *run, const char *within, const char *frame)
-{
-	char path[1024], *text, *line, *save = NULL;
-	double in = 0, all = 0;
-
-	snprintf(path, sizeof(path), "%s/oncpu.folded", run);
-	text = slurp(path, NULL);
-	cr_assert_not_null(text, "%s", path);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *sp = strrchr(line, ' ');
-
-		cr_assert_not_null(sp, "not a folded line: %s", line);
-		if (!holds_frame(line, sp, within))
-			continue;
-		all += atof(sp + 1);
-		if (holds_frame(line, sp, frame))
-			in += atof(sp + 1);
-	}
-	free(text);
-	cr_assert_gt(all, 0, "no samples under %s in %s", within, path);
-	return in / all;
+	snprintf(frame, sizeof(frame), "[%s]", cat);
+	return frame_share_within(run, within, frame);
 }
 
 /* A category's share of the kept samples (got) within 3 points of its share by the
