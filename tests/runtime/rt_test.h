@@ -344,6 +344,31 @@ static inline void rt_test_await_epoll_watch(int fd, const char *what)
 		cr_assert_fail("%s: descriptor %d in no epoll instance after 30 s", what, fd);
 }
 
+/* Wait until every worker has parked once since start: a worker still starting up looks
+ * for work once, and would take tasks a test means to stay put. Not a sleep: on a loaded
+ * machine a thread may take long to start. */
+static inline void rt_test_await_all_parked(struct rt_sched *s)
+{
+	struct rt_worker_stats per[RT_MAX_WORKERS];
+	unsigned n = rt_sched_workers(s), parked = 0;
+	uint64_t deadline = rt_now_ns() + 60 * 1000000000ull;
+
+	/* a bound only a machine that stopped running threads meets: then say so */
+	while (rt_now_ns() < deadline) {
+		unsigned got = rt_sched_stats(s, per, n);
+
+		parked = 0;
+		for (unsigned i = 0; i < got; i++)
+			parked += per[i].parks > 0;
+		if (parked == n)
+			break;
+		rt_test_sleep_ns(1000000);
+	}
+	cr_assert_eq(parked, n, "%u of %u workers parked within 60 s of the start", parked, n);
+	/* and are asleep, not just counted */
+	rt_test_await_named_asleep("rt-worker", n, "the workers park");
+}
+
 /* Pin the calling thread to CPU i (modulo the CPUs there are). */
 static inline void rt_test_pin(unsigned i)
 {

@@ -1,8 +1,8 @@
 /*
- * The scheduler and fibers through the public API: spawn/join under 1, 2 and 8
- * workers, every task run exactly once, yields that keep a task's registers, frame
- * pointer chains that end at the fiber's entry, the guard page, detach, external
- * submission from several threads, and start/stop cycles.
+ * The scheduler through the public API: spawn/join under 1, 2 and 8 workers, every task
+ * run exactly once, detach, external submission from several threads, start/stop
+ * cycles, and placements from blocked threads all counted (the fibers' own tests are in
+ * test_fiber.c).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -161,43 +161,6 @@ Test(sched, task_tree_runs_every_task_once_8_workers, .timeout = 60)
 	tree_under(8);
 }
 
-/* A wide fan-out overflows the 256-slot local queue into the global queue. */
-static uint64_t fan_out(void *arg)
-{
-	size_t n = (size_t)(uintptr_t)arg;
-	struct rt_task **t = malloc(n * sizeof(*t));
-	uint64_t sum = 0;
-
-	if (!t)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		t[i] = rt_spawn(leaf, (void *)(uintptr_t)i);
-	for (size_t i = 0; i < n; i++)
-		sum += t[i] ? rt_join(t[i]) : 0;
-	free(t);
-	return sum;
-}
-
-Test(sched, fan_out_beyond_the_local_queue_spills_and_completes, .timeout = 60)
-{
-	const uint64_t n = RT_TEST_N(5000);
-
-	for (unsigned workers = 1; workers <= 2; workers++) {
-		struct rt_sched *s = rt_test_start(NULL, workers);
-		struct rt_worker_stats st;
-
-		cr_assert_eq(rt_join(rt_submit(s, fan_out, (void *)(uintptr_t)n)),
-			     3 * n * (n - 1) / 2);
-		rt_sched_stats_total(s, &st);
-		/* alone, nobody steals: 5,000 spawns in a row must overflow 256 slots */
-		if (workers == 1) {
-			cr_expect_gt(st.overflows, 0);
-			cr_expect_gt(st.global_pops, 0);
-		}
-		rt_sched_free(s);
-	}
-}
-
 /* ---- external submission ------------------------------------------------------------- */
 
 struct submitter {
@@ -280,126 +243,6 @@ Test(sched, detached_tasks_run_and_are_freed, .timeout = 60)
 	rt_sched_free(s);
 }
 
-/* ---- fibers ------------------------------------------------------------------------------- */
-
-/* Many live values across yields: the switch must keep every callee-saved register,
- * and the task may resume on another worker. */
-static uint64_t yield_keeps_registers(void *arg)
-{
-	uint64_t seed = (uint64_t)(uintptr_t)arg;
-	volatile uint64_t sink;
-	uint64_t a = seed, b = seed * 3, c = seed * 5, d = seed * 7, e = seed * 11, f = seed * 13;
-
-	for (int i = 0; i < 2000; i++) {
-		a += b;
-		b ^= c;
-		c += d;
-		d ^= e;
-		e += f;
-		f ^= a;
-		rt_yield();
-	}
-	sink = a;
-	(void)sink;
-	return a ^ b ^ c ^ d ^ e ^ f;
-}
-
-static uint64_t reference_mix(uint64_t seed)
-{
-	uint64_t a = seed, b = seed * 3, c = seed * 5, d = seed * 7, e = seed * 11, f = seed * 13;
-
-	for (int i = 0; i < 2000; i++) {
-		a += b;
-		b ^= c;
-		c += d;
-		d ^= e;
-		e += f;
-		f ^= a;
-	}
-	return a ^ b ^ c ^ d ^ e ^ f;
-}
-
-Test(fiber, switch_keeps_registers_across_yields, .timeout = 60)
-{
-	struct rt_sched *s = rt_test_start(NULL, 2);
-	struct rt_task *t[8];
-
-	for (uintptr_t i = 0; i < 8; i++)
-		t[i] = rt_submit(s, yield_keeps_registers, (void *)(i + 1));
-	for (uintptr_t i = 0; i < 8; i++)
-		cr_expect_eq(rt_join(t[i]), reference_mix(i + 1));
-	rt_sched_free(s);
-}
-
-/* Walk the frame-pointer chain from inside a task: it must end (a zero frame pointer)
- * within a few frames, at the fiber's entry, not wander into the worker's stack. */
-extern void rt__fiber_start(void);
-
-__attribute__((noinline)) static uint64_t walk_frames(void)
-{
-	void **fp = __builtin_frame_address(0);
-	uint64_t frames = 0;
-	void *last_ret = NULL;
-
-	while (fp && frames < 64) {
-		last_ret = fp[1];
-		fp = (void **)fp[0];
-		frames++;
-	}
-	/* the last return address lies in rt__fiber_start's few instructions */
-	if ((char *)last_ret < (char *)rt__fiber_start || (char *)last_ret > (char *)rt__fiber_start + 32)
-		return 1000 + frames;
-	return frames;
-}
-
-static uint64_t frame_task(void *arg)
-{
-	return walk_frames();
-}
-
-Test(fiber, frame_pointer_chain_ends_at_the_fiber_entry)
-{
-	struct rt_sched *s = rt_test_start(NULL, 1);
-	uint64_t frames = rt_join(rt_submit(s, frame_task, NULL));
-
-	/* walk_frames <- (frame_task, unless it tail-calls) <- rt__task_main, then the
-	 * fiber's zero frame */
-	cr_expect_lt(frames, 1000, "chain ended outside rt__fiber_start after %lu frames",
-		     (unsigned long)(frames - 1000));
-	cr_expect(frames == 2 || frames == 3, "%lu frames", (unsigned long)frames);
-	rt_sched_free(s);
-}
-
-/* Bounded only by the stack: 1 GiB of frames is far beyond any task stack. */
-__attribute__((noinline)) static uint64_t recurse_deep(uint64_t depth)
-{
-	volatile char pad[512];
-
-	pad[0] = (char)depth;
-	if (depth > (1u << 21))
-		return 0;
-	return recurse_deep(depth + 1) + pad[0];
-}
-
-static uint64_t overflow_task(void *arg)
-{
-	return recurse_deep(0);
-}
-
-#if defined(RT_SANITIZE_ADDRESS)
-/* AddressSanitizer takes the SIGSEGV itself, reports the stack overflow (on the fiber's
- * stack, which the switch annotations told it about) and exits 1 */
-#define GUARD_PAGE_HIT .exit_code = 1
-#else
-#define GUARD_PAGE_HIT .signal = SIGSEGV
-#endif
-Test(fiber, stack_overflow_hits_the_guard_page, GUARD_PAGE_HIT, .timeout = 30)
-{
-	struct rt_sched *s = rt_test_start(NULL, 1);
-
-	rt_join(rt_submit(s, overflow_task, NULL));
-}
-
 /* ---- life cycle -------------------------------------------------------------------------- */
 
 Test(sched, start_and_stop_repeatedly, .timeout = 60)
@@ -426,55 +269,6 @@ Test(sched, bad_configuration_is_refused)
 	c.workers = RT_MAX_WORKERS + 1;
 	cr_expect_null(rt_sched_new(&c));
 	cr_expect_eq(rt_config_preset(&c, "no-such-preset"), -ENOENT);
-}
-
-/* Guard pages live in the page tables (MADV_GUARD_INSTALL), not in mappings of their
- * own: 40,000 waiting tasks with dedicated stacks, more than vm.max_map_count's
- * default of 65,530 would allow at two mappings a task, take a handful of mappings. */
-static struct rt_latch many_gate;
-
-static uint64_t wait_at_gate(void *arg)
-{
-	rt_latch_wait(&many_gate);
-	return 1;
-}
-
-static long maps_count(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	long n = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		n++;
-	if (f)
-		fclose(f);
-	return n;
-}
-
-Test(fiber, dedicated_stacks_do_not_take_a_mapping_each, .timeout = 120,
-     .disabled = RT_UNDER_TSAN)
-{
-	const long n = RT_TEST_N(40000);
-	struct rt_sched *s = rt_test_start(NULL, 2);
-	struct rt_task **t = calloc((size_t)n, sizeof(*t));
-	long before = maps_count(), during;
-	uint64_t sum = 0;
-
-	cr_assert_not_null(t);
-	rt_latch_init(&many_gate, 1);
-	for (long i = 0; i < n; i++) {
-		t[i] = rt_submit(s, wait_at_gate, NULL);
-		cr_assert_not_null(t[i], "task %ld: %s", i, strerror(errno));
-	}
-	during = maps_count();
-	rt_latch_count_down(&many_gate);
-	for (long i = 0; i < n; i++)
-		sum += rt_join(t[i]);
-	cr_expect_eq(sum, (uint64_t)n);
-	cr_expect_lt(during - before, 1000, "%ld tasks took %ld mappings", n, during - before);
-	free(t);
-	rt_sched_free(s);
 }
 
 /* Threads blocked off their worker still count their placements on it, beside the
