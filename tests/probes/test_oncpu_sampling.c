@@ -184,7 +184,8 @@ Test(oncpu_sampling, a_frequency_over_the_cpu_budget_is_refused_at_open)
 
 	need_bpf();
 	p = probe_oncpu_open(&o, err, sizeof(err));
-	cr_expect_null(p, "opened at 20 kHz within 1%% of a CPU");
+	cr_expect_null(p, "opened at 20 kHz within 1%% of a CPU: sampling measured at %.2f%% of "
+		       "a CPU", p ? 100 * probe_oncpu_cost_share(p) : 0);
 	cr_expect_eq(errno, ERANGE);
 	cr_expect(strstr(err, "oncpu: sampling at 20000 Hz would take ") == err &&
 			  strstr(err, "% of a CPU here (measured on cpu ") &&
