@@ -355,13 +355,20 @@ struct an_ratio {
 int an_ratio_fieller(const struct an_summary *num, const struct an_summary *den,
 		     double confidence, struct an_ratio *out);
 
-enum an_verdict { AN_VERDICT_NO_CHANGE, AN_VERDICT_FASTER, AN_VERDICT_SLOWER };
+enum an_verdict {
+	AN_VERDICT_NO_CHANGE,
+	AN_VERDICT_FASTER,
+	AN_VERDICT_SLOWER,
+	AN_VERDICT_CANNOT_TELL, /* the ratio has no interval: the runs cannot tell */
+};
 
 /* For r, a throughput ratio B / A: faster when the interval lies above 1 and the ratio
  * is above 1 + noise_pct / 100; slower when it lies below 1 and the ratio is below
- * 1 - noise_pct / 100; otherwise (an unbounded interval too) no change. */
+ * 1 - noise_pct / 100; cannot tell when it has no interval (its denominator's mean not
+ * told apart from 0: however large the ratio, it may be chance); otherwise no change. */
 enum an_verdict an_ratio_verdict(const struct an_ratio *r, double noise_pct);
-const char *an_verdict_name(enum an_verdict v); /* "faster", "slower", "no change" */
+/* "faster", "slower", "no change", "cannot tell" */
+const char *an_verdict_name(enum an_verdict v);
 
 /* 1 when a larger score is better in unit ("ops/s": any "X/s"), 0 when a smaller one
  * is ("ns/op": any "X/op"), -1 for a unit that is neither (format.c). */

@@ -68,7 +68,7 @@ enum an_verdict an_ratio_verdict(const struct an_ratio *r, double noise_pct)
 	double band = noise_pct / 100;
 
 	if (!r->bounded)
-		return AN_VERDICT_NO_CHANGE;
+		return AN_VERDICT_CANNOT_TELL;
 	if (r->lo > 1 && r->value > 1 + band)
 		return AN_VERDICT_FASTER;
 	if (r->hi < 1 && r->value < 1 - band)
@@ -83,6 +83,8 @@ const char *an_verdict_name(enum an_verdict v)
 		return "faster";
 	case AN_VERDICT_SLOWER:
 		return "slower";
+	case AN_VERDICT_CANNOT_TELL:
+		return "cannot tell";
 	default:
 		return "no change";
 	}
@@ -711,12 +713,17 @@ static void md_throughput(FILE *out, const struct an_compare *c)
 		c->higher_better ? "higher" : "lower",
 		c->higher_better ? "" : ", so this is A's time per op over B's");
 	fprintf(out, "**Verdict: %s**", an_verdict_name(c->verdict));
-	if (c->verdict != AN_VERDICT_NO_CHANGE)
+	if (c->verdict == AN_VERDICT_CANNOT_TELL)
+		fprintf(out, ": the ratio, %.3f, has no 99.9%% interval: %s's %zu iterations "
+			"vary so much that its mean is not told apart from 0, so even a ratio this "
+			"large may be chance. Run %s again with more of them (`--iterations`, "
+			"`--forks`), or longer ones (`--time`), until its interval excludes 0.\n\n",
+			r->value, c->higher_better ? "A" : "B",
+			(c->higher_better ? &c->a : &c->b)->score.n, c->higher_better ? "A" : "B");
+	else if (c->verdict != AN_VERDICT_NO_CHANGE)
 		fprintf(out, ": B's throughput is %.1f%% %s than A's; the interval excludes 1 and "
 			"the change is beyond the ±%g%% noise band.\n\n", fabs(change),
 			change > 0 ? "higher" : "lower", AN_COMPARE_NOISE_PCT);
-	else if (!r->bounded)
-		fprintf(out, ": the ratio has no interval.\n\n");
 	else if (r->lo <= 1 && r->hi >= 1)
 		fprintf(out, ": the interval includes 1 (the change, %+.1f%%, may be chance).\n\n",
 			change);

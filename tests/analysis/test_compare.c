@@ -60,7 +60,7 @@ Test(compare, fieller_is_unbounded_when_the_denominator_may_be_zero)
 	cr_assert_eq(an_ratio_fieller(&sb, &sa, 0.999, &r), 0);
 	cr_expect_not(r.bounded);
 	cr_expect(isnan(r.lo) && isnan(r.hi));
-	cr_expect_eq(an_ratio_verdict(&r, AN_COMPARE_NOISE_PCT), AN_VERDICT_NO_CHANGE);
+	cr_expect_eq(an_ratio_verdict(&r, AN_COMPARE_NOISE_PCT), AN_VERDICT_CANNOT_TELL);
 }
 
 Test(compare, fieller_of_identical_iterations_is_a_point)
@@ -115,10 +115,11 @@ Test(compare, verdict_needs_the_interval_to_exclude_one_and_the_change_beyond_th
 	cr_expect_eq(an_ratio_verdict(&r, 5), AN_VERDICT_NO_CHANGE, "the interval holds 1");
 	r = ratio(1.5, 0.8, 2.2);
 	r.bounded = false;
-	cr_expect_eq(an_ratio_verdict(&r, 5), AN_VERDICT_NO_CHANGE, "no interval");
+	cr_expect_eq(an_ratio_verdict(&r, 5), AN_VERDICT_CANNOT_TELL, "no interval");
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_FASTER), "faster");
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_SLOWER), "slower");
 	cr_expect_str_eq(an_verdict_name(AN_VERDICT_NO_CHANGE), "no change");
+	cr_expect_str_eq(an_verdict_name(AN_VERDICT_CANNOT_TELL), "cannot tell");
 }
 
 /* ---- comparisons of result.json documents ------------------------------------------ */
@@ -259,6 +260,27 @@ Test(compare, slower_throughput_is_slower)
 	cr_expect_not_null(strstr(md, "**Verdict: slower**"), "%s", md);
 	cr_expect_not_null(strstr(md, "Fieller"), "the method is named: %s", md);
 	cr_expect_null(strstr(md, "parameters differ"), "%s", md);
+	free(md);
+}
+
+/* Kyo against kyo-tuned on blocking TCP, three iterations each: A's scores so spread that
+ * its mean is not told apart from 0 at 99.9%, B's 30 times as high. The ratio has no
+ * interval: the runs cannot tell, and the report says why and what to run instead, not
+ * "no change". */
+Test(compare, a_ratio_without_an_interval_cannot_tell)
+{
+	enum an_verdict v;
+	double r;
+	char *md = compare_md((struct doc_opts){ .id = "runA", .samples = "2, 40, 4" },
+			      (struct doc_opts){ .id = "runB", .samples = "450, 460, 470" }, &v,
+			      &r);
+
+	cr_expect_gt(r, 20);
+	cr_expect_eq(v, AN_VERDICT_CANNOT_TELL);
+	cr_expect_not_null(strstr(md, "**Verdict: cannot tell**"), "%s", md);
+	cr_expect_not_null(strstr(md, "A's 3 iterations vary so much"), "%s", md);
+	cr_expect_not_null(strstr(md, "`--iterations`"), "what to run: %s", md);
+	cr_expect_null(strstr(md, "no change"), "%s", md);
 	free(md);
 }
 
