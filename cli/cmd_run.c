@@ -13,6 +13,7 @@
  * the writing (analysis/files.c removes the temporary file) and latest stays as it was.
  */
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -53,7 +54,7 @@ static const char doc[] =
 	"--probes counters counts performance events through libpfm4 over all of each fork's "
 	"threads, read at the ends of every measured iteration: per op in report.md and "
 	"result.json (\"counters\"), scaled where the PMU multiplexed them, with the share of "
-	"time each ran; an event this machine cannot count is n/a with the reason, never 0.\v"
+	"time each ran; an event this machine cannot count is n/a with the reason, never 0.\n\n"
 	"Examples:\n"
 	"  schedlab run tcp-blocking spawn-join --preset ce,kyo,kyo-flush,kyo-tuned --warmup 2\n"
 	"                                            the default job ('make run')\n"
@@ -678,9 +679,9 @@ static int run_spec(const struct hx_spec *s, const struct run_args *a, struct hx
 
 	hx_spec_params_text(s, params, sizeof(params));
 	reproduce_command(s, a, command, sizeof(command));
-	fprintf(stderr, "# %s · preset %s%s · %s · %u forks × (%u warm-up + %u measured) × %g s\n",
+	fprintf(stderr, "# %s · preset %s%s · %s · %u fork%s × (%u warm-up + %u measured) × %g s\n",
 		s->wl->name, s->rt.preset, s->nknobs ? " (with -c)" : "", params, s->opt.forks,
-		s->opt.warmup, s->opt.iterations, s->opt.time_s);
+		s->opt.forks == 1 ? "" : "s", s->opt.warmup, s->opt.iterations, s->opt.time_s);
 	err = hx_pipeline_run(s, set, &o, row);
 	if (row->dir_error) {
 		int st = cli_folder_error(a->out, row->dir, row->dir_error);
@@ -691,9 +692,40 @@ static int run_spec(const struct hx_spec *s, const struct run_args *a, struct hx
 	return err ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
+/* "report.md, oncpu.svg, ...": what of a run folder a reader opens (its .md and .svg
+ * files, report.md first), into buf; "" when the folder holds none or cannot be read. */
+static void folder_files(const char *dir, char *buf, size_t len)
+{
+	struct dirent **names;
+	size_t used = 0;
+	int n = scandir(dir, &names, NULL, alphasort);
+	bool report = false;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++)
+		report |= !strcmp(names[i]->d_name, "report.md");
+	if (report)
+		used = (size_t)snprintf(buf, len, "report.md");
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name, *dot = strrchr(name, '.');
+
+		if (dot && (!strcmp(dot, ".md") || !strcmp(dot, ".svg")) &&
+		    strcmp(name, "report.md") && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+						 name);
+		free(names[i]);
+	}
+	if (n > 0)
+		free(names);
+}
+
 static void print_table(const struct hx_pipeline_row *rows, size_t n)
 {
-	printf("\n%-16s %-10s %14s   %-12s %-7s %4s\n", "Benchmark", "Preset", "Score", "Error",
+	/* a line between the progress lines and the table where both are on a terminal;
+	 * none at the top of what a pipe reads */
+	if (isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
+		putchar('\n');
+	printf("%-16s %-10s %14s   %-12s %-7s %4s\n", "Benchmark", "Preset", "Score", "Error",
 	       "Units", "n");
 	for (size_t i = 0; i < n; i++) {
 		const struct hx_pipeline_row *r = &rows[i];
@@ -715,8 +747,9 @@ static void print_table(const struct hx_pipeline_row *rows, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < rows[i].nwl; k++)
-			printf("%s%-16s %s: %.1f %s\n", i || k ? "" : "\n", k ? "" : rows[i].workload,
-			       rows[i].wl[k].name, rows[i].wl[k].value, rows[i].wl[k].unit);
+			printf("%s%-16s %-10s %s: %.1f %s\n", i || k ? "" : "\n", rows[i].workload,
+			       rows[i].preset, rows[i].wl[k].name, rows[i].wl[k].value,
+			       rows[i].wl[k].unit);
 	for (size_t i = 0, shown = 0; i < n; i++) {
 		const struct an_finding *f = &rows[i].top;
 		char share[16] = "";
@@ -741,11 +774,13 @@ static void print_table(const struct hx_pipeline_row *rows, size_t n)
 		else if (rows[i].unwritten)
 			printf("  %-16s %-10s %s (not written)\n", rows[i].workload, rows[i].preset,
 			       rows[i].dir);
-		else if (rows[i].svg[0])
-			printf("  %-16s %-10s %s\n", rows[i].workload, rows[i].preset, rows[i].svg);
-		else
-			printf("  %-16s %-10s %s/report.md\n", rows[i].workload, rows[i].preset,
-			       rows[i].dir);
+		else {
+			char files[512];
+
+			folder_files(rows[i].dir, files, sizeof(files));
+			printf("  %-16s %-10s %s/%s%s%s\n", rows[i].workload, rows[i].preset,
+			       rows[i].dir, files[0] ? " (" : "", files, files[0] ? ")" : "");
+		}
 	}
 }
 

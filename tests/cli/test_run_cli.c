@@ -223,7 +223,8 @@ Test(run_cli, unknown_command_is_bad_input)
 Test(run_cli, help_teaches_with_examples)
 {
 	cr_expect_eq(run_args("run", "--help", NULL, NULL, NULL), 0);
-	cr_expect_not_null(strstr(out_text, "Examples:"), "%s", out_text);
+	cr_expect_not_null(strstr(out_text, "\n\nExamples:\n"), "a paragraph of its own: %s",
+			   out_text);
 	cr_expect_not_null(strstr(out_text, "--quick"));
 	cr_expect_eq(run_args("--help", NULL, NULL, NULL, NULL), 0);
 	cr_expect_not_null(strstr(out_text, "run"));
@@ -485,6 +486,10 @@ Test(run_cli, probes_none_says_so_and_writes_no_profile, .timeout = 60)
 
 	cr_assert_eq(run_schedlab(argv), 0, "stderr: %s", err_text);
 	cr_expect_not_null(strstr(out_text, "spawn-join"), "the table: %s", out_text);
+	/* read through a pipe: the table's header first, and the folder with what to open */
+	cr_expect_eq(strncmp(out_text, "Benchmark", 9), 0, "%s", out_text);
+	cr_expect_not_null(strstr(out_text, " (report.md)\n"), "%s", out_text);
+	cr_expect_not_null(strstr(err_text, " 1 fork × "), "%s", err_text);
 	snprintf(path, sizeof(path), "%s/latest/report.md", in_dir("results"));
 	md = slurp(path, NULL);
 	cr_assert_not_null(md);
