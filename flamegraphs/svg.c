@@ -371,6 +371,7 @@ static const struct {
 	{ "[allocation]", 60, 190, 190 },    /* teal */
 	{ "[stack-capture]", 230, 200, 60 }, /* yellow */
 	{ "[parking]", 150, 170, 195 },      /* slate */
+	{ "[parked]", 150, 170, 195 },       /* off-CPU: an idle worker parked (parking) */
 	{ "[blocking]", 225, 100, 150 },     /* pink */
 	{ "[kernel]", 225, 120, 90 },        /* coral, beside the kernel frames' orange */
 	{ "[other]", 190, 170, 140 },        /* sand: attributed, to none of the above */

@@ -640,6 +640,7 @@ static int write_svg(struct offcpu_state *s, const struct an_folded *f, const ch
 
 	fg_options_default(&fo);
 	fo.title = title;
+	fo.subtitle = s->summary; /* the time, the intervals, each class's share, the losses */
 	fo.count_name = "us";
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return fg_svg_write_file(f, &fo, path);
@@ -652,6 +653,19 @@ static int op_finish(void *state, const char *dir, struct an_probe_part *part)
 	char path[PATH_MAX];
 	int err;
 
+	/* first: the SVG's subtitle */
+	snprintf(s->summary, sizeof(s->summary),
+		 "%.1f ms off-CPU in %" PRIu64 " intervals (parked %.1f, blocking %.1f, other "
+		 "%.1f); %s",
+		 us_of(st->kept_ns + st->counts_full_ns) / 1000.0, st->kept + st->counts_full,
+		 us_of(s->class_ns[CLASS_PARKED]) / 1000.0,
+		 us_of(s->class_ns[CLASS_BLOCKING]) / 1000.0,
+		 us_of(s->class_ns[CLASS_OTHER]) / 1000.0,
+		 st->ustack_full + st->kstack_full + st->ustack_errors + st->kstack_errors +
+				 st->counts_full + st->start_full + st->waker_full +
+				 s->lost_intervals[L_TRUNCATED]
+			 ? "losses counted in result.json"
+			 : "nothing lost");
 	snprintf(path, sizeof(path), "%s/offcpu.folded", dir);
 	err = an_folded_write_file(s->folded, path);
 	if (!err)
@@ -666,18 +680,6 @@ static int op_finish(void *state, const char *dir, struct an_probe_part *part)
 	part->files[1] = "offcpu.svg";
 	part->files[2] = s->wakers ? "wakers.folded" : NULL;
 	part->files[3] = NULL;
-	snprintf(s->summary, sizeof(s->summary),
-		 "%.1f ms off-CPU in %" PRIu64 " intervals (parked %.1f, blocking %.1f, other "
-		 "%.1f); %s",
-		 us_of(st->kept_ns + st->counts_full_ns) / 1000.0, st->kept + st->counts_full,
-		 us_of(s->class_ns[CLASS_PARKED]) / 1000.0,
-		 us_of(s->class_ns[CLASS_BLOCKING]) / 1000.0,
-		 us_of(s->class_ns[CLASS_OTHER]) / 1000.0,
-		 st->ustack_full + st->kstack_full + st->ustack_errors + st->kstack_errors +
-				 st->counts_full + st->start_full + st->waker_full +
-				 s->lost_intervals[L_TRUNCATED]
-			 ? "losses counted in result.json"
-			 : "nothing lost");
 	part->summary = s->summary;
 	part->json = write_json;
 	part->md = write_md;
