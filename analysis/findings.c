@@ -250,15 +250,25 @@ static struct an_finding *emit(struct ctx *c, const char *id, double share, doub
 static void time_base(struct ctx *c)
 {
 	double workers = an_result_num(c->r, "workers");
+	double started = an_result_num(c->r, "runtime.workers_started");
 	double forks = an_result_num(c->r, "forks");
 	double iters = an_result_num(c->r, "iterations");
 	double secs = an_result_num(c->r, "iteration_seconds");
 	double measured = (double)an_result_len(c->r, "samples");
-	char t[64];
+	char t[64], who[64];
 
 	c->worker_ns = NAN;
 	if (!(workers > 0) || !(secs > 0))
 		return;
+	/* workers the runtime added (spares, adaptation) held time too: counted from the
+	 * start, which overstates their time and so understates no share */
+	if (started > workers)
+		snprintf(who, sizeof(who), "%g workers with the %g started later", started,
+			 started - workers);
+	else
+		snprintf(who, sizeof(who), "%g worker%s", workers, workers == 1 ? "" : "s");
+	if (started > workers)
+		workers = started;
 	if (!(forks > 0) || !(iters > 0) || (measured > 0 && measured < forks * iters)) {
 		/* a partial run: the iterations measured are the base */
 		if (!(measured > 0))
@@ -266,16 +276,14 @@ static void time_base(struct ctx *c)
 		c->worker_ns = workers * measured * secs * 1e9;
 		fmt_time(c->worker_ns, t, sizeof(t));
 		snprintf(c->base, sizeof(c->base),
-			 "%s worker time (%g workers × %g measured iterations × %g s)", t, workers,
-			 measured, secs);
+			 "%s worker time (%s × %g measured iterations × %g s)", t, who, measured,
+			 secs);
 		return;
 	}
 	c->worker_ns = workers * forks * iters * secs * 1e9;
 	fmt_time(c->worker_ns, t, sizeof(t));
-	snprintf(c->base, sizeof(c->base),
-		 "%s worker time (%g worker%s × %g fork%s × %g iteration%s × %g s)", t, workers,
-		 workers == 1 ? "" : "s", forks, forks == 1 ? "" : "s", iters,
-		 iters == 1 ? "" : "s", secs);
+	snprintf(c->base, sizeof(c->base), "%s worker time (%s × %g fork%s × %g iteration%s × %g s)",
+		 t, who, forks, forks == 1 ? "" : "s", iters, iters == 1 ? "" : "s", secs);
 }
 
 /* The worker with the most of column col in the per_worker table; -1 when none has any. */

@@ -869,11 +869,22 @@ int an_report_markdown(const struct an_run *r, FILE *out)
 			"| %s | %s | %s | ± %s | %s | %zu |\n\n",
 			r->workload, r->preset, score, r->nsamples > 1 ? err : "n/a", r->unit,
 			r->nsamples);
+		double started = 0;
+		char more[96] = "";
+
+		for (size_t i = 0; i < r->nmetrics; i++)
+			if (!strcmp(r->metrics[i].name, "workers_started"))
+				started = r->metrics[i].value;
+		if (started > r->workers)
+			snprintf(more, sizeof(more), " at the start, %.0f with those the runtime "
+				 "started later", started);
 		fprintf(out,
-			"%u forks × (%u warm-up + %u measured iterations) × %g s, %u worker threads. "
-			"The error is the half-width of the 99.9%% confidence interval from Student's "
-			"t with n − 1 degrees of freedom over every measured iteration of every fork.\n\n",
-			r->forks, r->warmup, r->iterations, r->time_s, r->workers);
+			"%u fork%s × (%u warm-up + %u measured iterations) × %g s, %u worker "
+			"thread%s%s. The error is the half-width of the 99.9%% confidence interval "
+			"from Student's t with n − 1 degrees of freedom over every measured iteration "
+			"of every fork.\n\n",
+			r->forks, r->forks == 1 ? "" : "s", r->warmup, r->iterations, r->time_s,
+			r->workers, r->workers == 1 ? "" : "s", more);
 		fputs("Iterations:", out);
 		for (size_t i = 0; i < r->nsamples; i++) {
 			an_format_number(r->samples[i], dec, score, sizeof(score));

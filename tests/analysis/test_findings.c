@@ -110,6 +110,30 @@ Test(findings, stranded_work_crosses_its_threshold)
 	cr_expect_not_null(strstr(f->action, "kyo-tuned"), "%s", f->action);
 }
 
+/* A runtime that started workers beyond its configured ones (kyo's regulator, spares):
+ * their time is in the base, so a share cannot pass 100% ("49.8 s of 18.0 s worker
+ * time" where 2 workers were configured and 9 ran), and the base says so. */
+Test(findings, workers_started_later_count_in_the_worker_time)
+{
+	char m[512];
+	const struct an_finding *f;
+
+	/* 6 s stranded: twice the 3 s that 2 workers hold, a fifth of the 9 workers' 13.5 s */
+	snprintf(m, sizeof(m),
+		 "\"runtime\": {\"stranded_ns\": 6e9, \"workers_started\": 9}, "
+		 "\"knobs\": {\"blocking\": \"detect\", \"detect_us\": \"2000\", "
+		 "\"detect_samples\": \"2\"}");
+	diagnose(m);
+	expect_found("stranded-work");
+	f = get("stranded-work");
+	if (!f)
+		return;
+	cr_expect_float_eq(f->share, 6.0 / 13.5, 1e-9);
+	cr_expect_not_null(strstr(f->evidence, "13.5 s worker time (9 workers with the 7 "
+					       "started later × 1 fork × 3 iterations × 0.5 s)"),
+			   "%s", f->evidence);
+}
+
 /* Under kyo-flush the queues are flushed already: the advice is what is left to try. */
 Test(findings, stranded_work_with_the_flush_on_does_not_suggest_the_flush)
 {

@@ -461,3 +461,26 @@ Test(report, other_probes_follow_oncpu_with_status_attach_time_and_their_own_fig
 	cr_expect_not_null(strstr(md, "### Off-CPU\n\n42 intervals\n"), "%s", md);
 	free(md);
 }
+
+/* The header counts the worker threads the run was configured with and, where the
+ * runtime started more (spares, a regulator), those too: not "2 worker threads" of a run
+ * that had 9. */
+Test(report, the_header_says_how_many_workers_the_runtime_started)
+{
+	struct an_stack_quality q = quality();
+	struct an_agreement a = agreement();
+	struct an_probe_summary p = probe(&q, &a);
+	static const struct an_kv started[] = { { "workers_started", 9 } };
+	struct an_run r = run_with(&p);
+	char *md = render(an_report_markdown, &r);
+
+	cr_expect_not_null(strstr(md, "1 fork × (1 warm-up + 3 measured iterations) × 0.2 s, 2 "
+				      "worker threads. "), "%s", md);
+	free(md);
+	r.metrics = started;
+	r.nmetrics = 1;
+	md = render(an_report_markdown, &r);
+	cr_expect_not_null(strstr(md, ", 2 worker threads at the start, 9 with those the runtime "
+				      "started later. "), "%s", md);
+	free(md);
+}
