@@ -28,7 +28,8 @@
 #define TITLE_Y     24   /* baseline of the title and of the buttons */
 #define SUBTITLE_Y  42
 #define TOP_PAD     36   /* above the frames, without a subtitle */
-#define SUB_PAD     18   /* added to it by a subtitle */
+#define SUB_PAD     18   /* added to it by each line of a subtitle */
+#define SUB_LINES   4    /* the most lines a subtitle is wrapped into */
 #define BOTTOM_PAD  34   /* below the frames: the details line */
 #define FRAME_PAD   1    /* gap between rows */
 #define MATCH_COLOR "rgb(230,0,230)" /* search hits; no palette below makes it */
@@ -469,6 +470,46 @@ static void put_tenths(FILE *out, long long v)
 	fprintf(out, "%lld.%lld", v / 10, v % 10);
 }
 
+/* The subtitle cut into lines that fit the image's width (at " · " where it can, else at
+ * a space), at most SUB_LINES, the last cut short with ".." if the text goes on: each
+ * line's start and length. A width in bytes, which a character of two (·, µ) counts
+ * twice: a line may fall short, never over. Returns the number of lines. */
+static size_t subtitle_lines(const char *sub, unsigned width, size_t start[SUB_LINES],
+			     size_t len[SUB_LINES])
+{
+	size_t fit = (size_t)((double)(width - 2 * XPAD) / (FONT_SIZE * FONT_WIDTH));
+	size_t n = 0, at = 0, total = strlen(sub);
+
+	if (fit < 8)
+		fit = 8;
+	while (at < total && n < SUB_LINES) {
+		size_t cut = total - at;
+
+		if (cut > fit) {
+			size_t sep = 0, space = 0;
+
+			for (size_t i = 1; i + 1 < fit; i++) {
+				if (!strncmp(sub + at + i, " \xc2\xb7 ", 4))
+					sep = i;
+				if (sub[at + i] == ' ')
+					space = i;
+			}
+			cut = sep ? sep : space ? space : fit;
+		}
+		start[n] = at;
+		len[n++] = cut;
+		at += cut;
+		/* the separator that ended the line begins no line */
+		if (!strncmp(sub + at, " \xc2\xb7 ", 4))
+			at += 4;
+		else if (sub[at] == ' ')
+			at++;
+	}
+	if (at < total && n)
+		len[n - 1] = (size_t)-1; /* cut short: put_head() says so */
+	return n;
+}
+
 static void put_head(FILE *out, const struct fg_options *o, const char *count_name,
 		     unsigned height, uint64_t total, const struct pruned *pruned)
 {
@@ -490,7 +531,7 @@ static void put_head(FILE *out, const struct fg_options *o, const char *count_na
 	      "<style type=\"text/css\">\n"
 	      "text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); }\n"
 	      "#title { text-anchor: middle; font-size: 17px; }\n"
-	      "#subtitle, #nosamples { text-anchor: middle; fill: rgb(110,110,110); }\n"
+	      ".subtitle, #nosamples { text-anchor: middle; fill: rgb(110,110,110); }\n"
 	      "#search, #ignorecase { opacity: 0.1; cursor: pointer; }\n"
 	      "#search:hover, #search.show, #ignorecase:hover, #ignorecase.show { opacity: 1; }\n"
 	      "#unzoom { cursor: pointer; }\n"
@@ -511,9 +552,27 @@ static void put_head(FILE *out, const struct fg_options *o, const char *count_na
 	put_str(out, o->title ? o->title : "Flame Graph");
 	fputs("</text>\n", out);
 	if (o->subtitle) {
-		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", w / 2.0, SUBTITLE_Y);
-		put_str(out, o->subtitle);
-		fputs("</text>\n", out);
+		size_t start[SUB_LINES], len[SUB_LINES];
+		size_t n = subtitle_lines(o->subtitle, w, start, len);
+
+		for (size_t i = 0; i < n; i++) {
+			bool cut = len[i] == (size_t)-1;
+			size_t l = cut ? strlen(o->subtitle + start[i]) : len[i];
+
+			fprintf(out, "<text%s class=\"subtitle\" x=\"%.1f\" y=\"%u\">",
+				i ? "" : " id=\"subtitle\"", w / 2.0,
+				SUBTITLE_Y + (unsigned)i * SUB_PAD);
+			if (cut) {
+				size_t fit = (size_t)((double)(w - 2 * XPAD) /
+						      (FONT_SIZE * FONT_WIDTH));
+
+				put_xml(out, o->subtitle + start[i], l, fit > 2 ? fit - 2 : 1);
+				fputs("..", out);
+			} else {
+				put_xml(out, o->subtitle + start[i], l, SIZE_MAX);
+			}
+			fputs("</text>\n", out);
+		}
 	}
 	/* the details line shows the total until the pointer is over a frame */
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\">Total: %" PRIu64 " ", XPAD,
@@ -593,11 +652,12 @@ static void put_frame(FILE *out, const struct frame *fr, uint64_t total, const c
 	put_xml(out, fr->name, fr->len, SIZE_MAX);
 	fprintf(out, " (%" PRIu64 " ", count);
 	put_str(out, count_name);
-	/* "NAME (N samples; A a%, +d points, b%)": it ends as the ordinary title does, with
+	/* "NAME (N samples; A a%, +d points, B b%)": it ends as the ordinary title does, with
 	 * the share drawn, which the script strips to find the name */
 	if (maxdelta > 0)
-		fprintf(out, "; A %.2f%%, %+.2f points", 100 * fr->base, 100 * fr->delta);
-	fprintf(out, ", %.2f%%)</title><rect x=\"", (double)count * 100.0 / (double)total);
+		fprintf(out, "; A %.2f%%, %+.2f points, B", 100 * fr->base, 100 * fr->delta);
+	fprintf(out, "%s%.2f%%)</title><rect x=\"", maxdelta > 0 ? " " : ", ",
+		(double)count * 100.0 / (double)total);
 	put_tenths(out, x1);
 	fprintf(out, "\" y=\"%u\" width=\"", y);
 	put_tenths(out, x2 - x1);
@@ -639,7 +699,13 @@ int fg_svg_write(const struct an_folded *f, const struct fg_options *opts, FILE 
 	    !(o.min_width >= 0))
 		return -EINVAL;
 	count_name = o.count_name ? o.count_name : "samples";
-	top = TOP_PAD + (o.subtitle ? SUB_PAD : 0);
+	if (o.subtitle) {
+		size_t start[SUB_LINES], len[SUB_LINES];
+
+		top = TOP_PAD + (unsigned)subtitle_lines(o.subtitle, o.width, start, len) * SUB_PAD;
+	} else {
+		top = TOP_PAD;
+	}
 
 	total = an_folded_total(f);
 	if (total == 0) {

@@ -191,7 +191,7 @@ Test(compare_cli, writes_compare_md_json_and_diff_svg_beside_b)
 	svg = slurp(path, NULL);
 	cr_assert_not_null(svg);
 	cr_expect_not_null(strstr(svg, "<title>grow (50 samples; A 10.00%, +40.00 points, "
-				       "50.00%)</title>"));
+				       "B 50.00%)</title>"));
 	cr_expect_not_null(strstr(svg, "fill=\"rgb(255,0,0)\""), "the largest growth is red");
 	cr_expect_not_null(strstr(svg, "fill=\"rgb(0,0,255)\""), "the largest fall is blue");
 	free(md);

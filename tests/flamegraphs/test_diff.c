@@ -119,8 +119,8 @@ Test(diff, shares_are_of_each_profiles_own_total)
 
 	cr_expect(is_blue(x), "x: rgb(%u,%u,%u)", x.r, x.g, x.b);
 	cr_expect(is_red(y), "y: rgb(%u,%u,%u)", y.r, y.g, y.b);
-	expect_title(x, "x (60 samples; A 50.00%, -20.00 points, 30.00%)");
-	expect_title(y, "y (140 samples; A 50.00%, +20.00 points, 70.00%)");
+	expect_title(x, "x (60 samples; A 50.00%, -20.00 points, B 30.00%)");
+	expect_title(y, "y (140 samples; A 50.00%, +20.00 points, B 70.00%)");
 	free(svg);
 	an_folded_free(a);
 	an_folded_free(b);
@@ -151,9 +151,9 @@ Test(diff, a_frame_counts_its_callees_and_its_path)
 	struct shade f = frame(svg, "f"), g = frame(svg, "g");
 
 	cr_expect(is_red(f), "f: rgb(%u,%u,%u)", f.r, f.g, f.b);
-	expect_title(f, "f (40 samples; A 10.00%, +30.00 points, 40.00%)");
+	expect_title(f, "f (40 samples; A 10.00%, +30.00 points, B 40.00%)");
 	cr_expect(is_red(g));
-	expect_title(g, "g (10 samples; A 0.00%, +10.00 points, 10.00%)");
+	expect_title(g, "g (10 samples; A 0.00%, +10.00 points, B 10.00%)");
 	/* a smaller change is paler: flamegraph.pl's 210 * (1 - |d| / max), the largest
 	 * change being other's -40 points: 210 * (1 - 10/40) = 157.5 */
 	cr_expect_eq(g.g, 157, "g: rgb(%u,%u,%u)", g.r, g.g, g.b);

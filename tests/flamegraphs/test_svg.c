@@ -292,6 +292,52 @@ Test(svg, document_has_flamegraph_structure)
 	an_folded_free(f);
 }
 
+/* A subtitle longer than the image is wide (a differential graph's names both runs, what
+ * the colours mean and what the tooltips hold: cut at 1,200 px before) is wrapped at its
+ * " · " separators into lines that fit, and the frames start below the last; one that
+ * would need more than four lines ends the fourth with "..". */
+Test(svg, a_long_subtitle_is_wrapped_to_the_width)
+{
+	static const char *stacks[] = { "main;work" };
+	static const uint64_t counts[] = { 10 };
+	struct an_folded *f = folded_of(stacks, counts, 1);
+	const char *part = "B 20261207-231140-spawn-join-kyo (12,345 samples, drawn)";
+	char sub[1024] = "", *svg, *one;
+	struct fg_options o;
+	unsigned y_one, y_wrapped;
+
+	for (int i = 0; i < 3; i++)
+		snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "%s%s", i ? " · " : "",
+			 part);
+	fg_options_default(&o);
+	o.subtitle = "short";
+	one = render(f, &o, NULL);
+	o.subtitle = sub;
+	svg = render(f, &o, NULL);
+	cr_expect_eq(count_substr(one, "class=\"subtitle\""), 1);
+	/* 1,180 px hold 166 characters of 12 px Verdana: two parts, then the third */
+	cr_expect_eq(count_substr(svg, "class=\"subtitle\""), 2, "%s", svg);
+	cr_expect_eq(count_substr(svg, part), 3, "every part whole");
+	cr_expect_eq(count_substr(svg, ">· "), 0, "no line begins with the separator");
+	cr_expect_eq(count_substr(svg, " · </text>"), 0, "nor ends with it");
+	/* the frames start a line lower */
+	cr_assert_eq(sscanf(strstr(one, "<g id=\"frames\">"), "<g id=\"frames\">\n<g><title>%*[^<]"
+			    "</title><rect x=\"%*[0-9.]\" y=\"%u\"", &y_one), 1);
+	cr_assert_eq(sscanf(strstr(svg, "<g id=\"frames\">"), "<g id=\"frames\">\n<g><title>%*[^<]"
+			    "</title><rect x=\"%*[0-9.]\" y=\"%u\"", &y_wrapped), 1);
+	cr_expect_eq(y_wrapped, y_one + 18);
+	free(svg);
+	/* too long for four lines: cut, and said */
+	for (int i = 3; i < 12; i++)
+		snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), " · %s", part);
+	svg = render(f, &o, NULL);
+	cr_expect_eq(count_substr(svg, "class=\"subtitle\""), 4);
+	cr_expect_not_null(strstr(svg, "..</text>"), "%s", svg);
+	free(svg);
+	free(one);
+	an_folded_free(f);
+}
+
 Test(svg, titles_subtitles_and_count_names_are_used)
 {
 	static const char *stacks[] = { "main;work" };
@@ -306,8 +352,8 @@ Test(svg, titles_subtitles_and_count_names_are_used)
 	o.count_name = "us";
 	svg = render(f, &o, NULL);
 	cr_expect_not_null(strstr(svg, ">spawn-join &lt;ce&gt;</text>"));
-	cr_expect_not_null(strstr(svg, "<text id=\"subtitle\" x=\"600.0\" y=\"42\">on-CPU, 999 Hz "
-				       "&amp; &quot;cycles&quot;</text>"));
+	cr_expect_not_null(strstr(svg, "<text id=\"subtitle\" class=\"subtitle\" x=\"600.0\" "
+				       "y=\"42\">on-CPU, 999 Hz &amp; &quot;cycles&quot;</text>"));
 	cr_expect_not_null(strstr(svg, "<title>work (2500 us, 100.00%)</title>"));
 	cr_expect_not_null(strstr(svg, ">Total: 2500 us</text>"));
 	free(svg);
