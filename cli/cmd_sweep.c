@@ -1,7 +1,8 @@
 /*
  * schedlab sweep: run a workload over a grid of parameter values, knob values and presets
  * (every combination), then fit how time per op and bytes per op grow with each numeric
- * parameter, and write sweep.md, sweep.json and a log-log plot, sweep.svg.
+ * parameter, and write sweep.md, sweep.json and log-log plots, sweep.svg (time per op)
+ * and, where a point allocates, sweep-bytes.svg.
  *
  * Each point is a `schedlab run` of this same binary, a child process with its own run
  * folder under the sweep folder, whose result.json is read back (analysis/result.c).
@@ -48,8 +49,9 @@ static const char doc[] =
 	"combination of the other values, it fits ln(time/op) = a + k ln(x) by least squares, "
 	"and the same for bytes/op, gives k ± its standard error and a verdict (constant, "
 	"logarithmic, linear, n log n, quadratic, cubic, ...), and writes sweep.md, "
-	"sweep.json and sweep.svg (a log-log plot: points with error bars, the fitted "
-	"lines, a legend).\v"
+	"sweep.json and sweep.svg (a log-log plot of time per op: points with error bars, "
+	"the fitted lines, a legend), and sweep-bytes.svg, bytes per op alike, where a point "
+	"allocates.\n\n"
 	"Examples:\n"
 	"  schedlab sweep bind-chain -P depth=1000,2000,5000,10000 --quick\n"
 	"  schedlab sweep bind-chain -P depth=1000,10000 -P interpreter=naive,stack\n"
@@ -528,10 +530,16 @@ static void fmt_scaled(double v, double err, bool bytes, char *buf, size_t len)
 		err /= step;
 		u++;
 	}
-	if (isfinite(err) && err > 0)
-		snprintf(buf, len, "%.4g ± %.2g %s", v, err, bytes ? bunits[u] : tunits[u]);
-	else
+	if (isfinite(err) && err > 0) {
+		/* the error to two figures, the value to as many decimals: "113 ± 920 µs",
+		 * never "113.1 ± 9.2e+02 µs" */
+		int dec = 1 - (int)floor(log10(err));
+
+		dec = dec < 0 ? 0 : dec > 4 ? 4 : dec;
+		snprintf(buf, len, "%.*f ± %.*f %s", dec, v, dec, err, bytes ? bunits[u] : tunits[u]);
+	} else {
 		snprintf(buf, len, "%.4g %s", v, bytes ? bunits[u] : tunits[u]);
+	}
 }
 
 static void fmt_score(const struct point *p, char *buf, size_t len)
@@ -564,6 +572,15 @@ static void fmt_fit(const struct fit_row *f, char *buf, size_t len)
 	else
 		snprintf(buf, len, "k = %.2f ± %.2f (%zu points, r² %.3f): %s", f->fit.k,
 			 f->fit.se_k, f->n, f->fit.r2, f->verdict);
+}
+
+/* Whether some point allocates: a bytes/op fit with points to draw. */
+static bool has_bytes(const struct sweep *sw)
+{
+	for (size_t i = 0; i < sw->nfits; i++)
+		if (!strcmp(sw->fits[i].metric, "bytes/op") && sw->fits[i].n)
+			return true;
+	return false;
 }
 
 /* The table, plain (stdout) or as Markdown (sweep.md). */
@@ -635,6 +652,8 @@ static int write_md(void *ctx, FILE *out)
 	      "the verdict (analysis/fit.c gives the bands).\n\n", out);
 	put_fits(sw, out, true);
 	fputs("\n![time per op, log-log](sweep.svg)\n", out);
+	if (has_bytes(sw))
+		fputs("\n![bytes per op, log-log](sweep-bytes.svg)\n", out);
 	for (size_t i = 0; i < sw->npoints; i++)
 		if (sw->points[i].failed && !sw->points[i].interrupted)
 			fprintf(out, "%s- point %zu (%s) failed: %s\n", i ? "" : "\n## Failed points\n\n",
@@ -744,20 +763,22 @@ static int write_json(void *ctx, FILE *out)
 	return 0;
 }
 
-/* The plot: time per op against the first numeric dim, a series per group. */
-static int write_svg(void *ctx, FILE *out)
+/* A plot of metric ("time/op", "bytes/op") against the first numeric dim it was fitted
+ * on, a series per group. */
+static int write_plot(const struct sweep *sw, const char *metric, FILE *out)
 {
-	const struct sweep *sw = ctx;
 	struct fg_plot_series series[SWEEP_MAX_POINTS];
 	char notes[SWEEP_MAX_POINTS][256], title[256], xlabel[128];
-	struct fg_plot plot = { .title = title, .xlabel = xlabel, .ylabel = "time per op (ns)",
-				.series = series };
+	bool bytes = !strcmp(metric, "bytes/op");
+	struct fg_plot plot = { .title = title, .xlabel = xlabel,
+				.ylabel = bytes ? "bytes per op" : "time per op",
+				.yunit = bytes ? "B" : "ns", .series = series };
 	size_t dim = SIZE_MAX;
 
 	for (size_t i = 0; i < sw->nfits && plot.nseries < SWEEP_MAX_POINTS; i++) {
 		const struct fit_row *f = &sw->fits[i];
 
-		if (strcmp(f->metric, "time/op") || (dim != SIZE_MAX && f->dim != dim) || !f->n)
+		if (strcmp(f->metric, metric) || (dim != SIZE_MAX && f->dim != dim) || !f->n)
 			continue;
 		dim = f->dim;
 		if (f->n >= 3 && isfinite(f->fit.k))
@@ -773,19 +794,33 @@ static int write_svg(void *ctx, FILE *out)
 		};
 		plot.nseries++;
 	}
-	snprintf(title, sizeof(title), "%s: time per op%s%s", sw->a->workload,
-		 dim == SIZE_MAX ? "" : " against ", dim == SIZE_MAX ? "" : sw->a->dims[dim].name);
+	snprintf(title, sizeof(title), "%s: %s%s%s", sw->a->workload,
+		 bytes ? "bytes per op" : "time per op", dim == SIZE_MAX ? "" : " against ",
+		 dim == SIZE_MAX ? "" : sw->a->dims[dim].name);
 	snprintf(xlabel, sizeof(xlabel), "%s", dim == SIZE_MAX ? "" : sw->a->dims[dim].name);
 	return fg_plot_write(&plot, out);
+}
+
+static int write_svg(void *ctx, FILE *out)
+{
+	return write_plot(ctx, "time/op", out);
+}
+
+static int write_bytes_svg(void *ctx, FILE *out)
+{
+	return write_plot(ctx, "bytes/op", out);
 }
 
 static int write_outputs(struct sweep *sw)
 {
 	static const struct cli_out_file files[] = {
 		{ "sweep.md", write_md }, { "sweep.json", write_json }, { "sweep.svg", write_svg },
+		{ "sweep-bytes.svg", write_bytes_svg },
 	};
+	size_t n = sizeof(files) / sizeof(files[0]);
 
-	return cli_write_files(sw->dir, files, sizeof(files) / sizeof(files[0]), sw);
+	/* the bytes plot where some point allocates */
+	return cli_write_files(sw->dir, files, has_bytes(sw) ? n : n - 1, sw);
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
@@ -870,8 +905,8 @@ int cmd_sweep(int argc, char **argv)
 	put_fits(&sw, stdout, false);
 	if (write_outputs(&sw) && !status)
 		status = CLI_EXIT_FAIL;
-	printf("\nResults: %s/sweep.md, sweep.json, sweep.svg; each point's run under %s/NN-*\n",
-	       dir, dir);
+	printf("\nResults: %s/sweep.md, sweep.json, sweep.svg%s; each point's run under %s/NN-*\n",
+	       dir, has_bytes(&sw) ? ", sweep-bytes.svg" : "", dir);
 	if (failed) {
 		fprintf(stderr, "schedlab: %zu of %zu points failed; each one's NN-*.log in the sweep folder says why\n",
 			failed, n);

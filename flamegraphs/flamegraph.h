@@ -62,6 +62,9 @@ struct fg_plot_series {
 
 struct fg_plot {
 	const char *title, *xlabel, *ylabel;
+	/* What y counts, for its ticks and tooltips: "ns" (shown in ns, µs, ms or s) or "B"
+	 * (B, kB, MB, GB); NULL: plain numbers. */
+	const char *yunit;
 	const struct fg_plot_series *series;
 	size_t nseries;
 };

@@ -4,13 +4,15 @@
  * draws time per op against a swept size with.
  *
  * Both axes are logarithmic, ticked at 1, 2 and 5 times each power of ten (only at the
- * powers when the range spans more than three decades). Output is deterministic: series
+ * powers when the range spans more than three decades); a y that counts time or bytes is
+ * labelled in the unit its size calls for ("10 s", not "1e+10"). Output is deterministic: series
  * in the order given, colours from a fixed palette by position, numbers printed with a
  * fixed precision, so the same points give the same bytes.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "flamegraphs/flamegraph.h"
 #include "flamegraphs/internal.h"
@@ -65,19 +67,70 @@ static bool has_err(const struct fg_plot_series *s, size_t i)
 	return s->err && isfinite(s->err[i]) && s->err[i] > 0;
 }
 
-static void put_tick_label(FILE *out, double v)
+/* v in unit ("ns", "B"; NULL: none) scaled to the largest unit it is at least one of,
+ * *scale the divisor: "2 s" for 2e9 ns. */
+static const char *unit_of(double v, const char *unit, double *scale)
 {
+	static const char *const time[] = { "ns", "µs", "ms", "s" };
+	static const char *const bytes[] = { "B", "kB", "MB", "GB", "TB" };
+	const char *const *names = NULL;
+	size_t n = 0, u = 0;
+
+	*scale = 1;
+	if (unit && !strcmp(unit, "ns")) {
+		names = time;
+		n = sizeof(time) / sizeof(time[0]);
+	} else if (unit && !strcmp(unit, "B")) {
+		names = bytes;
+		n = sizeof(bytes) / sizeof(bytes[0]);
+	}
+	if (!names)
+		return NULL;
+	/* a hair under a step still shows as the smaller unit's 1000, not as 1e+03 */
+	while (u + 1 < n && fabs(v) / *scale >= 999.5) {
+		*scale *= 1000;
+		u++;
+	}
+	return names[u];
+}
+
+static void put_tick_label(FILE *out, double v, const char *unit)
+{
+	double scale;
+	const char *name = unit_of(v, unit, &scale);
 	char buf[32];
 
-	if (v >= 1e5 || v < 1e-3)
+	if (name)
+		snprintf(buf, sizeof(buf), "%g %s", v / scale, name);
+	else if (v >= 1e5 || v < 1e-3)
 		snprintf(buf, sizeof(buf), "%.0e", v);
 	else
 		snprintf(buf, sizeof(buf), "%g", v);
 	fg__xml_str(out, buf);
 }
 
+/* "y 1.73 ms ± 5.36 ms" in the tooltip: the value and its error in the value's unit. */
+static void put_value(FILE *out, double v, double err, bool with_err, const char *unit)
+{
+	double scale;
+	const char *name = unit_of(v, unit, &scale);
+	char buf[96];
+
+	if (name && with_err)
+		/* an error larger than its value, written whole: "276 µs ± 1744 µs" */
+		snprintf(buf, sizeof(buf), err / scale >= 100 ? "%.4g %s ± %.0f %s" :
+				 "%.4g %s ± %.3g %s", v / scale, name, err / scale, name);
+	else if (name)
+		snprintf(buf, sizeof(buf), "%.4g %s", v / scale, name);
+	else if (with_err)
+		snprintf(buf, sizeof(buf), "%.6g ± %.3g", v, err);
+	else
+		snprintf(buf, sizeof(buf), "%.6g", v);
+	fg__xml_str(out, buf);
+}
+
 /* Ticks and grid lines along one axis. */
-static void put_ticks(FILE *out, const struct axis *a, bool vertical)
+static void put_ticks(FILE *out, const struct axis *a, bool vertical, const char *unit)
 {
 	static const double steps[] = { 1, 2, 5 };
 	bool sparse = a->hi - a->lo > 3;
@@ -101,14 +154,15 @@ static void put_ticks(FILE *out, const struct axis *a, bool vertical)
 					"text-anchor=\"middle\">", p, TOP, p, TOP + PLOT_H, p,
 					TOP + PLOT_H + 16);
 			}
-			put_tick_label(out, v);
+			put_tick_label(out, v, unit);
 			fputs("</text>\n", out);
 		}
 	}
 }
 
 static void put_series(FILE *out, const struct fg_plot_series *s, const char *colour,
-		       const struct axis *ax, const struct axis *ay, double ymin)
+		       const struct axis *ax, const struct axis *ay, double ymin,
+		       const char *yunit)
 {
 	double x0 = INFINITY, x1 = 0;
 
@@ -127,9 +181,8 @@ static void put_series(FILE *out, const struct fg_plot_series *s, const char *co
 				x + 4);
 		}
 		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>", x, y);
-		fprintf(out, "x %.6g, y %.6g", s->x[i], s->y[i]);
-		if (has_err(s, i))
-			fprintf(out, " ± %.3g", s->err[i]);
+		fprintf(out, "x %.6g, y ", s->x[i]);
+		put_value(out, s->y[i], has_err(s, i) ? s->err[i] : 0, has_err(s, i), yunit);
 		fputs("</title></circle>\n", out);
 	}
 	if (s->n && isfinite(s->k) && isfinite(s->a))
@@ -191,13 +244,13 @@ int fg_plot_write(const struct fg_plot *p, FILE *out)
 		fprintf(out, "<defs><clipPath id=\"area\"><rect x=\"%d\" y=\"%d\" width=\"%d\" "
 			"height=\"%d\"/></clipPath></defs>\n<g id=\"grid\" fill=\"#333\">\n", LEFT,
 			TOP, PLOT_W, PLOT_H);
-		put_ticks(out, &ax, false);
-		put_ticks(out, &ay, true);
+		put_ticks(out, &ax, false, NULL);
+		put_ticks(out, &ay, true, p->yunit);
 		fputs("</g>\n", out);
 		for (size_t i = 0; i < p->nseries; i++)
 			put_series(out, &p->series[i],
 				   palette[i % (sizeof(palette) / sizeof(palette[0]))], &ax, &ay,
-				   pow(10, ay.lo));
+				   pow(10, ay.lo), p->yunit);
 		put_legend(out, p);
 	} else {
 		fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no points to plot"

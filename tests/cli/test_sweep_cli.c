@@ -280,6 +280,16 @@ Test(sweep_cli, bind_chain_grows_quadratically_naive_and_linearly_with_a_stack, 
 	/* the stack grows by doubling: its array's bytes follow the next power of two above
 	 * the depth, which over one decade moves the slope by a few hundredths */
 	expect_exponent(j, "bytes/op", "stack", 0.95, 1.1, "linear");
+	/* both allocate: bytes per op is drawn too, and no number is in exponent form */
+	cr_expect_eq(access(in_dir("s/sweep-bytes.svg"), F_OK), 0);
+	{
+		char *md = slurp(in_dir("s/sweep.md"), NULL);
+
+		cr_assert_not_null(md);
+		cr_expect_null(strstr(md, "e+"), "%s", md);
+		cr_expect_not_null(strstr(md, "(sweep-bytes.svg)"), "%s", md);
+		free(md);
+	}
 	k = json_object_get_double(get(fit_of(j, "time/op", "naive"), "k"));
 	cr_expect(fabs(k - exponent_from(j, "naive", 0, false, &fit)) < 1e-6,
 		  "the sweep's time/op fit, k = %.4f, is not the fit of its points (%.4f)\n%s", k,
