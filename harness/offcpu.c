@@ -505,22 +505,33 @@ static void write_json(FILE *out, const void *data)
 	fprintf(out, "}");
 }
 
-static int line_cmp(const void *pa, const void *pb)
+/* A row of the top stacks: the stack as shown (its class and the user frames nearest the
+ * leaf), and the time of every folded line shown so. */
+struct shown {
+	char text[512];
+	uint64_t count;
+};
+
+static int shown_by_text(const void *pa, const void *pb)
 {
-	const struct an_folded_line *a = *(const struct an_folded_line *const *)pa;
-	const struct an_folded_line *b = *(const struct an_folded_line *const *)pb;
+	return strcmp(((const struct shown *)pa)->text, ((const struct shown *)pb)->text);
+}
+
+static int shown_by_count(const void *pa, const void *pb)
+{
+	const struct shown *a = pa, *b = pb;
 
 	if (a->count != b->count)
 		return (a->count < b->count) - (a->count > b->count);
-	return strcmp(a->stack, b->stack);
+	return strcmp(a->text, b->text);
 }
 
-/* A folded line in a table cell: its root frame, thread, and the user frames nearest the
- * leaf (the kernel's below "-" are the same few paths into schedule()). */
+/* "[parked] a;b;c": a folded stack's class (its first frame) and its three user frames
+ * nearest the leaf, with a table's | and ` made spaces. */
 static void short_stack(const char *stack, char *buf, size_t len)
 {
 	const char *dash = strstr(stack, ";-;"), *end = dash ? dash : stack + strlen(stack);
-	const char *from = end;
+	const char *from = end, *semi = strchr(stack, ';');
 	int seps = 0;
 
 	while (from > stack && seps < 3)
@@ -528,10 +539,42 @@ static void short_stack(const char *stack, char *buf, size_t len)
 			seps++;
 	if (from > stack)
 		from++;
-	snprintf(buf, len, "%.*s", (int)(end - from), from);
+	if (stack[0] == '[' && semi && semi < from)
+		snprintf(buf, len, "%.*s … %.*s", (int)(semi - stack), stack, (int)(end - from),
+			 from);
+	else
+		snprintf(buf, len, "%.*s", (int)(end - from), from);
 	for (char *c = buf; *c; c++)
 		if (*c == '|' || *c == '`')
 			*c = ' ';
+}
+
+/* The top stacks as shown: folded lines that look alike in a row (they differ past the
+ * frames shown) are one row with their time summed. Into top (at most TOP_STACKS);
+ * their number, 0 when there is no memory for it. */
+static size_t top_shown(const struct an_folded_line *lines, size_t n, struct shown *top)
+{
+	struct shown *all = n ? calloc(n, sizeof(*all)) : NULL;
+	size_t rows = 0;
+
+	if (!all)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		short_stack(lines[i].stack, all[i].text, sizeof(all[i].text));
+		all[i].count = lines[i].count;
+	}
+	qsort(all, n, sizeof(*all), shown_by_text);
+	for (size_t i = 0; i < n; i++) {
+		if (rows && !strcmp(all[rows - 1].text, all[i].text))
+			all[rows - 1].count += all[i].count;
+		else
+			all[rows++] = all[i];
+	}
+	qsort(all, rows, sizeof(*all), shown_by_count);
+	rows = rows < TOP_STACKS ? rows : TOP_STACKS;
+	memcpy(top, all, rows * sizeof(*top));
+	free(all);
+	return rows;
 }
 
 static void write_md(FILE *out, const void *data)
@@ -540,10 +583,9 @@ static void write_md(FILE *out, const void *data)
 	const struct probe_offcpu_stats *st = &s->stats;
 	uint64_t total = st->kept_ns + st->counts_full_ns, folded = an_folded_total(s->folded);
 	const struct an_folded_line *lines;
-	const struct an_folded_line *top[TOP_STACKS] = { 0 };
-	const struct an_folded_line **all;
+	struct shown top[TOP_STACKS];
 	unsigned stacks, counts, threads, wakers;
-	char nbuf[64], cell[512];
+	char nbuf[64];
 	size_t n, ntop;
 
 	probe_offcpu_sizes(s->p, &stacks, &counts, &threads, &wakers);
@@ -571,21 +613,16 @@ static void write_md(FILE *out, const void *data)
 			100.0 * (double)st->counts_full_ns / (double)total);
 	}
 	lines = an_folded_lines(s->folded, &n);
-	all = lines && n ? malloc(n * sizeof(*all)) : NULL;
-	if (all) {
-		for (size_t i = 0; i < n; i++)
-			all[i] = &lines[i];
-		qsort(all, n, sizeof(*all), line_cmp);
-		ntop = n < TOP_STACKS ? n : TOP_STACKS;
-		memcpy(top, all, ntop * sizeof(*top));
-		free(all);
-		fprintf(out, "\nTop stacks (the user frames nearest the leaf):\n\n"
+	ntop = lines ? top_shown(lines, n, top) : 0;
+	if (ntop) {
+		fprintf(out, "\nTop stacks (the class and the user frames nearest the leaf; stacks "
+			     "that differ only past them are one row):\n\n"
 			     "| ms | share | stack |\n|---:|---:|---|\n");
 		for (size_t i = 0; i < ntop; i++) {
-			short_stack(top[i]->stack, cell, sizeof(cell));
-			an_format_number((double)top[i]->count / 1000.0, 1, nbuf, sizeof(nbuf));
+			an_format_number((double)top[i].count / 1000.0, 1, nbuf, sizeof(nbuf));
 			fprintf(out, "| %s | %.1f%% | `%s` |\n", nbuf,
-				folded ? 100.0 * (double)top[i]->count / (double)folded : 0.0, cell);
+				folded ? 100.0 * (double)top[i].count / (double)folded : 0.0,
+				top[i].text);
 		}
 	}
 	fprintf(out, "\nCounted, not kept: %" PRIu64 " intervals under %u µs (%.1f ms); %" PRIu64

@@ -61,6 +61,32 @@ static char *run_offcpu(const char *const *argv, char **off)
 	return json;
 }
 
+/* The report's top off-CPU stacks are distinct rows: stacks that differ only past the
+ * frames a row shows are one row, their time summed. */
+static void expect_distinct_top_stacks(const char *md)
+{
+	const char *at = strstr(md, "Top stacks"), *end;
+	char rows[8][512];
+	size_t n = 0;
+
+	cr_assert_not_null(at, "no top stacks: %s", md);
+	at = strstr(at, "|---|\n");
+	cr_assert_not_null(at);
+	at += 6;
+	while (*at == '|' && n < 8) {
+		const char *tick = strchr(at, '`');
+
+		end = strchr(at, '\n');
+		cr_assert(tick && end && tick < end, "%s", at);
+		snprintf(rows[n], sizeof(rows[n]), "%.*s", (int)(end - tick), tick);
+		for (size_t k = 0; k < n; k++)
+			cr_expect_str_neq(rows[k], rows[n], "two rows alike: %s", md);
+		n++;
+		at = end + 1;
+	}
+	cr_expect_gt(n, 0);
+}
+
 Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout = 180)
 {
 	const char *argv[] = { "run", "tcp-blocking", "--preset", "kyo", "--quick", "--probes",
@@ -94,6 +120,7 @@ Test(run_offcpu, blocking_tcp_under_kyo_shows_blocking_and_parked_time, .timeout
 	md = slurp(path, NULL);
 	cr_assert_not_null(md);
 	cr_expect_not_null(strstr(md, "### Off-CPU"), "%s", md);
+	expect_distinct_top_stacks(md);
 	free(md);
 	free(json);
 }
