@@ -295,9 +295,9 @@ Test(findings, wakeups_from_counters_cross_and_not)
 	expect_absent("wakeup-cost");
 }
 
-/* A run folder with result.json and an oncpu.folded of `futex` futex samples in
- * `total`; the findings of the folder as diagnose reads it. */
-static void diagnose_folder(unsigned futex, unsigned total)
+/* A run folder with result.json, whose probes are `probes` (after oncpu's), and an
+ * oncpu.folded of `folded`; the findings of the folder as diagnose reads it. */
+static void diagnose_folded(const char *probes, const char *folded)
 {
 	char dir[] = "/tmp/schedlab-findings-XXXXXX", path[128], err[256] = "";
 	struct an_result *r;
@@ -307,18 +307,16 @@ static void diagnose_folder(unsigned futex, unsigned total)
 	snprintf(path, sizeof(path), "%s/result.json", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
-	fputs("{\"schema\": \"schedlab-result/1\", \"id\": \"run\", \"workload\": \"w\", "
-	      "\"preset\": \"p\", \"unit\": \"ops/s\", \"samples\": [1, 2], "
-	      "\"runtime\": {\"ops\": 10, \"tasks_run\": 1e6,"
-	      " \"parks\": 1}, \"probes\": [{\"name\": \"oncpu\", \"attached\": true, "
-	      "\"samples\": 1, "
-	      "\"folded\": \"oncpu.folded\"}]}", f);
+	fprintf(f, "{\"schema\": \"schedlab-result/1\", \"id\": \"run\", \"workload\": \"w\", "
+		"\"preset\": \"p\", \"unit\": \"ops/s\", \"samples\": [1, 2], "
+		"\"runtime\": {\"ops\": 10, \"tasks_run\": 1e6,"
+		" \"parks\": 1}, \"probes\": [{\"name\": \"oncpu\", \"attached\": true, "
+		"\"samples\": 1, \"folded\": \"oncpu.folded\"}%s]}", probes);
 	cr_assert_eq(fclose(f), 0);
 	snprintf(path, sizeof(path), "%s/oncpu.folded", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "[parking];rt-worker;park;rt__futex_wait %u\n", futex);
-	fprintf(f, "[work];rt-worker;task;spin %u\n", total - futex);
+	fputs(folded, f);
 	cr_assert_eq(fclose(f), 0);
 	r = an_result_load(dir, err, sizeof(err));
 	cr_assert_not_null(r, "%s", err);
@@ -329,6 +327,56 @@ static void diagnose_folder(unsigned futex, unsigned total)
 	snprintf(path, sizeof(path), "%s/result.json", dir);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* `futex` futex samples in `total`. */
+static void diagnose_folder(unsigned futex, unsigned total)
+{
+	char folded[256];
+
+	snprintf(folded, sizeof(folded),
+		 "[parking];rt-worker;park;rt__futex_wait %u\n[work];rt-worker;task;spin %u\n",
+		 futex, total - futex);
+	diagnose_folded("", folded);
+}
+
+/* `trapped` of `total` samples in the uprobe trap, with the runtime probe attached
+ * beside oncpu (runtime) or not. */
+static void diagnose_traps(unsigned trapped, unsigned total, bool runtime)
+{
+	char folded[512];
+
+	snprintf(folded, sizeof(folded),
+		 "[scheduling];rt-worker;rt__park;-;asm_exc_int3_[k];exc_int3_[k] %u\n"
+		 "[work];rt-worker;task;spin %u\n", trapped, total - trapped);
+	diagnose_folded(runtime ? ", {\"name\": \"runtime\", \"attached\": true}" :
+				  ", {\"name\": \"runtime\", \"attached\": false}", folded);
+}
+
+/* The other probes' uprobe traps in the on-CPU samples (--probes all: 72% of them on
+ * spawn-join) are the probes distorting the profile, where those probes ran. */
+Test(findings, uprobe_traps_in_the_samples_cross_and_not)
+{
+	unsigned total = 1000;
+	double trap = th("probe_trap_share");
+
+	diagnose_traps((unsigned)(total * trap * 2), total, true);
+	expect_found("probe-distortion");
+	if (get("probe-distortion")) {
+		const struct an_finding *f = get("probe-distortion");
+
+		cr_expect_float_eq(f->share, trap * 2, 1e-9);
+		cr_expect_not_null(strstr(f->claim, "uprobe traps"), "%s", f->claim);
+		cr_expect_not_null(strstr(f->evidence, "that the runtime probe's uprobes take"),
+				   "%s", f->evidence);
+		cr_expect_not_null(strstr(f->action, "--probes oncpu, then --probes runtime"),
+				   "%s", f->action);
+	}
+	diagnose_traps((unsigned)(total * trap / 2), total, true);
+	expect_absent("probe-distortion");
+	/* traps with no uprobe probe of ours attached are not ours to explain */
+	diagnose_traps((unsigned)(total * trap * 2), total, false);
+	expect_absent("probe-distortion");
 }
 
 Test(findings, wakeups_from_the_profile_cross_and_not)
