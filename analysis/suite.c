@@ -2061,10 +2061,28 @@ int an_suite_write_json(const struct an_suite_report *r, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/* s cut to w characters with "…" as its last where it was longer, into buf: a column of
+ * the terminal's table that says it was cut. */
+static const char *clip(const char *s, size_t w, char *buf, size_t len)
+{
+	size_t chars = 0, at = 0;
+
+	for (const char *p = s; *p; p++)
+		chars += ((unsigned char)*p & 0xc0) != 0x80;
+	if (chars <= w)
+		return s;
+	/* the bytes of the first w - 1 characters */
+	for (chars = 0; s[at] && chars < w; at++)
+		if (((unsigned char)s[at] & 0xc0) != 0x80 && ++chars == w)
+			break;
+	snprintf(buf, len, "%.*s…", (int)at, s);
+	return buf;
+}
+
 void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_result *res,
 			  FILE *out)
 {
-	char ours[320], study[64], ratio[32], sratio[32];
+	char ours[320], study[64], ratio[32], sratio[32], col[160], row[160];
 
 	fprintf(out, "%s (%s)\n", t->title, t->unit);
 	fprintf(out, "  %-34s %-40s %-26s %-16s %-9s %-9s %s\n", "column", "row",
@@ -2081,7 +2099,8 @@ void an_suite_print_table(const struct an_suite_table *t, const struct an_suite_
 		fmt_ratio(c->reference && res[i].state == AN_CELL_OK ? 1 : sh.ratio, ratio,
 			  sizeof(ratio));
 		fmt_ratio(c->reference ? study_one(c) : sh.study_ratio, sratio, sizeof(sratio));
-		fprintf(out, "  %-34.34s %-40.40s %-26s %-16s %-9s %-9s %s\n", c->column, c->row,
+		fprintf(out, "  %-34s %-40s %-26s %-16s %-9s %-9s %s\n",
+			clip(c->column, 34, col, sizeof(col)), clip(c->row, 40, row, sizeof(row)),
 			ours, study, ratio, sratio, sh.text);
 	}
 }

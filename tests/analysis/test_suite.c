@@ -1545,3 +1545,30 @@ Test(suite, the_studies_orders_and_shares_are_judged_where_they_are_found)
 	cr_expect_float_eq(tb->cells[tb->ncells - 1].published, 19058, 1e-9);
 	cr_expect_str_eq(tb->run_opts, "-c blocking=offload");
 }
+
+/* The terminal's table cuts a long column or row name to its width, and says so with
+ * "…" rather than stopping mid-word. */
+Test(suite, a_long_name_in_the_terminal_table_ends_in_an_ellipsis)
+{
+	static const struct an_suite_cell long_cells[] = {
+		CELL("client footprint (RSS) at 64 connections, fresh processes", "cats-effect",
+		     "ce", 141.53, 3.07, true),
+		CELL("client footprint (RSS) at 64 connections, fresh processes",
+		     "Loom with virtual threads parked on the read poller", "loom", 139.99, 1.73,
+		     false),
+	};
+	static const struct an_suite_table t = { "Long", "a made-up study", "ops/s", 3, "why",
+						 "", "", long_cells, 2, 0 };
+	struct an_suite_result r[2] = { OK(100, 1), OK(101, 1) };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	cr_assert_not_null(out);
+	an_suite_print_table(&t, r, out);
+	cr_assert_eq(fclose(out), 0);
+	cr_expect_not_null(strstr(buf, "  client footprint (RSS) at 64 conn… "), "%s", buf);
+	cr_expect_not_null(strstr(buf, " Loom with virtual threads parked on the… "), "%s", buf);
+	cr_expect_not_null(strstr(buf, " cats-effect "), "a short name whole: %s", buf);
+	free(buf);
+}
