@@ -386,33 +386,43 @@ static void worker_arg(char *buf, size_t len, uint32_t w)
 
 static const char *const next_names[] = { "done", "yield", "wait" };
 
+/* enum rt_place's names, as the knobs spell them: an event's path as a word */
+static const char *const path_names[] = { "local", "lifo", "runnext", "external", "scan" };
+
+/* "\"path\": \"local\"", or the number where it names no path this build knows. */
+static void path_arg(char *buf, size_t len, uint64_t path)
+{
+	if (path < sizeof(path_names) / sizeof(path_names[0]))
+		snprintf(buf, len, "\"path\": \"%s\"", path_names[path]);
+	else
+		snprintf(buf, len, "\"path\": %" PRIu64, path);
+}
+
 /* One of fork pid's events that is a moment, not a span (a spawn, an enqueue, a steal, a
  * placement, a flush, the measured window's edges), w its worker as an argument. */
 static void write_instant(FILE *out, struct tl_ctx *c, pid_t pid, const struct probe_rt_event *e,
 			  const char *w)
 {
-	char a[192];
+	char a[192], path[48];
 
 	switch (e->kind) {
 	case PROBE_RT_SPAWN:
-		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, \"path\": %"
-			 PRIu64, e->a0, w, e->a1);
+		path_arg(path, sizeof(path), e->a1);
+		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, %s", e->a0, w,
+			 path);
 		instant(out, c, pid, e->tid, "t", "spawn", e->ts, a);
 		break;
 	case PROBE_RT_ENQUEUE:
-		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"to\": %s, \"path\": %"
-			 PRIu64, e->a0, w, e->a1);
+		path_arg(path, sizeof(path), e->a1);
+		snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"to\": %s, %s", e->a0, w, path);
 		instant(out, c, pid, e->tid, "t", "enqueue", e->ts, a);
 		break;
-	case PROBE_RT_STEAL: {
-		char name[40];
-
-		snprintf(name, sizeof(name), "steal from %" PRIu64, e->a0);
+	case PROBE_RT_STEAL:
+		/* one name for every steal, so that a viewer groups them; the victim an arg */
 		snprintf(a, sizeof(a), "\"thief\": %s, \"victim\": %" PRIu64 ", \"tasks\": %"
 			 PRIu64, w, e->a0, e->a1);
-		instant(out, c, pid, e->tid, "t", name, e->ts, a);
+		instant(out, c, pid, e->tid, "t", "steal", e->ts, a);
 		break;
-	}
 	case PROBE_RT_PLACE: {
 		char to[16];
 
@@ -466,13 +476,12 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 			break;
 		case PROBE_RT_RUN_END:
 			if (l->run) {
-				char name[40];
-
+				/* one name for every task's run, so that a viewer groups and
+				 * sums them; which task is an arg */
 				snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"worker\": %s, "
 					 "\"then\": \"%s\"", l->run_task, w,
 					 e->a1 < 3 ? next_names[e->a1] : "?");
-				snprintf(name, sizeof(name), "task %" PRIu64, l->run_task);
-				span(out, c, f->pid, e->tid, name, "run", l->run_ts, e->ts, a);
+				span(out, c, f->pid, e->tid, "task", "run", l->run_ts, e->ts, a);
 				l->run = false;
 			}
 			break;
@@ -520,10 +529,8 @@ static int write_fork(FILE *out, struct tl_ctx *c, const struct rt_fork *f, unsi
 			span(out, c, f->pid, l->tid, "blocked", "block", l->block_ts, last,
 			     "\"open\": true");
 		if (l->run) {
-			char name[40];
-
-			snprintf(name, sizeof(name), "task %" PRIu64, l->run_task);
-			span(out, c, f->pid, l->tid, name, "run", l->run_ts, last, "\"open\": true");
+			snprintf(a, sizeof(a), "\"task\": %" PRIu64 ", \"open\": true", l->run_task);
+			span(out, c, f->pid, l->tid, "task", "run", l->run_ts, last, a);
 		}
 		if (l->park)
 			span(out, c, f->pid, l->tid, "parked", "park", l->park_ts, last,

@@ -251,13 +251,22 @@ Test(runtime_probe, counts_equal_the_runtimes_counters_and_the_timeline_has_ever
 			cr_expect_geq(json_object_get_double(get(e, "dur")), 0);
 			cr_expect_geq(json_object_get_double(get(e, "ts")), 0);
 			args = get(e, "args");
-			if (!strncmp(name, "task ", 5) && json_object_object_get_ex(args, "worker", NULL) &&
+			/* one name for every task's run, the task an arg: a viewer groups them */
+			cr_expect(strncmp(name, "task ", 5), "a slice named by its task: %s", name);
+			if (!strcmp(name, "task") && json_object_object_get_ex(args, "worker", NULL) &&
 			    json_object_get_type(get(args, "worker")) == json_type_int &&
 			    num(args, "worker") < RT_MAX_WORKERS)
 				ran[num(args, "worker")] = true;
 		}
-		if (!strcmp(ph, "i"))
+		if (!strcmp(ph, "i")) {
 			instants++;
+			cr_expect(strncmp(name, "steal from", 10), "a steal named by its victim");
+			/* a path is a word, as the knobs spell it */
+			if (json_object_object_get_ex(get(e, "args"), "path", NULL))
+				cr_expect_eq(json_object_get_type(get(get(e, "args"), "path")),
+					     json_type_string, "path %s",
+					     json_object_get_string(get(get(e, "args"), "path")));
+		}
 	}
 	cr_expect_gt(spans, 0);
 	expect_nested(sp, spans);
