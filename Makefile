@@ -95,8 +95,10 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # libdw-dev: DWARF unwinding of sampled stacks; libc6-dbg: glibc's symbol table (Debian strips
 # libc.so.6), so that stacks through libc name start_thread, malloc's internals and the like.
 # strace: a test holds a run in the middle of writing its files (a delayed fsync).
+# help2man: the man pages, made from the commands' own --help.
 DEB_PKGS := make gcc libc6-dev pkg-config clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
-	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev strace
+	    libdw-dev libc6-dbg libpfm4-dev libcriterion-dev systemtap-sdt-dev libjson-c-dev strace \
+	    help2man
 # cargo, rustc, librust-tokio-dev and openjdk-17-jdk-headless: the Tokio and JDK peers.
 BENCH_PKGS := golang-go cargo rustc librust-tokio-dev openjdk-17-jdk-headless linux-perf jq
 
@@ -191,7 +193,7 @@ DEPFILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(TEST_RUNNER)) \
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all install FORCE run test bench bench-scaling peers golden vmlinux deps clean check-deps reliability fuzz fuzz-run
+.PHONY: all install man FORCE run test bench bench-scaling peers golden vmlinux deps clean check-deps reliability fuzz fuzz-run
 all: $(BIN)
 
 # ---------------------------------------------------------------------------
@@ -282,17 +284,45 @@ $(BIN): $(CLI_OBJS) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
 
-# The binary is all there is to install: the stack rules and the BPF objects are built
-# into it. The copy goes beside the target and is renamed over it, and only over a
-# regular file: a link or a folder there is left alone, with an error.
-install: $(BIN)
-	$(Q)dir='$(DESTDIR)$(BINDIR)'; dest="$$dir/schedlab"; \
+# Man pages made from the commands' own --help by help2man, so that they say what the
+# binary does: schedlab(1), and schedlab-COMMAND(1) for each command.
+MAN_COMMANDS := run list flame compare diagnose sweep profile suite
+MANS := $(BUILD)/man/schedlab.1 $(patsubst %,$(BUILD)/man/schedlab-%.1,$(MAN_COMMANDS))
+MANDIR ?= $(PREFIX)/share/man
+HELP2MAN := help2man -L C.UTF-8 --no-info --version-option=--version
+
+man: $(MANS)
+
+$(BUILD)/man/schedlab.1: $(BIN)
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(HELP2MAN) --name='a profiling workbench for task runtimes' -o $@.tmp $(BIN) && \
+	mv -f $@.tmp $@
+
+# The command's line of 'schedlab --help' is its NAME; the page is schedlab-COMMAND's.
+$(BUILD)/man/schedlab-%.1: $(BIN)
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)name=$$($(BIN) --help | awk '$$1 == "$*" { $$1 = ""; sub(/^ +/, ""); print; exit }'); \
+	[ -n "$$name" ] || { echo "man: no command $* in schedlab --help" >&2; exit 1; }; \
+	$(HELP2MAN) --name="$$name" --help-option='$* --help' -o $@.tmp $(BIN) && \
+	sed -i -e '1,/^\.TH/s/^\.TH SCHEDLAB /.TH SCHEDLAB-$(shell echo $* | tr a-z A-Z) /' \
+	    -e '/^\.SH NAME/{n;s/^schedlab /schedlab-$* /}' $@.tmp && mv -f $@.tmp $@
+
+# The binary and the man pages are all there is to install: the stack rules and the BPF
+# objects are built into the binary. Each copy goes beside its target and is renamed
+# over it, and only over a regular file: a link or a folder there is left alone, with an
+# error.
+install: $(BIN) $(MANS)
+	$(Q)put() { dest="$$2/$$(basename $$1)"; \
 	if [ -L "$$dest" ] || { [ -e "$$dest" ] && [ ! -f "$$dest" ]; }; then \
 		echo "install: $$dest is not a regular file; remove it, or set DESTDIR/PREFIX elsewhere" >&2; \
-		exit 1; fi; \
-	install -d "$$dir" && tmp=$$(mktemp "$$dir/.schedlab.XXXXXX") && \
-	{ install -m 0755 $(BIN) "$$tmp" && mv -fT "$$tmp" "$$dest" || { rm -f "$$tmp"; exit 1; }; } && \
-	echo "install: $$dest"
+		return 1; fi; \
+	install -d "$$2" && tmp=$$(mktemp "$$2/.schedlab.XXXXXX") && \
+	{ install -m $$3 "$$1" "$$tmp" && mv -fT "$$tmp" "$$dest" || { rm -f "$$tmp"; return 1; }; } && \
+	echo "install: $$dest"; }; \
+	put $(BIN) '$(DESTDIR)$(BINDIR)' 0755 && \
+	for m in $(MANS); do put "$$m" '$(DESTDIR)$(MANDIR)/man1' 0644 || exit 1; done
 
 # ---------------------------------------------------------------------------
 # Tests

@@ -263,6 +263,23 @@ Test(makefile, install_puts_the_binary_under_destdir_and_prefix)
 	cr_assert_eq(run_install(), 0, "stderr: %s", err_text);
 	cr_expect(same_bytes(bin, in_dir("d/usr/bin/schedlab")));
 	cr_expect_eq(entries_in(in_dir("d/usr/bin")), 1);
+	/* the man pages, made from the commands' own --help: one for schedlab and one for
+	 * each command, named as its page */
+	cr_expect_eq(entries_in(in_dir("d/usr/share/man/man1")), 9);
+	{
+		char *page = slurp(in_dir("d/usr/share/man/man1/schedlab-run.1"), NULL);
+
+		cr_assert_not_null(page, "no schedlab-run.1: %s", out_text);
+		cr_expect_not_null(strstr(page, ".TH SCHEDLAB-RUN \"1\""), "%.300s", page);
+		cr_expect_not_null(strstr(page, "schedlab-run \\- run workloads under the probes"),
+				   "%.300s", page);
+		cr_expect_not_null(strstr(page, "\\-\\-quick"), "run's options: %.300s", page);
+		free(page);
+		page = slurp(in_dir("d/usr/share/man/man1/schedlab.1"), NULL);
+		cr_assert_not_null(page);
+		cr_expect_not_null(strstr(page, "profile"), "the commands: %.300s", page);
+		free(page);
+	}
 }
 
 Test(makefile, install_leaves_a_link_where_the_binary_goes_alone)
