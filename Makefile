@@ -275,9 +275,12 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# Written on every make, through a temporary of this shell's own: two makes at once (the
+# build tests run make install side by side) must not remove each other's.
 $(BUILD)/version.h: FORCE
-	$(Q)mkdir -p $(@D) && printf '#define SCHEDLAB_VERSION "%s"\n' '$(VERSION_STRING)' > $@.tmp && \
-		if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -fT $@.tmp $@; fi
+	$(Q)mkdir -p $(@D) && tmp=$@.$$$$.tmp && \
+		printf '#define SCHEDLAB_VERSION "%s"\n' '$(VERSION_STRING)' > $$tmp && \
+		if cmp -s $$tmp $@; then rm -f $$tmp; else mv -fT $$tmp $@; fi
 $(BUILD)/obj/cli/main.o: $(BUILD)/version.h
 
 $(BIN): $(CLI_OBJS) $(LIB)
@@ -285,10 +288,13 @@ $(BIN): $(CLI_OBJS) $(LIB)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
 
 # Man pages made from the commands' own --help by help2man, so that they say what the
-# binary does: schedlab(1), and schedlab-COMMAND(1) for each command.
+# binary does: schedlab(1), and schedlab-COMMAND(1) for each command. Each through a
+# temporary of its shell's own, as version.h is.
 MAN_COMMANDS := run list flame compare diagnose sweep profile suite
 MANS := $(BUILD)/man/schedlab.1 $(patsubst %,$(BUILD)/man/schedlab-%.1,$(MAN_COMMANDS))
 MANDIR ?= $(PREFIX)/share/man
+# where bash-completion looks for a command's completion (completions/schedlab.bash)
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 HELP2MAN := help2man -L C.UTF-8 --no-info --version-option=--version
 
 man: $(MANS)
@@ -296,8 +302,8 @@ man: $(MANS)
 $(BUILD)/man/schedlab.1: $(BIN)
 	$(call msg,MAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(HELP2MAN) --name='a profiling workbench for task runtimes' -o $@.tmp $(BIN) && \
-	mv -f $@.tmp $@
+	$(Q)tmp=$@.$$$$.tmp; $(HELP2MAN) --name='a profiling workbench for task runtimes' \
+	-o $$tmp $(BIN) && mv -f $$tmp $@
 
 # The command's line of 'schedlab --help' is its NAME; the page is schedlab-COMMAND's.
 $(BUILD)/man/schedlab-%.1: $(BIN)
@@ -305,16 +311,16 @@ $(BUILD)/man/schedlab-%.1: $(BIN)
 	$(Q)mkdir -p $(@D)
 	$(Q)name=$$($(BIN) --help | awk '$$1 == "$*" { $$1 = ""; sub(/^ +/, ""); print; exit }'); \
 	[ -n "$$name" ] || { echo "man: no command $* in schedlab --help" >&2; exit 1; }; \
-	$(HELP2MAN) --name="$$name" --help-option='$* --help' -o $@.tmp $(BIN) && \
+	tmp=$@.$$$$.tmp; $(HELP2MAN) --name="$$name" --help-option='$* --help' -o $$tmp $(BIN) && \
 	sed -i -e '1,/^\.TH/s/^\.TH SCHEDLAB /.TH SCHEDLAB-$(shell echo $* | tr a-z A-Z) /' \
-	    -e '/^\.SH NAME/{n;s/^schedlab /schedlab-$* /}' $@.tmp && mv -f $@.tmp $@
+	    -e '/^\.SH NAME/{n;s/^schedlab /schedlab-$* /}' $$tmp && mv -f $$tmp $@
 
-# The binary and the man pages are all there is to install: the stack rules and the BPF
-# objects are built into the binary. Each copy goes beside its target and is renamed
+# The binary, the man pages and the bash completion are all there is to install: the
+# stack rules and the BPF objects are built into the binary. Each copy goes beside its target and is renamed
 # over it, and only over a regular file: a link or a folder there is left alone, with an
 # error.
 install: $(BIN) $(MANS)
-	$(Q)put() { dest="$$2/$$(basename $$1)"; \
+	$(Q)put() { dest="$$2/$${4:-$$(basename $$1)}"; \
 	if [ -L "$$dest" ] || { [ -e "$$dest" ] && [ ! -f "$$dest" ]; }; then \
 		echo "install: $$dest is not a regular file; remove it, or set DESTDIR/PREFIX elsewhere" >&2; \
 		return 1; fi; \
@@ -322,7 +328,8 @@ install: $(BIN) $(MANS)
 	{ install -m $$3 "$$1" "$$tmp" && mv -fT "$$tmp" "$$dest" || { rm -f "$$tmp"; return 1; }; } && \
 	echo "install: $$dest"; }; \
 	put $(BIN) '$(DESTDIR)$(BINDIR)' 0755 && \
-	for m in $(MANS); do put "$$m" '$(DESTDIR)$(MANDIR)/man1' 0644 || exit 1; done
+	for m in $(MANS); do put "$$m" '$(DESTDIR)$(MANDIR)/man1' 0644 || exit 1; done && \
+	put completions/schedlab.bash '$(DESTDIR)$(COMPLETIONDIR)' 0644 schedlab
 
 # ---------------------------------------------------------------------------
 # Tests

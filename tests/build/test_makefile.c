@@ -280,6 +280,8 @@ Test(makefile, install_puts_the_binary_under_destdir_and_prefix)
 		cr_expect_not_null(strstr(page, "profile"), "the commands: %.300s", page);
 		free(page);
 	}
+	cr_expect_eq(access(in_dir("d/usr/share/bash-completion/completions/schedlab"), R_OK), 0,
+		     "no bash completion: %s", out_text);
 }
 
 Test(makefile, install_leaves_a_link_where_the_binary_goes_alone)
