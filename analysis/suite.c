@@ -72,7 +72,7 @@ static const struct an_suite_claim five_claims[] = {
  * the cell is a tie, judged in a band as wide as that quotient reaches from 1 (5-12%):
  * a gap the study could not rule out is within its tie, and one it could is not. */
 static const struct an_suite_table five_tables[] = {
-	{ "Five runtimes", "studies.md §1, five runtimes (JDK 25, JMH), ops/s", "ops/s", 3,
+	{ "Five runtimes", "docs/studies.md §1, five runtimes (JDK 25, JMH), ops/s", "ops/s", 3,
 	  "a winner's ratio to cats-effect, with its interval, on the study's side of 1 and "
 	  "within 3× of the study's ratio: another language and machine, so the gap's order "
 	  "and its winner are what carry over; where the study's own intervals name no winner "
@@ -126,7 +126,7 @@ static const struct an_suite_cell nio_cells[] = {
  * excluding 1 on its side), not the order of the means. The tuned row is a tie: the
  * study's intervals (144.89 ± 3.60 against 149.00 ± 2.93) hold 1. */
 static const struct an_suite_table kyo_tables[] = {
-	{ "Blocking TCP on Kyo", "studies.md §1, blocking TCP on Kyo (concurrency 64), batches/s",
+	{ "Blocking TCP on Kyo", "docs/studies.md §1, blocking TCP on Kyo (concurrency 64), batches/s",
 	  "ops/s", 3,
 	  "a winner's ratio to cats-effect on the study's side of 1 and within 3× of the "
 	  "study's, by its whole interval (as for the five runtimes); the tuned row a tie, "
@@ -137,7 +137,7 @@ static const struct an_suite_table kyo_tables[] = {
 	  "CPUs and the run's length, which this machine and the study's do not share",
 	  "", "", kyo_cells, sizeof(kyo_cells) / sizeof(kyo_cells[0]), 0 },
 	{ "Non-blocking TCP on Kyo (tcp-callback)",
-	  "studies.md §1, blocking TCP on Kyo: \"Non-blocking I/O: Kyo led cats-effect by "
+	  "docs/studies.md §1, blocking TCP on Kyo: \"Non-blocking I/O: Kyo led cats-effect by "
 	  "~12% at concurrency 8 and trailed by ~3% at 64\" (ratios only)", "ops/s", 3,
 	  "at concurrency 8 Kyo ahead, its ratio to cats-effect above 1 by its whole interval "
 	  "and within 3× of the study's 1.12 (as for the five runtimes); at 64 a tie, the "
@@ -192,7 +192,7 @@ static const struct an_suite_cell micro_cells[] = {
  * tie, judged within AN_SUITE_TIE of 1 as the study gives no interval. */
 static const struct an_suite_table micro_tables[] = {
 	{ "Kyo vs cats-effect micro-benchmarks",
-	  "studies.md §1, Kyo vs cats-effect micro-benchmarks (ratio of mean throughput)",
+	  "docs/studies.md §1, Kyo vs cats-effect micro-benchmarks (ratio of mean throughput)",
 	  "ops/s", 3,
 	  "a winner's Kyo ÷ cats-effect on the study's side of 1 by its whole interval, and "
 	  "within 3× of the study's ratio (10× for the bind chain, whose quadratic gap depends "
@@ -289,7 +289,7 @@ static const struct an_suite_cell mem_bytes_cells[] = {
  * instead of AN_SUITE_TIE. */
 static const struct an_suite_table mem_tables[] = {
 	{ "100,000 waiting tasks, 1 KiB payload each",
-	  "studies.md §1, memory (MiB, medians of three fresh processes)", "MiB", 2,
+	  "docs/studies.md §1, memory (MiB, medians of three fresh processes)", "MiB", 2,
 	  "our Loom ÷ cats-effect on the study's side of 1 and within 2× of the study's "
 	  "ratio, by its whole interval (our medians have none: each taken as ± 5%): a fiber "
 	  "and its stack here against a JVM object on a collected heap, so only the relation "
@@ -297,11 +297,11 @@ static const struct an_suite_table mem_tables[] = {
 	  "--forks 3 --warmup 0 --iterations 1", "", mem_wait_cells,
 	  sizeof(mem_wait_cells) / sizeof(mem_wait_cells[0]), 1 + AN_SUITE_NOISE },
 	{ "Active blocking TCP at 64 connections, the client's footprint",
-	  "studies.md §1, memory (MiB, medians of three fresh processes)", "MiB", 2,
+	  "docs/studies.md §1, memory (MiB, medians of three fresh processes)", "MiB", 2,
 	  "as for the waiting tasks", "--forks 3 --warmup 0 --iterations 1", "", mem_tcp_cells,
 	  sizeof(mem_tcp_cells) / sizeof(mem_tcp_cells[0]), 1 + AN_SUITE_NOISE },
 	{ "Bytes allocated per op (runtime allocator)",
-	  "studies.md §1, the bind chain's allocation (bytes per chain)", "B/op", 10,
+	  "docs/studies.md §1, the bind chain's allocation (bytes per chain)", "B/op", 10,
 	  "naive ÷ stack on the study's side of 1 and within 10× of the study's, by its whole "
 	  "interval (bytes per op have none: ± 5% each): the quadratic growth is the shape, "
 	  "the size of one continuation is the runtime's own",
@@ -361,7 +361,7 @@ static const struct an_suite_cell seq_cells[] = {
  * order of means, which ours must show by its intervals. */
 static const struct an_suite_table seq_tables[] = {
 	{ "Per-key serialization: semaphore buckets vs actors",
-	  "studies.md §2, per-key serialization (JDK 21, JMH), ops/s", "ops/s", 2,
+	  "docs/studies.md §2, per-key serialization (JDK 21, JMH), ops/s", "ops/s", 2,
 	  "buckets ≥ actors ≥ converted, as in the study's means: the actors between the "
 	  "other two, their ratio to each excluding 1 on its side; the converted buckets "
 	  "against the actors a tie, our interval within as far from 1 as the study's reaches "
@@ -522,7 +522,7 @@ static const struct an_suite_cell err_share_cells[] = {
  * share of one that does not (which should spend next to none there); 3× is "several". */
 static const struct an_suite_table err_tables[] = {
 	{ "Error handling, a future per step (exec=pool)",
-	  "studies.md §3, error handling with futures, ns/op (lower is better)", "ns/op", 2,
+	  "docs/studies.md §3, error handling with futures, ns/op (lower is better)", "ns/op", 2,
 	  "a winner's ratio to the hand-written either on the study's side of 1 and within 2× "
 	  "of the study's, by its whole interval: the study's gaps are 1.5× at most; the "
 	  "study's ratios within 10% of 1 (it gives no intervals) ties, our interval within "
@@ -530,16 +530,16 @@ static const struct an_suite_table err_tables[] = {
 	  "exceptions, which alone fill a stack trace, by the whole of both intervals",
 	  "", "", err_pool_cells, sizeof(err_pool_cells) / sizeof(err_pool_cells[0]), 0 },
 	{ "Error handling, an IO run loop (exec=loop)",
-	  "studies.md §3, error handling with an IO run loop, ns/op (lower is better)", "ns/op",
+	  "docs/studies.md §3, error handling with an IO run loop, ns/op (lower is better)", "ns/op",
 	  2, "as with futures", "", "", err_loop_cells,
 	  sizeof(err_loop_cells) / sizeof(err_loop_cells[0]), 0 },
 	{ "Error handling, ZIO (exec=zio, the outside world on the blocking pool)",
-	  "studies.md §3, error handling with ZIO, ns/op (lower is better)", "ns/op", 2,
+	  "docs/studies.md §3, error handling with ZIO, ns/op (lower is better)", "ns/op", 2,
 	  "as with futures: every ratio the study gives here is within 10% of 1, ties",
 	  "-c blocking=offload", "", err_zio_cells,
 	  sizeof(err_zio_cells) / sizeof(err_zio_cells[0]), 0 },
 	{ "Error handling, stack capture under the on-CPU probe (tf=2)",
-	  "studies.md §3, \"with the IO run loop, stack-trace filling was 25% of samples\"; "
+	  "docs/studies.md §3, \"with the IO run loop, stack-trace filling was 25% of samples\"; "
 	  "ours: the on-CPU probe's samples in stack-capture, % of all its samples ± the 99.9% "
 	  "interval of a share, (n) the samples", "% of samples", 3,
 	  "the exceptions' share at least 3× that of the exceptions without a trace, by both "
@@ -549,16 +549,16 @@ static const struct an_suite_table err_tables[] = {
 	  "", "--probes oncpu", err_share_cells,
 	  sizeof(err_share_cells) / sizeof(err_share_cells[0]), 0 },
 	{ "Error handling, the error-ratio sweep with futures (exec=pool)",
-	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "docs/studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
 	  "ns/op", 2, "as with futures, each column against its hand-written either", "", "",
 	  err_sweep_future_cells,
 	  sizeof(err_sweep_future_cells) / sizeof(err_sweep_future_cells[0]), 0 },
 	{ "Error handling, the error-ratio sweep with an IO run loop (exec=loop)",
-	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "docs/studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
 	  "ns/op", 2, "as with futures, each column against its hand-written either", "", "",
 	  err_sweep_io_cells, sizeof(err_sweep_io_cells) / sizeof(err_sweep_io_cells[0]), 0 },
 	{ "Error handling, the error-ratio sweep with ZIO (exec=zio)",
-	  "studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
+	  "docs/studies.md §3, the error-ratio sweeps: (failures, invalid) at tf=5 and tf=100, ns/op",
 	  "ns/op", 2, "as with futures, each column against its hand-written either",
 	  "-c blocking=offload", "", err_sweep_zio_cells,
 	  sizeof(err_sweep_zio_cells) / sizeof(err_sweep_zio_cells[0]), 0 },
