@@ -363,7 +363,9 @@ static __always_inline long emit_dwarf(struct scratch *sc, const struct oncpu_ke
 	d->fpnr = fallback && sc->user.nr < ONCPU_MAX_DEPTH ? sc->user.nr :
 		  fallback ? ONCPU_MAX_DEPTH : 0;
 	d->pad2 = 0;
-	if (bpf_probe_read_kernel(d->fpips, sizeof(d->fpips), sc->user.ips))
+	/* only auto mode walked the frame pointers; DWARF mode's scratch holds nothing of
+	 * this sample, so it is not copied (fpnr 0 tells user space to ignore fpips) */
+	if (fallback && bpf_probe_read_kernel(d->fpips, sizeof(d->fpips), sc->user.ips))
 		return -EFAULT;
 	if (bpf_ringbuf_output(&dwarf_ring, d, sizeof(*d) + got, 0))
 		return -ENOSPC;
